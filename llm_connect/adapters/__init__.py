@@ -1,0 +1,49 @@
+"""Adapters: how llm-connect calls models and embedders.
+
+* :class:`OpenAIAdapter` — chat completions through the official ``openai`` SDK
+  (any OpenAI-compatible server via ``base_url``).
+* :class:`OpenAIEmbeddingAdapter` — embeddings through the same SDK.
+* :class:`SentenceTransformerEmbeddingAdapter` — local sentence-transformers
+  (the packaged, offline all-MiniLM-L6-v2 by default).
+* :class:`RecordedAdapter` — replays recorded responses, no model call.
+
+Importing this package imports neither ``openai`` nor ``torch``; they load when
+an adapter that needs them is first used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from llm_connect.adapters._base import EmbeddingAdapter, LLMAdapter
+from llm_connect.adapters._recorded import RecordedAdapter
+
+if TYPE_CHECKING:
+    from llm_connect.adapters._openai import OpenAIAdapter, OpenAIEmbeddingAdapter
+    from llm_connect.adapters._sentence_transformers import SentenceTransformerEmbeddingAdapter
+    from llm_connect.adapters._spec import adapter_from_spec
+
+__all__ = [
+    "EmbeddingAdapter",
+    "LLMAdapter",
+    "OpenAIAdapter",
+    "OpenAIEmbeddingAdapter",
+    "RecordedAdapter",
+    "SentenceTransformerEmbeddingAdapter",
+    "adapter_from_spec",
+]
+
+_LAZY = {
+    "OpenAIAdapter": "llm_connect.adapters._openai",
+    "OpenAIEmbeddingAdapter": "llm_connect.adapters._openai",
+    "SentenceTransformerEmbeddingAdapter": "llm_connect.adapters._sentence_transformers",
+    "adapter_from_spec": "llm_connect.adapters._spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,38 @@
+"""Adapter protocols: how llm-connect talks to models and embedders."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from llm_connect.types import LLMResponse, RunConfig
+
+__all__ = ["EmbeddingAdapter", "LLMAdapter"]
+
+
+@runtime_checkable
+class LLMAdapter(Protocol):
+    """Something that answers a prompt: a real API, a recording, a test double."""
+
+    adapter_id: str
+    """Stable id of provider and model, e.g. ``openai:gpt-4o-mini``."""
+
+    def complete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
+        """Answer ``prompt`` under ``run_config``."""
+        ...
+
+    async def acomplete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
+        """Async form of :meth:`complete`."""
+        ...
+
+
+@runtime_checkable
+class EmbeddingAdapter(Protocol):
+    """Something that turns texts into vectors."""
+
+    adapter_id: str
+    """Stable id of the embedding model, e.g. ``sentence-transformers:all-MiniLM-L6-v2``."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        ...

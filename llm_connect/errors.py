@@ -1,0 +1,193 @@
+"""One exception hierarchy for llm-connect.
+
+Every error the library raises on purpose derives from :class:`LLMConnectError`.
+Third-party exceptions (the ``openai`` SDK, SQLAlchemy, YAML parsers) are
+translated at one boundary each, so callers only ever catch these classes::
+
+    LLMConnectError
+    ├── ConfigurationError (ValueError)     bad option, unknown judge or adapter spec
+    ├── GradingValidationError (ValueError) a GradingResult field is invalid
+    ├── SuiteError (ValueError)             a suite file is malformed (file, line, field)
+    ├── AdapterError                        a model call failed
+    │   ├── RateLimitError                  429; retryable, carries retry_after
+    │   ├── AdapterTimeoutError             the call timed out; retryable
+    │   ├── AdapterConnectionError          could not reach the server; retryable
+    │   ├── ServerError                     5xx; retryable
+    │   ├── AuthenticationError             401/403; never retried
+    │   ├── BadRequestError                 other 4xx; never retried
+    │   ├── MalformedResponseError          the server answered something unusable
+    │   └── RecordingNotFoundError          RecordedAdapter has no response for a prompt
+    ├── BudgetExceededError                 a BudgetTracker refused a call
+    ├── JudgeError                          a judge could not produce a grade
+    │   └── JudgeOutputError (ValueError)   an LLM judge's reply held no usable grade
+    ├── LedgerError                         the ledger could not be opened or written
+    │   └── SchemaVersionError              the database is at an unknown/newer revision
+    └── CalibrationError                    a calibration could not be computed
+
+The CLI is the only place an exception becomes an exit code.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AdapterConnectionError",
+    "AdapterError",
+    "AdapterTimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "BudgetExceededError",
+    "CalibrationError",
+    "ConfigurationError",
+    "GradingValidationError",
+    "JudgeError",
+    "JudgeOutputError",
+    "LLMConnectError",
+    "LedgerError",
+    "MalformedResponseError",
+    "RateLimitError",
+    "RecordingNotFoundError",
+    "SchemaVersionError",
+    "ServerError",
+    "SuiteError",
+]
+
+
+class LLMConnectError(Exception):
+    """Base class of every error llm-connect raises on purpose."""
+
+
+class ConfigurationError(LLMConnectError, ValueError):
+    """An option, judge name, adapter spec or setting is invalid.
+
+    Raised when the object is built (never per case), so a bad option stops a
+    run before any model is called.
+    """
+
+
+class GradingValidationError(LLMConnectError, ValueError):
+    """A :class:`~llm_connect.grading.GradingResult` field failed validation
+    (score outside 0..1, NaN, a bool or string score, an empty grader id)."""
+
+
+class SuiteError(LLMConnectError, ValueError):
+    """A suite file is malformed. ``path``, ``line`` and ``field`` name the place."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        where = ""
+        if path is not None:
+            where = path if line is None else f"{path}:{line}"
+        if field is not None:
+            where = f"{where} field {field!r}" if where else f"field {field!r}"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.message = message
+
+
+class AdapterError(LLMConnectError):
+    """A model call failed.
+
+    Attributes:
+        adapter_id: the adapter that made the call (``openai:gpt-4o-mini``).
+        status_code: the HTTP status, when the server answered.
+        request_id: the server's request id, when it sent one.
+        retryable: whether retrying the same call may succeed.
+    """
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        adapter_id: str | None = None,
+        status_code: int | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.adapter_id = adapter_id
+        self.status_code = status_code
+        self.request_id = request_id
+
+
+class RateLimitError(AdapterError):
+    """The server answered 429. ``retry_after`` holds its Retry-After in seconds."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: object) -> None:
+        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+        self.retry_after = retry_after
+
+
+class AdapterTimeoutError(AdapterError):
+    """The call did not finish within the run config's ``timeout_s``."""
+
+    retryable = True
+
+
+class AdapterConnectionError(AdapterError):
+    """The server could not be reached (refused, reset, DNS)."""
+
+    retryable = True
+
+
+class ServerError(AdapterError):
+    """The server answered with a 5xx status."""
+
+    retryable = True
+
+
+class AuthenticationError(AdapterError):
+    """The server refused the credentials (401 or 403)."""
+
+
+class BadRequestError(AdapterError):
+    """The server rejected the request (a 4xx other than 401, 403 and 429)."""
+
+
+class MalformedResponseError(AdapterError):
+    """The server answered, but not with a usable completion (bad JSON, no choices)."""
+
+
+class RecordingNotFoundError(AdapterError, KeyError):
+    """A :class:`~llm_connect.adapters.RecordedAdapter` holds no response for a prompt."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class BudgetExceededError(LLMConnectError):
+    """A :class:`~llm_connect.types.BudgetTracker` refused a call: its budget is spent."""
+
+
+class JudgeError(LLMConnectError):
+    """A judge could not produce a grade for a pair."""
+
+
+class JudgeOutputError(JudgeError, ValueError):
+    """An LLM judge's reply held no usable grade. ``raw_reply`` keeps the reply verbatim."""
+
+    def __init__(self, message: str, *, raw_reply: str | None = None) -> None:
+        super().__init__(message)
+        self.raw_reply = raw_reply
+
+
+class LedgerError(LLMConnectError):
+    """The ledger could not be opened, migrated, read or written."""
+
+
+class SchemaVersionError(LedgerError):
+    """The database is at a revision this version of llm-connect does not know."""
+
+
+class CalibrationError(LLMConnectError):
+    """A calibration could not be computed (unknown judge, no references)."""

@@ -1,0 +1,53 @@
+"""Grading: compare a candidate model's response with a baseline's.
+
+:class:`PairedGrader` calls both adapters with the same prompt and run config
+and hands both responses to a :class:`Judge`; every judge returns a validated
+:class:`GradingResult`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from llm_connect.grading._paired import PairedGrader, judge_async
+from llm_connect.grading._protocols import BaselineGrader, BatchJudge, Case, Judge, JudgePair
+from llm_connect.grading._results import GradingResult, validate_quality_score
+from llm_connect.grading.judges import (
+    ExactMatchJudge,
+    JudgeContext,
+    build_judge,
+    judge_names,
+    parse_judge_spec,
+    register_judge,
+)
+
+if TYPE_CHECKING:
+    from llm_connect.grading.judges import EmbeddingSimilarityJudge, LLMJudge
+
+__all__ = [
+    "BaselineGrader",
+    "BatchJudge",
+    "Case",
+    "EmbeddingSimilarityJudge",
+    "ExactMatchJudge",
+    "GradingResult",
+    "Judge",
+    "JudgeContext",
+    "JudgePair",
+    "LLMJudge",
+    "PairedGrader",
+    "build_judge",
+    "judge_async",
+    "judge_names",
+    "parse_judge_spec",
+    "register_judge",
+    "validate_quality_score",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("EmbeddingSimilarityJudge", "LLMJudge"):
+        from llm_connect.grading import judges
+
+        return getattr(judges, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

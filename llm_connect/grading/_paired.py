@@ -1,0 +1,159 @@
+"""PairedGrader: run baseline and candidate on the same prompt, then judge."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from llm_connect.grading._protocols import Case, Judge
+from llm_connect.grading._results import GradingResult
+from llm_connect.types import LLMResponse, RunConfig
+
+if TYPE_CHECKING:
+    from llm_connect.adapters import LLMAdapter
+
+__all__ = ["PairedGrader", "judge_async"]
+
+
+async def judge_async(
+    judge: Judge,
+    baseline: LLMResponse,
+    candidate: LLMResponse,
+    *,
+    prompt: str,
+    run_config: RunConfig,
+    case: Case | None = None,
+) -> GradingResult:
+    """Await ``judge.ajudge`` when it exists, else run ``judge.judge`` in a thread."""
+    ajudge = getattr(judge, "ajudge", None)
+    if ajudge is not None:
+        result: GradingResult = await ajudge(
+            baseline, candidate, prompt=prompt, run_config=run_config, case=case
+        )
+        return result
+    return await asyncio.to_thread(
+        judge.judge, baseline, candidate, prompt=prompt, run_config=run_config, case=case
+    )
+
+
+class PairedGrader:
+    """Grades a candidate adapter against a baseline adapter with one judge.
+
+    Both adapters receive exactly the same prompt and the same
+    :class:`~llm_connect.types.RunConfig`; both responses go to the judge
+    unmodified. :meth:`grade_with` grades one pair with several judges while
+    calling each adapter only once.
+
+    Example::
+
+        grader = PairedGrader(ExactMatchJudge())
+        result = grader.grade(baseline, candidate, "What is 2+2?", RunConfig(temperature=0))
+    """
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+
+    def __repr__(self) -> str:
+        return f"PairedGrader({self.judge!r})"
+
+    # -- sync ---------------------------------------------------------------
+
+    def run_pair(
+        self,
+        baseline_adapter: LLMAdapter,
+        candidate_adapter: LLMAdapter,
+        prompt: str,
+        run_config: RunConfig,
+    ) -> tuple[LLMResponse, LLMResponse]:
+        """Call baseline then candidate with the same prompt and config."""
+        baseline = baseline_adapter.complete(prompt, run_config)
+        candidate = candidate_adapter.complete(prompt, run_config)
+        return baseline, candidate
+
+    def grade(
+        self,
+        baseline_adapter: LLMAdapter,
+        candidate_adapter: LLMAdapter,
+        prompt: str,
+        run_config: RunConfig,
+        *,
+        case: Case | None = None,
+    ) -> GradingResult:
+        """Run both adapters on ``prompt`` and grade the candidate with the judge."""
+        return self.grade_with(
+            [self.judge], baseline_adapter, candidate_adapter, prompt, run_config, case=case
+        )[0]
+
+    def grade_with(
+        self,
+        judges: Sequence[Judge],
+        baseline_adapter: LLMAdapter,
+        candidate_adapter: LLMAdapter,
+        prompt: str,
+        run_config: RunConfig,
+        *,
+        case: Case | None = None,
+    ) -> list[GradingResult]:
+        """One result per judge, from a single call to each adapter."""
+        baseline, candidate = self.run_pair(baseline_adapter, candidate_adapter, prompt, run_config)
+        return [
+            j.judge(baseline, candidate, prompt=prompt, run_config=run_config, case=case)
+            for j in judges
+        ]
+
+    # -- async --------------------------------------------------------------
+
+    async def arun_pair(
+        self,
+        baseline_adapter: LLMAdapter,
+        candidate_adapter: LLMAdapter,
+        prompt: str,
+        run_config: RunConfig,
+    ) -> tuple[LLMResponse, LLMResponse]:
+        """Call both adapters concurrently with the same prompt and config."""
+        baseline, candidate = await asyncio.gather(
+            baseline_adapter.acomplete(prompt, run_config),
+            candidate_adapter.acomplete(prompt, run_config),
+        )
+        return baseline, candidate
+
+    async def agrade(
+        self,
+        baseline_adapter: LLMAdapter,
+        candidate_adapter: LLMAdapter,
+        prompt: str,
+        run_config: RunConfig,
+        *,
+        case: Case | None = None,
+    ) -> GradingResult:
+        """Async :meth:`grade`: the two adapter calls run concurrently."""
+        results = await self.agrade_with(
+            [self.judge], baseline_adapter, candidate_adapter, prompt, run_config, case=case
+        )
+        return results[0]
+
+    async def agrade_with(
+        self,
+        judges: Sequence[Judge],
+        baseline_adapter: LLMAdapter,
+        candidate_adapter: LLMAdapter,
+        prompt: str,
+        run_config: RunConfig,
+        *,
+        case: Case | None = None,
+    ) -> list[GradingResult]:
+        """Async :meth:`grade_with`: adapters concurrently, then each judge."""
+        baseline, candidate = await self.arun_pair(
+            baseline_adapter, candidate_adapter, prompt, run_config
+        )
+        return list(
+            await asyncio.gather(
+                *(
+                    judge_async(
+                        j, baseline, candidate, prompt=prompt, run_config=run_config, case=case
+                    )
+                    for j in judges
+                )
+            )
+        )

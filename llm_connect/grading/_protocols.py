@@ -1,0 +1,124 @@
+"""The judge and grader protocols, and the per-case context judges may read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from llm_connect.types import LLMResponse, RunConfig
+
+if TYPE_CHECKING:
+    from llm_connect.adapters import LLMAdapter
+    from llm_connect.grading._results import GradingResult
+
+__all__ = ["BaselineGrader", "BatchJudge", "Case", "Judge", "JudgePair"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One suite case as judges see it.
+
+    Rule-based judges read ``expected`` (a ground-truth string, or a mapping
+    with keys such as ``keywords``, ``schema``, ``sections``) from here.
+    """
+
+    id: str
+    """The case id, unique within its suite."""
+    prompt: str
+    """The user prompt both sides answer."""
+    task: str = "default"
+    """The task the case belongs to (routing decides per task)."""
+    system_prompt: str | None = None
+    """System prompt for both sides, when the case sets one."""
+    expected: Any = None
+    """Ground truth or rule data for rule-based judges (string or mapping)."""
+    tags: tuple[str, ...] = ()
+    """Free-form labels stored with each grade."""
+    responses: Mapping[str, str] = field(default_factory=dict)
+    """Recorded responses by name (``recorded:NAME`` adapters read these)."""
+    line: int | None = None
+    """The 1-based line (JSONL) or item index (YAML) the case came from."""
+
+
+@dataclass(frozen=True)
+class JudgePair:
+    """One pair to judge, as handed to :meth:`BatchJudge.judge_many`."""
+
+    baseline_response: LLMResponse
+    candidate_response: LLMResponse
+    prompt: str
+    run_config: RunConfig
+    case: Case | None = None
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Grades a candidate response against a baseline response.
+
+    ``case`` is optional context (expected answers, schemas) for rule-based
+    judges; judges that do not need it ignore it.
+    """
+
+    grader_id: str
+
+    def judge(
+        self,
+        baseline_response: LLMResponse,
+        candidate_response: LLMResponse,
+        *,
+        prompt: str,
+        run_config: RunConfig,
+        case: Case | None = None,
+    ) -> GradingResult:
+        """Return the grade of ``candidate_response`` against ``baseline_response``."""
+        ...
+
+    async def ajudge(
+        self,
+        baseline_response: LLMResponse,
+        candidate_response: LLMResponse,
+        *,
+        prompt: str,
+        run_config: RunConfig,
+        case: Case | None = None,
+    ) -> GradingResult:
+        """Async form of :meth:`judge`."""
+        ...
+
+
+@runtime_checkable
+class BatchJudge(Protocol):
+    """A judge that grades many pairs at once more cheaply than one by one
+    (the embedding judge embeds all texts of a batch in one call)."""
+
+    grader_id: str
+
+    def judge_many(self, pairs: Sequence[JudgePair]) -> list[GradingResult]:
+        """Grade every pair, returning results in the same order."""
+        ...
+
+
+@runtime_checkable
+class BaselineGrader(Protocol):
+    """Runs both adapters on one prompt and grades the candidate against the baseline."""
+
+    def grade(
+        self,
+        baseline_adapter: LLMAdapter,
+        candidate_adapter: LLMAdapter,
+        prompt: str,
+        run_config: RunConfig,
+    ) -> GradingResult:
+        """Call both adapters with the same prompt and config, then judge."""
+        ...
+
+
+def judge_spec(name: str, **args: Any) -> dict[str, Any]:
+    """The ``details["judge_spec"]`` value that rebuilds a judge: name plus arguments."""
+    return {"name": name, "args": dict(args)}
+
+
+def spec_args(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop ``None`` values from judge arguments before they go into a spec."""
+    return {k: v for k, v in mapping.items() if v is not None}

@@ -1,0 +1,85 @@
+"""ExactMatchJudge: 1.0 when the two response texts are equal, else 0.0."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from llm_connect.grading._protocols import Case, judge_spec
+from llm_connect.grading._results import GradingResult
+from llm_connect.grading.judges._registry import JudgeContext
+from llm_connect.types import LLMResponse, RunConfig
+
+__all__ = ["ExactMatchJudge", "make_exact_judge"]
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _fold(text: str) -> str:
+    return _WHITESPACE.sub(" ", text).strip().casefold()
+
+
+class ExactMatchJudge:
+    """Grades 1.0 when the candidate's text equals the baseline's, 0.0 otherwise.
+
+    With ``normalize=True`` both texts are case-folded and every run of
+    whitespace becomes one space (leading/trailing whitespace dropped) first.
+    """
+
+    def __init__(self, *, normalize: bool = False) -> None:
+        self.normalize = bool(normalize)
+        self.grader_id = "exact:normalized" if self.normalize else "exact"
+
+    def __repr__(self) -> str:
+        return f"ExactMatchJudge(normalize={self.normalize})"
+
+    def judge(
+        self,
+        baseline_response: LLMResponse,
+        candidate_response: LLMResponse,
+        *,
+        prompt: str,
+        run_config: RunConfig,
+        case: Case | None = None,
+    ) -> GradingResult:
+        """1.0 for matching texts, 0.0 otherwise."""
+        a, b = baseline_response.text, candidate_response.text
+        if self.normalize:
+            a, b = _fold(a), _fold(b)
+        matched = a == b
+        details: dict[str, Any] = {
+            "match": matched,
+            "normalize": self.normalize,
+            "judge_spec": judge_spec("exact", normalize=self.normalize),
+        }
+        return GradingResult(
+            quality_score=1.0 if matched else 0.0,
+            notes="texts match" if matched else "texts differ",
+            grader_id=self.grader_id,
+            baseline_response=baseline_response,
+            candidate_response=candidate_response,
+            details=details,
+            prompt=prompt,
+            run_config=run_config,
+        )
+
+    async def ajudge(
+        self,
+        baseline_response: LLMResponse,
+        candidate_response: LLMResponse,
+        *,
+        prompt: str,
+        run_config: RunConfig,
+        case: Case | None = None,
+    ) -> GradingResult:
+        """Same as :meth:`judge` (cheap enough to run on the event loop)."""
+        await asyncio.sleep(0)
+        return self.judge(
+            baseline_response, candidate_response, prompt=prompt, run_config=run_config, case=case
+        )
+
+
+def make_exact_judge(context: JudgeContext, *, normalize: bool = False) -> ExactMatchJudge:
+    """Registry factory for ``exact`` (``exact:normalize=true`` folds case/whitespace)."""
+    return ExactMatchJudge(normalize=normalize)

@@ -1,0 +1,235 @@
+"""Judge registry: build judges by name, from the CLI or from a stored spec.
+
+A judge spec is ``{"name": NAME, "args": {...}}``; every built-in judge puts
+its own spec in ``GradingResult.details["judge_spec"]`` so a stored grade
+names exactly the judge (and options) that produced it, and
+:func:`build_judge` rebuilds that judge from it.
+
+On the command line a spec is written ``NAME[:ARG][,KEY=VALUE...]``:
+``exact``, ``exact:normalize=true``, ``format:json``,
+``llm:openai:gpt-4o-mini,seed=7``, ``length:min_words=5,max_words=200``.
+``ARG`` fills the judge's primary option; values are parsed as JSON when they
+parse (numbers, booleans, lists) and kept as strings otherwise.
+
+Built-in judges are listed in a table of import paths, imported only when
+used, so ``llm-connect --help`` stays fast. Third parties add judges through
+the entry-point group ``llm_connect.judges``; an entry point names a factory
+``factory(context: JudgeContext, **args) -> Judge``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from llm_connect.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from llm_connect.adapters import EmbeddingAdapter, LLMAdapter
+    from llm_connect.grading._protocols import Judge
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "JudgeContext",
+    "JudgeFactory",
+    "build_judge",
+    "format_judge_spec",
+    "judge_names",
+    "parse_judge_spec",
+    "register_judge",
+]
+
+ENTRY_POINT_GROUP = "llm_connect.judges"
+
+
+@dataclass
+class JudgeContext:
+    """What a judge factory may need beyond its own options.
+
+    Everything is built lazily: a run that uses only the exact judge never
+    loads an embedding model or creates an API client.
+    """
+
+    make_llm_adapter: Callable[[str], LLMAdapter] | None = None
+    """Builds an LLM adapter from a ``provider:model`` spec (for LLM judges)."""
+    default_judge_model: str | None = None
+    """The ``--judge-model`` spec used when an LLM judge names no model."""
+    make_embedding_adapter: Callable[[], EmbeddingAdapter] | None = None
+    """Returns the embedding adapter shared by embedding-based judges."""
+    base_dir: Path = field(default_factory=Path.cwd)
+    """Where relative file options (schemas, persona files) are resolved."""
+
+    def llm_adapter(self, spec: str | None) -> LLMAdapter:
+        """The adapter for ``spec`` (or the default judge model)."""
+        spec = spec or self.default_judge_model
+        if not spec:
+            raise ConfigurationError(
+                "this judge needs a judge model: give one as NAME:provider:model or --judge-model"
+            )
+        if self.make_llm_adapter is None:
+            from llm_connect.adapters import adapter_from_spec
+
+            return adapter_from_spec(spec)
+        return self.make_llm_adapter(spec)
+
+    def embedding_adapter(self) -> EmbeddingAdapter:
+        """The shared embedding adapter (the packaged all-MiniLM-L6-v2 by default)."""
+        if self.make_embedding_adapter is None:
+            from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
+
+            return SentenceTransformerEmbeddingAdapter()
+        return self.make_embedding_adapter()
+
+    def resolve_path(self, value: str | Path) -> Path:
+        """``value`` as a path, relative to :attr:`base_dir` when not absolute."""
+        path = Path(value)
+        return path if path.is_absolute() else self.base_dir / path
+
+
+JudgeFactory = Callable[..., "Judge"]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    target: str | JudgeFactory
+    primary: str | None
+    summary: str
+
+
+# name -> ("module:factory", primary option, one-line summary). Later modules
+# append their judges here; nothing is imported until a judge is built.
+_BUILTINS: dict[str, _Entry] = {
+    "exact": _Entry(
+        "llm_connect.grading.judges._exact:make_exact_judge",
+        "normalize",
+        "1.0 when the candidate text equals the baseline text",
+    ),
+    "embedding": _Entry(
+        "llm_connect.grading.judges._embedding:make_embedding_judge",
+        None,
+        "cosine similarity of sentence embeddings (all-MiniLM-L6-v2)",
+    ),
+    "llm": _Entry(
+        "llm_connect.grading.judges._llm:make_llm_judge",
+        "model",
+        "a temperature-0 LLM grades the candidate against the baseline",
+    ),
+}
+
+_registered: dict[str, _Entry] = {}
+
+
+def register_judge(
+    name: str, *, primary: str | None = None, summary: str = ""
+) -> Callable[[JudgeFactory], JudgeFactory]:
+    """Register ``factory(context, **args) -> Judge`` under ``name`` (decorator)."""
+    if not name or ":" in name or "," in name:
+        raise ConfigurationError(f"invalid judge name {name!r}")
+
+    def decorate(factory: JudgeFactory) -> JudgeFactory:
+        _registered[name] = _Entry(factory, primary, summary)
+        return factory
+
+    return decorate
+
+
+def _plugin_entries() -> dict[str, _Entry]:
+    found: dict[str, _Entry] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found[ep.name] = _Entry(ep.value, None, f"plugin from {ep.value}")
+    return found
+
+
+def _all_entries() -> dict[str, _Entry]:
+    return {**_plugin_entries(), **_BUILTINS, **_registered}
+
+
+def judge_names() -> dict[str, str]:
+    """Every judge name that can be built, with its one-line summary."""
+    return {name: entry.summary for name, entry in sorted(_all_entries().items())}
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_judge_spec(text: str) -> dict[str, Any]:
+    """Parse ``NAME[:ARG][,KEY=VALUE...]`` into ``{"name": ..., "args": {...}}``."""
+    text = text.strip()
+    if not text:
+        raise ConfigurationError("empty judge spec")
+    name, sep, rest = text.partition(":")
+    name = name.strip()
+    args: dict[str, Any] = {}
+    positional: list[str] = []
+    if sep:
+        for piece in rest.split(","):
+            piece = piece.strip()
+            if not piece:
+                continue
+            key, eq, value = piece.partition("=")
+            if eq and key.strip().isidentifier():
+                args[key.strip()] = _parse_value(value.strip())
+            else:
+                positional.append(piece)
+    if len(positional) > 1:
+        raise ConfigurationError(f"judge spec {text!r}: more than one positional argument")
+    entries = _all_entries()
+    if name not in entries:
+        known = ", ".join(sorted(entries))
+        raise ConfigurationError(f"unknown judge {name!r} (known: {known})")
+    if positional:
+        primary = entries[name].primary
+        if primary is None:
+            raise ConfigurationError(f"judge {name!r} takes no positional argument ({text!r})")
+        if primary in args:
+            raise ConfigurationError(f"judge spec {text!r} gives {primary!r} twice")
+        args[primary] = positional[0] if primary != "normalize" else _parse_value(positional[0])
+    return {"name": name, "args": args}
+
+
+def format_judge_spec(spec: Mapping[str, Any]) -> str:
+    """The command-line form of a stored spec (inverse of :func:`parse_judge_spec`)."""
+    args = spec.get("args") or {}
+    if not args:
+        return str(spec["name"])
+    parts = [
+        f"{k}={v if isinstance(v, str) else json.dumps(v, separators=(',', ':'))}"
+        for k, v in sorted(args.items())
+    ]
+    return f"{spec['name']}:{','.join(parts)}"
+
+
+def _load(target: str | JudgeFactory) -> JudgeFactory:
+    if not isinstance(target, str):
+        return target
+    module_name, _, attr = target.partition(":")
+    module = importlib.import_module(module_name)
+    factory: JudgeFactory = getattr(module, attr)
+    return factory
+
+
+def build_judge(spec: str | Mapping[str, Any], context: JudgeContext | None = None) -> Judge:
+    """Build a judge from a command-line spec string or a stored spec mapping.
+
+    Raises :class:`~llm_connect.errors.ConfigurationError` (a ``ValueError``)
+    for an unknown name or invalid options, before any case is judged.
+    """
+    parsed = parse_judge_spec(spec) if isinstance(spec, str) else dict(spec)
+    name = parsed.get("name")
+    entries = _all_entries()
+    if name not in entries:
+        raise ConfigurationError(f"unknown judge {name!r} (known: {', '.join(sorted(entries))})")
+    factory = _load(entries[name].target)
+    try:
+        return factory(context or JudgeContext(), **dict(parsed.get("args") or {}))
+    except TypeError as exc:
+        raise ConfigurationError(f"judge {name!r}: {exc}") from None

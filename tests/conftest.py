@@ -1,0 +1,8 @@
+"""Shared fixtures. Tests never reach the network: HF hub offline, loopback servers only."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
