@@ -119,6 +119,51 @@ _BUILTINS: dict[str, _Entry] = {
         "model",
         "a temperature-0 LLM grades the candidate against the baseline",
     ),
+    "vrty": _Entry(
+        "llm_connect.scoring.vrty:make_vrty_judge",
+        None,
+        "deterministic VRTY 1.0.1 composite, candidate relative to baseline",
+    ),
+    "format": _Entry(
+        "llm_connect.scoring.rules:make_format_judge",
+        "fmt",
+        "response parses as json, xml, yaml, markdown or csv",
+    ),
+    "schema": _Entry(
+        "llm_connect.scoring.rules:make_schema_judge",
+        "schema",
+        "response is JSON valid against a JSON Schema (draft 2020-12)",
+    ),
+    "correctness": _Entry(
+        "llm_connect.scoring.rules:make_correctness_judge",
+        "answer",
+        "matches the expected answer, or the fraction of expected keywords found",
+    ),
+    "length": _Entry(
+        "llm_connect.scoring.rules:make_length_judge",
+        None,
+        "response length (characters, words) within min/max",
+    ),
+    "relevance": _Entry(
+        "llm_connect.scoring.rules:make_relevance_judge",
+        None,
+        "fraction of prompt words present in the response",
+    ),
+    "completeness": _Entry(
+        "llm_connect.scoring.rules:make_completeness_judge",
+        None,
+        "fraction of required sections present in the response",
+    ),
+    "persona": _Entry(
+        "llm_connect.scoring.persona:make_persona_judge",
+        "persona",
+        "brand-voice authenticity against a persona file",
+    ),
+    "safety": _Entry(
+        "llm_connect.scoring.safety:make_safety_judge",
+        "patterns",
+        "pattern-based safety with severities, optionally with an LLM safety judge",
+    ),
 }
 
 _registered: dict[str, _Entry] = {}
