@@ -39,6 +39,7 @@ __all__ = [
     "JudgeFactory",
     "build_judge",
     "format_judge_spec",
+    "is_llm_grader_id",
     "judge_names",
     "parse_judge_spec",
     "register_judge",
@@ -92,6 +93,16 @@ class JudgeContext:
 
 
 JudgeFactory = Callable[..., "Judge"]
+
+
+def is_llm_grader_id(grader_id: str) -> bool:
+    """Whether a grader id names a judge that asks an LLM for its grade.
+
+    LLM-based judges put ``llm:`` at the start of their grader id or after a
+    ``+`` (``llm:openai:gpt-4o-mini:rubric-v1``, ``safety:default+llm:...``).
+    Routing refuses such grades until a passing calibration is stored.
+    """
+    return grader_id.startswith("llm:") or "+llm:" in grader_id
 
 
 @dataclass(frozen=True)
