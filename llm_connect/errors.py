@@ -22,6 +22,7 @@ translated at one boundary each, so callers only ever catch these classes::
     │   └── JudgeOutputError (ValueError)   an LLM judge's reply held no usable grade
     ├── LedgerError                         the ledger could not be opened or written
     │   └── SchemaVersionError              the database is at an unknown/newer revision
+    ├── ScorerDataError                     a scorer's bundled data file failed its integrity check
     └── CalibrationError                    a calibration could not be computed
 
 The CLI is the only place an exception becomes an exit code.
@@ -47,6 +48,7 @@ __all__ = [
     "RateLimitError",
     "RecordingNotFoundError",
     "SchemaVersionError",
+    "ScorerDataError",
     "ServerError",
     "SuiteError",
 ]
@@ -187,6 +189,15 @@ class LedgerError(LLMConnectError):
 
 class SchemaVersionError(LedgerError):
     """The database is at a revision this version of llm-connect does not know."""
+
+
+class ScorerDataError(LLMConnectError):
+    """A scorer's bundled data file (e.g. VRTY's IDF table) is missing, unreadable
+    or fails its pinned SHA-256 check. ``path`` names the file."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class CalibrationError(LLMConnectError):
