@@ -19,6 +19,7 @@ translated at one boundary each, so callers only ever catch these classes::
     │   └── RecordingNotFoundError          RecordedAdapter has no response for a prompt
     ├── BudgetExceededError                 a BudgetTracker refused a call
     ├── JudgeError                          a judge could not produce a grade
+    │   ├── CaseDataError (ValueError)      a case lacks the data a rule-based judge needs
     │   └── JudgeOutputError (ValueError)   an LLM judge's reply held no usable grade
     ├── LedgerError                         the ledger could not be opened or written
     │   └── SchemaVersionError              the database is at an unknown/newer revision
@@ -38,6 +39,7 @@ __all__ = [
     "BadRequestError",
     "BudgetExceededError",
     "CalibrationError",
+    "CaseDataError",
     "ConfigurationError",
     "GradingValidationError",
     "JudgeError",
@@ -173,6 +175,24 @@ class BudgetExceededError(LLMConnectError):
 
 class JudgeError(LLMConnectError):
     """A judge could not produce a grade for a pair."""
+
+
+class CaseDataError(JudgeError, ValueError):
+    """A case lacks (or holds malformed) data a rule-based judge needs, and the
+    judge's options do not supply it (a ``schema`` judge and no schema anywhere).
+
+    Raised per case, while judging: the rest of the run goes on. ``case_id`` and
+    ``field`` (``expected.schema``) name the place.
+    """
+
+    def __init__(self, message: str, *, case_id: str | None = None, field: str | None = None) -> None:
+        self.case_id = case_id
+        self.field = field
+        where = f"case {case_id!r}" if case_id is not None else "no case"
+        if field is not None:
+            where += f" field {field!r}"
+        super().__init__(f"{where}: {message}")
+        self.message = message
 
 
 class JudgeOutputError(JudgeError, ValueError):
