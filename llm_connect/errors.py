@@ -20,6 +20,7 @@ translated at one boundary each, so callers only ever catch these classes::
     ├── BudgetExceededError                 a BudgetTracker refused a call
     ├── JudgeError                          a judge could not produce a grade
     │   ├── CaseDataError (ValueError)      a case lacks the data a rule-based judge needs
+    │   ├── EmbeddingOutputError (ValueError) an embedder returned unusable vectors
     │   └── JudgeOutputError (ValueError)   an LLM judge's reply held no usable grade
     ├── LedgerError                         the ledger could not be opened or written
     │   └── SchemaVersionError              the database is at an unknown/newer revision
@@ -41,6 +42,7 @@ __all__ = [
     "CalibrationError",
     "CaseDataError",
     "ConfigurationError",
+    "EmbeddingOutputError",
     "GradingValidationError",
     "JudgeError",
     "JudgeOutputError",
@@ -193,6 +195,11 @@ class CaseDataError(JudgeError, ValueError):
             where += f" field {field!r}"
         super().__init__(f"{where}: {message}")
         self.message = message
+
+
+class EmbeddingOutputError(JudgeError, ValueError):
+    """An embedding adapter returned unusable vectors for a judge: the wrong number,
+    vectors of different lengths, or non-finite values."""
 
 
 class JudgeOutputError(JudgeError, ValueError):
