@@ -1,0 +1,31 @@
+"""The QualityLedger: every grade in SQL (SQLite by default, PostgreSQL for fleets).
+
+:class:`QualityLedger` stores validated grades with their full context,
+answers filtered queries (:meth:`~QualityLedger.results`), aggregates them
+with confidence intervals (:meth:`~QualityLedger.summary`), and keeps the
+response cache, runs, failures, judge calibrations and routing decisions.
+The schema is managed by Alembic: :func:`upgrade`, :func:`current_revision`,
+:func:`head_revision`. ``docs/ledger.md`` documents every table.
+"""
+
+from __future__ import annotations
+
+from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
+from llm_connect.ledger._migrate import current_revision, head_revision, upgrade
+from llm_connect.ledger._rows import CalibrationRow, FailureRow, GradeRow, RecordItem, RunRow, SummaryRow
+from llm_connect.ledger._store import QualityLedger
+
+__all__ = [
+    "DEFAULT_URL",
+    "ENV_VAR",
+    "CalibrationRow",
+    "FailureRow",
+    "GradeRow",
+    "QualityLedger",
+    "RecordItem",
+    "RunRow",
+    "SummaryRow",
+    "current_revision",
+    "head_revision",
+    "upgrade",
+]

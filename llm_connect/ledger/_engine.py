@@ -1,0 +1,159 @@
+"""Engines for the ledger: URL resolution, SQLite pragmas, write transactions, error mapping.
+
+SQLite connections run in WAL mode with a busy timeout and foreign keys on;
+the driver's own transaction handling is switched off so that SQLAlchemy
+emits ``BEGIN`` itself: ``BEGIN IMMEDIATE`` for writes (the write lock is
+taken up front, so two writers queue on the busy timeout instead of failing
+with "database is locked" on lock upgrade) and a plain ``BEGIN`` for reads.
+A write that still meets "database is locked" is retried a bounded number of
+times. SQLAlchemy errors become :class:`~llm_connect.errors.LedgerError` here
+and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from llm_connect.errors import LedgerError
+
+__all__ = [
+    "DEFAULT_URL",
+    "ENV_VAR",
+    "display_url",
+    "ledger_errors",
+    "make_engine",
+    "resolve_url",
+    "write_transaction",
+]
+
+ENV_VAR = "LLM_CONNECT_DATABASE_URL"
+DEFAULT_URL = "sqlite:///llm_connect.db"
+
+#: Milliseconds a SQLite connection waits for another writer before giving up.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+#: Attempts of one write transaction that meets "database is locked".
+WRITE_ATTEMPTS = 8
+
+_WRITE_OPTION = "llm_connect_write"
+T = TypeVar("T")
+
+
+def resolve_url(url: str | URL | None) -> URL:
+    """The ledger URL: ``url``, else ``$LLM_CONNECT_DATABASE_URL``, else ``sqlite:///llm_connect.db``.
+
+    ``postgresql://`` and ``postgres://`` URLs get the psycopg 3 driver.
+    """
+    raw = url if url is not None else (os.environ.get(ENV_VAR) or DEFAULT_URL)
+    try:
+        parsed = make_url(raw)
+    except ArgumentError as exc:
+        raise LedgerError(f"invalid database URL {str(raw)!r}: {exc}") from None
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise LedgerError(
+            f"unsupported database {parsed.get_backend_name()!r} in {display_url(parsed)}: "
+            "the ledger runs on SQLite (sqlite:///path.db) or PostgreSQL (postgresql+psycopg://...)"
+        )
+    return parsed
+
+
+def display_url(url: URL) -> str:
+    """``url`` as text with any password masked."""
+    return url.render_as_string(hide_password=True)
+
+
+def _is_memory(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+def make_engine(url: URL) -> Engine:
+    """An engine for ``url`` with the ledger's connection settings."""
+    kwargs: dict[str, Any] = {}
+    if url.get_backend_name() == "sqlite":
+        if _is_memory(url):
+            kwargs["poolclass"] = StaticPool
+            kwargs["connect_args"] = {"check_same_thread": False}
+        else:
+            kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+            if url.database:
+                parent = os.path.dirname(os.path.abspath(url.database))
+                if not os.path.isdir(parent):
+                    raise LedgerError(f"cannot open {display_url(url)}: directory {parent!r} does not exist")
+    else:
+        kwargs["pool_pre_ping"] = True
+    try:
+        engine = create_engine(url, **kwargs)
+    except (ArgumentError, ImportError) as exc:
+        raise LedgerError(f"cannot create an engine for {display_url(url)}: {exc}") from None
+    if url.get_backend_name() == "sqlite":
+        _configure_sqlite(engine, memory=_is_memory(url))
+    return engine
+
+
+def _configure_sqlite(engine: Engine, *, memory: bool) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy emit BEGIN (see the "begin" listener), not the driver.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            if not memory:
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA synchronous = NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get(_WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _is_locked(exc: BaseException) -> bool:
+    text = str(getattr(exc, "orig", exc)).lower()
+    return "database is locked" in text or "database is busy" in text or "deadlock detected" in text
+
+
+@contextmanager
+def ledger_errors(what: str, url: URL) -> Iterator[None]:
+    """Translate SQLAlchemy errors raised inside the block into :class:`LedgerError`."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        orig = exc.orig if isinstance(exc, DBAPIError) else exc
+        detail = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+        raise LedgerError(f"{what} failed on {display_url(url)}: {detail}") from exc
+
+
+def write_transaction(engine: Engine, fn: Callable[[Connection], T]) -> T:
+    """Run ``fn(connection)`` in one write transaction, committed when it returns.
+
+    On SQLite the transaction starts with ``BEGIN IMMEDIATE``; when it still
+    meets "database is locked" (or PostgreSQL reports a deadlock) the whole
+    transaction is rolled back and retried, at most :data:`WRITE_ATTEMPTS`
+    times. Any other error rolls back and propagates.
+    """
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            with engine.connect() as conn:
+                conn = conn.execution_options(**{_WRITE_OPTION: True})
+                with conn.begin():
+                    return fn(conn)
+        except OperationalError as exc:
+            if attempt == WRITE_ATTEMPTS or not _is_locked(exc):
+                raise
+            time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))
+    raise AssertionError("unreachable")  # pragma: no cover

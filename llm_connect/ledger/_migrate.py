@@ -1,0 +1,183 @@
+"""Alembic migrations, run from code over an existing connection.
+
+The migration scripts live in the top-level ``migrations/`` directory of the
+source tree; the wheel ships them as ``llm_connect/_migrations``. Migrations
+run inside one transaction that also holds a lock (``BEGIN IMMEDIATE`` on
+SQLite, an advisory lock on PostgreSQL), so several processes opening the
+same fresh database at once migrate it exactly once.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy.engine import URL
+
+import llm_connect
+from llm_connect.errors import LedgerError, SchemaVersionError
+from llm_connect.ledger._engine import display_url, ledger_errors, make_engine, resolve_url, write_transaction
+
+__all__ = [
+    "alembic_config",
+    "check_models",
+    "current_revision",
+    "ensure_schema",
+    "head_revision",
+    "migrations_dir",
+    "upgrade",
+]
+
+# Any constant works; it only has to be the same in every process.
+_PG_MIGRATION_LOCK = 0x4C4C4D43  # "LLMC"
+
+
+def migrations_dir() -> Path:
+    """Where the Alembic scripts are: inside the installed wheel, else the source tree."""
+    packaged = importlib.resources.files("llm_connect") / "_migrations"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    source = Path(llm_connect.__file__).resolve().parent.parent / "migrations"
+    if not (source / "env.py").is_file():
+        raise LedgerError(f"the ledger's migration scripts are missing (looked in {packaged} and {source})")
+    return source
+
+
+def alembic_config(connection: Connection | None = None):  # type: ignore[no-untyped-def]
+    """An Alembic ``Config`` for the ledger's scripts, bound to ``connection`` when given."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _script_directory():  # type: ignore[no-untyped-def]
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def head_revision() -> str:
+    """The newest revision this version of llm-connect knows."""
+    head = _script_directory().get_current_head()
+    if head is None:  # pragma: no cover - the package ships its scripts
+        raise LedgerError("the ledger's migration scripts define no revision")
+    return str(head)
+
+
+def _revision_of(conn: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    heads = MigrationContext.configure(conn).get_current_heads()
+    if len(heads) > 1:
+        raise SchemaVersionError(f"the database has several schema revisions {heads}; expected one")
+    return heads[0] if heads else None
+
+
+def _check_known(conn: Connection, revision: str | None, url: URL) -> None:
+    if revision is None:
+        if inspect(conn).has_table("grades"):
+            raise SchemaVersionError(
+                f"{display_url(url)} has a grades table but no llm-connect schema revision; "
+                "it was not created by llm-connect"
+            )
+        return
+    script = _script_directory()
+    try:
+        known = script.get_revision(revision)
+    except Exception:  # alembic raises several kinds for an unknown id
+        known = None
+    if known is None:
+        raise SchemaVersionError(
+            f"{display_url(url)} is at schema revision {revision!r}, which this version of llm-connect "
+            f"({llm_connect.__version__}, head {head_revision()!r}) does not know; it was probably "
+            "written by a newer llm-connect. Upgrade llm-connect; the database was not changed."
+        )
+
+
+def current_revision(url: str | URL | None = None) -> str | None:
+    """The schema revision of the database at ``url`` (``None`` when never migrated)."""
+    parsed = resolve_url(url)
+    engine = make_engine(parsed)
+    try:
+        with ledger_errors("reading the schema revision", parsed), engine.connect() as conn:
+            return _revision_of(conn)
+    finally:
+        engine.dispose()
+
+
+def _lock(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+
+
+def _upgrade_locked(conn: Connection, url: URL) -> str:
+    from alembic import command
+
+    _lock(conn)
+    revision = _revision_of(conn)
+    _check_known(conn, revision, url)
+    head = head_revision()
+    if revision != head:
+        command.upgrade(alembic_config(conn), "head")
+    return head
+
+
+def ensure_schema(engine: Engine, url: URL, *, auto_migrate: bool) -> str:
+    """Bring the database to head (or check it is there). Returns the revision.
+
+    Raises :class:`SchemaVersionError` for an unknown or newer revision (the
+    database is left untouched) and :class:`LedgerError` when the database
+    needs migrating and ``auto_migrate`` is false.
+    """
+    head = head_revision()
+    with ledger_errors("reading the schema revision", url), engine.connect() as conn:
+        revision = _revision_of(conn)
+        _check_known(conn, revision, url)
+        conn.rollback()
+    if revision == head:
+        return head
+    if not auto_migrate:
+        state = "has no llm-connect schema" if revision is None else f"is at revision {revision!r}"
+        raise LedgerError(
+            f"{display_url(url)} {state}; the current schema is {head!r}. "
+            f"Run `llm-connect db upgrade --db {display_url(url)}` first."
+        )
+    with ledger_errors("migrating the ledger", url):
+        return write_transaction(engine, lambda conn: _upgrade_locked(conn, url))
+
+
+def upgrade(url: str | URL | None = None) -> str:
+    """Migrate the database at ``url`` to the newest revision; returns that revision.
+
+    Safe to run on an up-to-date database (nothing happens) and from several
+    processes at once. Refuses an unknown or newer revision with
+    :class:`SchemaVersionError`, changing nothing.
+    """
+    parsed = resolve_url(url)
+    engine = make_engine(parsed)
+    try:
+        return ensure_schema(engine, parsed, auto_migrate=True)
+    finally:
+        engine.dispose()
+
+
+def check_models(url: str | URL) -> None:
+    """Run Alembic's ``check`` (autogenerate diff) against a migrated database.
+
+    Raises ``alembic.util.exc.AutogenerateDiffsDetected`` when the models and
+    the migrations disagree.
+    """
+    from alembic import command
+
+    parsed = resolve_url(url)
+    engine = make_engine(parsed)
+    try:
+        with engine.connect() as conn:
+            command.check(alembic_config(conn))
+    finally:
+        engine.dispose()

@@ -1,0 +1,259 @@
+"""The ledger's tables as typed SQLAlchemy models.
+
+The Alembic migrations under ``migrations/`` create exactly these tables (a
+test runs ``alembic check`` on SQLite and PostgreSQL); the ``quality_summary``
+view is created by the migration from :data:`QUALITY_SUMMARY_VIEW_SQL`.
+
+Timestamps are timezone-aware UTC on both backends (:class:`UTCDateTime`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+from llm_connect._version import __version__
+
+__all__ = [
+    "NAMING_CONVENTION",
+    "QUALITY_SUMMARY_VIEW_SQL",
+    "Base",
+    "Calibration",
+    "Grade",
+    "ResponseCacheEntry",
+    "RoutingDecisionRecord",
+    "Run",
+    "RunFailure",
+    "UTCDateTime",
+    "utcnow",
+]
+
+NAMING_CONVENTION: dict[str, str] = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC (the default of every timestamp)."""
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp stored in UTC and always read back timezone-aware.
+
+    SQLite has no time zone type: values are stored as naive UTC text and
+    tagged UTC on the way out. PostgreSQL stores ``timestamp with time zone``.
+    Naive datetimes passed in are taken to be UTC.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the ledger's tables, with a constraint naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {  # noqa: RUF012 - SQLAlchemy reads this class attribute
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSON(),
+        list[Any]: JSON(),
+    }
+
+
+class Grade(Base):
+    """One stored grade: a candidate response judged against a baseline response."""
+
+    __tablename__ = "grades"
+    __table_args__ = (
+        CheckConstraint("quality_score >= 0.0 AND quality_score <= 1.0", name="quality_score_range"),
+        UniqueConstraint("run_id", "case_id", "grader_id", "candidate_model"),
+        # Serves Router.decide and summary(): equality on the first four columns,
+        # the aggregated columns read from the index alone.
+        Index(
+            "ix_grades_routing",
+            "task",
+            "baseline_model",
+            "grader_id",
+            "candidate_model",
+            "quality_score",
+            "candidate_cost_usd",
+            "baseline_cost_usd",
+            "candidate_latency_ms",
+            "baseline_latency_ms",
+        ),
+        Index("ix_grades_grader_task", "grader_id", "task"),
+        Index("ix_grades_created_at", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    run_id: Mapped[str | None] = mapped_column(String(200))
+    case_id: Mapped[str | None] = mapped_column(String(200))
+    task: Mapped[str] = mapped_column(String(200))
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    prompt: Mapped[str | None] = mapped_column(Text)
+    prompt_sha256: Mapped[str] = mapped_column(String(64))
+    system_prompt_sha256: Mapped[str | None] = mapped_column(String(64))
+
+    baseline_adapter_id: Mapped[str] = mapped_column(String(300))
+    baseline_provider: Mapped[str] = mapped_column(String(100))
+    baseline_model: Mapped[str] = mapped_column(String(200))
+    baseline_text: Mapped[str | None] = mapped_column(Text)
+    baseline_text_sha256: Mapped[str] = mapped_column(String(64))
+    baseline_latency_ms: Mapped[float | None] = mapped_column(Float)
+    baseline_prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    baseline_completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    baseline_cost_usd: Mapped[float | None] = mapped_column(Float)
+    baseline_finish_reason: Mapped[str | None] = mapped_column(String(50))
+    baseline_tool_calls: Mapped[list[Any] | None] = mapped_column(JSON)
+
+    candidate_adapter_id: Mapped[str] = mapped_column(String(300))
+    candidate_provider: Mapped[str] = mapped_column(String(100))
+    candidate_model: Mapped[str] = mapped_column(String(200))
+    candidate_text: Mapped[str | None] = mapped_column(Text)
+    candidate_text_sha256: Mapped[str] = mapped_column(String(64))
+    candidate_latency_ms: Mapped[float | None] = mapped_column(Float)
+    candidate_prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    candidate_completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    candidate_cost_usd: Mapped[float | None] = mapped_column(Float)
+    candidate_finish_reason: Mapped[str | None] = mapped_column(String(50))
+    candidate_tool_calls: Mapped[list[Any] | None] = mapped_column(JSON)
+
+    grader_id: Mapped[str] = mapped_column(String(300))
+    quality_score: Mapped[float] = mapped_column(Float)
+    notes: Mapped[str] = mapped_column(Text, default="")
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    run_config: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
+
+
+class ResponseCacheEntry(Base):
+    """A cached model response, keyed by :meth:`QualityLedger.cache_key`."""
+
+    __tablename__ = "response_cache"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    adapter_id: Mapped[str] = mapped_column(String(300))
+    response: Mapped[dict[str, Any]] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Run(Base):
+    """One grading run (a suite graded with one configuration), for resume and audit."""
+
+    __tablename__ = "runs"
+
+    run_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    suite: Mapped[str | None] = mapped_column(Text)
+    config: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(50), default="running")
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column()
+    llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
+
+
+class RunFailure(Base):
+    """A case that could not be graded in a run (after retries), instead of a fake score."""
+
+    __tablename__ = "run_failures"
+    __table_args__ = (Index("ix_run_failures_run_id", "run_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    run_id: Mapped[str] = mapped_column(String(200), ForeignKey("runs.run_id", ondelete="CASCADE"))
+    case_id: Mapped[str] = mapped_column(String(200))
+    task: Mapped[str] = mapped_column(String(200))
+    stage: Mapped[str] = mapped_column(String(50))
+    error_type: Mapped[str] = mapped_column(String(200))
+    message: Mapped[str] = mapped_column(Text)
+    adapter_id: Mapped[str | None] = mapped_column(String(300))
+
+
+class Calibration(Base):
+    """A stored calibration of an LLM judge against reference judges."""
+
+    __tablename__ = "calibrations"
+    __table_args__ = (Index("ix_calibrations_judge", "judge_grader_id", "task"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    judge_grader_id: Mapped[str] = mapped_column(String(300))
+    reference_grader_ids: Mapped[list[Any]] = mapped_column()
+    task: Mapped[str | None] = mapped_column(String(200))
+    figures: Mapped[dict[str, Any]] = mapped_column()
+    verdict: Mapped[str] = mapped_column(Text)
+    passed: Mapped[bool] = mapped_column(Boolean)
+    llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
+
+
+class RoutingDecisionRecord(Base):
+    """One :class:`~llm_connect.routing.RoutingDecision`, kept for audit."""
+
+    __tablename__ = "routing_decisions"
+    __table_args__ = (Index("ix_routing_decisions_task", "task", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    task: Mapped[str] = mapped_column(String(200))
+    baseline_model: Mapped[str] = mapped_column(String(200))
+    chosen_model: Mapped[str] = mapped_column(String(200))
+    reason: Mapped[str] = mapped_column(Text)
+    grader_ids: Mapped[list[Any]] = mapped_column()
+    parameters: Mapped[dict[str, Any]] = mapped_column()
+    evidence: Mapped[dict[str, Any]] = mapped_column()
+    llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
+
+
+#: The ``quality_summary`` view (portable SQL, identical on SQLite and PostgreSQL).
+QUALITY_SUMMARY_VIEW_SQL = """\
+CREATE VIEW quality_summary AS
+SELECT task,
+       baseline_model,
+       candidate_model,
+       grader_id,
+       COUNT(*) AS n,
+       AVG(quality_score) AS mean_quality,
+       MIN(quality_score) AS min_quality,
+       MAX(quality_score) AS max_quality,
+       MIN(created_at) AS first_at,
+       MAX(created_at) AS last_at
+FROM grades
+GROUP BY task, baseline_model, candidate_model, grader_id"""

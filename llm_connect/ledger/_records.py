@@ -1,0 +1,309 @@
+"""The ledger's other tables: response cache, runs, run failures, calibrations, routing decisions.
+
+Mixed into :class:`~llm_connect.ledger.QualityLedger`; every method here is
+part of its public surface.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, select, update
+
+from llm_connect._version import __version__
+from llm_connect.errors import LedgerError
+from llm_connect.ledger._convert import mask_secret_text
+from llm_connect.ledger._models import (
+    Calibration,
+    ResponseCacheEntry,
+    RoutingDecisionRecord,
+    Run,
+    RunFailure,
+    utcnow,
+)
+from llm_connect.ledger._rows import CalibrationRow, FailureRow, RunRow
+from llm_connect.types import LLMResponse, RunConfig, redact_secrets
+
+if TYPE_CHECKING:
+    from llm_connect.routing import RoutingDecision
+
+__all__ = ["RecordsMixin"]
+
+_CACHE = ResponseCacheEntry.__table__
+_RUNS = Run.__table__
+_FAILURES = RunFailure.__table__
+_CALIBRATIONS = Calibration.__table__
+_DECISIONS = RoutingDecisionRecord.__table__
+_CHUNK = 500
+
+
+def _finite_json(value: Any, what: str) -> Any:
+    """``value`` as plain JSON types; NaN or infinity is refused (the ledger never stores NaN)."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except ValueError as exc:
+        raise LedgerError(
+            f"{what} must be JSON without NaN or infinity ({exc}); store None instead"
+        ) from None
+    except TypeError as exc:
+        raise LedgerError(f"{what} must be JSON-serialisable: {exc}") from None
+
+
+class RecordsMixin:
+    """Response cache, runs, failures, calibrations and routing decisions."""
+
+    if TYPE_CHECKING:
+        from sqlalchemy import Engine
+
+        engine: Engine
+
+        def _insert(self, table: Any) -> Any: ...
+        def _write(self, what: str, fn: Any) -> Any: ...
+        def _read(self, what: str) -> Any: ...
+
+    # -- response cache --------------------------------------------------------
+
+    @staticmethod
+    def cache_key(adapter_id: str, prompt: str, run_config: RunConfig) -> str:
+        """The cache key of one model call: SHA-256 of canonical JSON of
+        (adapter id, prompt, system prompt, ``run_config.to_json()``)."""
+        payload = json.dumps(
+            [adapter_id, prompt, run_config.system_prompt, run_config.to_json()],
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def cache_get(self, key: str) -> LLMResponse | None:
+        """The cached response for ``key``, or ``None``."""
+        return self.cache_get_many([key]).get(key)
+
+    def cache_get_many(self, keys: Iterable[str]) -> dict[str, LLMResponse]:
+        """The cached responses among ``keys`` (absent keys are simply missing)."""
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, LLMResponse] = {}
+        with self._read("reading the response cache"), self.engine.connect() as conn:
+            for start in range(0, len(wanted), _CHUNK):
+                stmt = select(_CACHE.c.key, _CACHE.c.response).where(
+                    _CACHE.c.key.in_(wanted[start : start + _CHUNK])
+                )
+                for key, response in conn.execute(stmt):
+                    out[key] = LLMResponse.from_dict(response)
+        return out
+
+    def cache_put(self, key: str, adapter_id: str, response: LLMResponse) -> None:
+        """Cache ``response`` under ``key``; an existing entry is kept as it is."""
+        row = {"key": key, "adapter_id": adapter_id, "response": response.to_dict(), "created_at": utcnow()}
+        stmt = self._insert(_CACHE).on_conflict_do_nothing(index_elements=["key"])
+        self._write("writing the response cache", lambda conn: conn.execute(stmt, [row]))
+
+    # -- runs and failures -----------------------------------------------------
+
+    def start_run(
+        self, run_id: str, *, suite: str | None = None, config: Mapping[str, Any] | None = None
+    ) -> None:
+        """Register a run (idempotent). Starting a known run again marks it ``running``;
+        its suite and config are kept. ``config`` is stored with secrets removed."""
+        if not isinstance(run_id, str) or not run_id:
+            raise LedgerError(f"run_id must be a non-empty string, not {run_id!r}")
+        stored = None if config is None else _finite_json(redact_secrets(config), "run config")
+        row = {
+            "run_id": run_id,
+            "suite": suite,
+            "config": stored,
+            "status": "running",
+            "started_at": utcnow(),
+            "llm_connect_version": __version__,
+        }
+
+        def write(conn: Connection) -> None:
+            inserted = conn.execute(
+                self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]), [row]
+            )
+            if inserted.rowcount == 0:
+                conn.execute(
+                    update(_RUNS).where(_RUNS.c.run_id == run_id).values(status="running", finished_at=None)
+                )
+
+        self._write("starting a run", write)
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        """Mark a run finished with ``status`` (``completed``, ``failed``, ``interrupted``...)."""
+
+        def write(conn: Connection) -> None:
+            done = conn.execute(
+                update(_RUNS).where(_RUNS.c.run_id == run_id).values(status=status, finished_at=utcnow())
+            )
+            if done.rowcount == 0:
+                raise LedgerError(f"no run {run_id!r} in the ledger (start_run was never called)")
+
+        self._write("finishing a run", write)
+
+    def run(self, run_id: str) -> RunRow | None:
+        """The stored run ``run_id``, or ``None``."""
+        with self._read("reading a run"), self.engine.connect() as conn:
+            rec = conn.execute(select(_RUNS).where(_RUNS.c.run_id == run_id)).mappings().first()
+        return None if rec is None else RunRow(**dict(rec))
+
+    def record_failure(
+        self,
+        *,
+        run_id: str,
+        case_id: str,
+        task: str,
+        stage: str,
+        error_type: str,
+        message: str,
+        adapter_id: str | None = None,
+    ) -> int:
+        """Record a case that could not be graded; returns the failure's id.
+
+        The run is registered if it was not yet. API-key-shaped text in the
+        message is masked.
+        """
+        row = {
+            "created_at": utcnow(),
+            "run_id": run_id,
+            "case_id": case_id,
+            "task": task,
+            "stage": stage,
+            "error_type": error_type,
+            "message": mask_secret_text(message),
+            "adapter_id": adapter_id,
+        }
+        run_row = {
+            "run_id": run_id,
+            "status": "running",
+            "started_at": utcnow(),
+            "llm_connect_version": __version__,
+        }
+
+        def write(conn: Connection) -> int:
+            conn.execute(self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]), [run_row])
+            return int(conn.execute(_FAILURES.insert().returning(_FAILURES.c.id), row).scalar_one())
+
+        return self._write("recording a failure", write)  # type: ignore[no-any-return]
+
+    def failures(self, run_id: str | None = None) -> list[FailureRow]:
+        """Recorded failures, oldest first; of one run when ``run_id`` is given."""
+        stmt = select(_FAILURES).order_by(_FAILURES.c.id)
+        if run_id is not None:
+            stmt = stmt.where(_FAILURES.c.run_id == run_id)
+        with self._read("reading failures"), self.engine.connect() as conn:
+            return [FailureRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]
+
+    # -- calibrations ----------------------------------------------------------
+
+    def record_calibration(
+        self,
+        *,
+        judge_grader_id: str,
+        references: Sequence[str],
+        task: str | None,
+        figures: Mapping[str, Any],
+        verdict: str,
+        passed: bool,
+    ) -> int:
+        """Store a calibration of ``judge_grader_id`` against ``references``; returns its id.
+
+        ``figures`` must be JSON without NaN (an undefined statistic is ``None``).
+        """
+        if not judge_grader_id:
+            raise LedgerError("judge_grader_id must be a non-empty string")
+        row = {
+            "created_at": utcnow(),
+            "judge_grader_id": judge_grader_id,
+            "reference_grader_ids": [str(r) for r in references],
+            "task": task,
+            "figures": _finite_json(dict(figures), "calibration figures"),
+            "verdict": verdict,
+            "passed": bool(passed),
+            "llm_connect_version": __version__,
+        }
+
+        def write(conn: Connection) -> int:
+            stmt = _CALIBRATIONS.insert().returning(_CALIBRATIONS.c.id)
+            return int(conn.execute(stmt, row).scalar_one())
+
+        return self._write("recording a calibration", write)  # type: ignore[no-any-return]
+
+    def calibrations(self, judge_grader_id: str | None = None) -> list[CalibrationRow]:
+        """Stored calibrations, oldest first (of one judge when given)."""
+        stmt = select(_CALIBRATIONS).order_by(_CALIBRATIONS.c.id)
+        if judge_grader_id is not None:
+            stmt = stmt.where(_CALIBRATIONS.c.judge_grader_id == judge_grader_id)
+        with self._read("reading calibrations"), self.engine.connect() as conn:
+            return [_calibration_row(rec) for rec in conn.execute(stmt).mappings()]
+
+    def latest_calibration(self, judge_grader_id: str, *, task: str | None = None) -> CalibrationRow | None:
+        """The newest calibration of ``judge_grader_id`` for ``task``.
+
+        With a task and no calibration for it, the newest task-less
+        calibration (one over all tasks) is returned; ``None`` when neither
+        exists.
+        """
+        c = _CALIBRATIONS.c
+        with self._read("reading calibrations"), self.engine.connect() as conn:
+            for wanted in [task, None] if task is not None else [None]:
+                cond = c.task.is_(None) if wanted is None else c.task == wanted
+                stmt = (
+                    select(_CALIBRATIONS)
+                    .where(c.judge_grader_id == judge_grader_id, cond)
+                    .order_by(c.created_at.desc(), c.id.desc())
+                    .limit(1)
+                )
+                rec = conn.execute(stmt).mappings().first()
+                if rec is not None:
+                    return _calibration_row(rec)
+        return None
+
+    # -- routing decisions -----------------------------------------------------
+
+    def record_decision(self, decision: RoutingDecision) -> int:
+        """Store a routing decision for audit; returns its id."""
+        data = decision.to_dict()
+        row = {
+            "created_at": decision.created_at,
+            "task": decision.task,
+            "baseline_model": decision.baseline,
+            "chosen_model": decision.model,
+            "reason": decision.reason,
+            "grader_ids": list(decision.grader_ids),
+            "parameters": _finite_json(data["parameters"], "decision parameters"),
+            "evidence": _finite_json(data, "decision evidence"),
+            "llm_connect_version": __version__,
+        }
+
+        def write(conn: Connection) -> int:
+            return int(conn.execute(_DECISIONS.insert().returning(_DECISIONS.c.id), row).scalar_one())
+
+        return self._write("recording a routing decision", write)  # type: ignore[no-any-return]
+
+    def decisions(self, task: str | None = None, *, limit: int | None = None) -> list[RoutingDecision]:
+        """Stored routing decisions, oldest first (the newest ``limit`` when given)."""
+        from llm_connect.routing import RoutingDecision
+
+        stmt = select(_DECISIONS.c.id, _DECISIONS.c.evidence).order_by(_DECISIONS.c.id.desc())
+        if task is not None:
+            stmt = stmt.where(_DECISIONS.c.task == task)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        with self._read("reading routing decisions"), self.engine.connect() as conn:
+            recs = conn.execute(stmt).all()
+        return [RoutingDecision.from_dict(evidence, decision_id=rid) for rid, evidence in reversed(recs)]
+
+
+def _calibration_row(rec: Mapping[str, Any]) -> CalibrationRow:
+    return CalibrationRow(
+        id=rec["id"],
+        created_at=rec["created_at"],
+        judge_grader_id=rec["judge_grader_id"],
+        references=tuple(rec["reference_grader_ids"]),
+        task=rec["task"],
+        figures=rec["figures"],
+        verdict=rec["verdict"],
+        passed=bool(rec["passed"]),
+    )

@@ -1,0 +1,212 @@
+"""Typed rows the ledger returns (and the item type it accepts for batch writes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from llm_connect.grading._results import GradingResult
+from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
+
+__all__ = ["CalibrationRow", "FailureRow", "GradeRow", "RecordItem", "RunRow", "SummaryRow"]
+
+
+@dataclass(frozen=True)
+class RecordItem:
+    """One grade to write with :meth:`QualityLedger.record_batch`, with its own metadata."""
+
+    result: GradingResult
+    """The validated grade."""
+    task: str
+    """The task the prompt belongs to (routing decides per task)."""
+    run_id: str | None = None
+    """The run that produced it; with ``case_id`` it makes the grade idempotent."""
+    case_id: str | None = None
+    """The suite case it grades."""
+    tags: Sequence[str] = ()
+    """Free-form labels of the case."""
+    baseline_adapter_id: str | None = None
+    """The baseline adapter's id; defaults to ``provider:model`` of the baseline response."""
+    candidate_adapter_id: str | None = None
+    """The candidate adapter's id; defaults to ``provider:model`` of the candidate response."""
+
+
+@dataclass(frozen=True)
+class GradeRow:
+    """One stored grade, as :meth:`QualityLedger.results` yields it.
+
+    Text fields are ``None`` in a ledger opened with ``store_text=False``; the
+    SHA-256 digests are always present.
+    """
+
+    id: int
+    created_at: datetime
+    run_id: str | None
+    case_id: str | None
+    task: str
+    tags: tuple[str, ...]
+    quality_score: float
+    grader_id: str
+    notes: str
+    details: Mapping[str, Any]
+    prompt: str | None
+    prompt_sha256: str
+    system_prompt_sha256: str | None
+    baseline_adapter_id: str
+    baseline_provider: str
+    baseline_model: str
+    baseline_text: str | None
+    baseline_text_sha256: str
+    baseline_latency_ms: float | None
+    baseline_prompt_tokens: int | None
+    baseline_completion_tokens: int | None
+    baseline_cost_usd: float | None
+    baseline_finish_reason: str | None
+    baseline_tool_calls: tuple[Mapping[str, str], ...]
+    candidate_adapter_id: str
+    candidate_provider: str
+    candidate_model: str
+    candidate_text: str | None
+    candidate_text_sha256: str
+    candidate_latency_ms: float | None
+    candidate_prompt_tokens: int | None
+    candidate_completion_tokens: int | None
+    candidate_cost_usd: float | None
+    candidate_finish_reason: str | None
+    candidate_tool_calls: tuple[Mapping[str, str], ...]
+    run_config: Mapping[str, Any] | None
+    llm_connect_version: str
+
+    def _response(self, side: str) -> LLMResponse:
+        prompt_tokens = getattr(self, f"{side}_prompt_tokens")
+        completion_tokens = getattr(self, f"{side}_completion_tokens")
+        usage = (
+            None
+            if prompt_tokens is None and completion_tokens is None
+            else Usage(prompt_tokens or 0, completion_tokens or 0)
+        )
+        return LLMResponse(
+            text=getattr(self, f"{side}_text") or "",
+            model=getattr(self, f"{side}_model"),
+            provider=getattr(self, f"{side}_provider"),
+            latency_ms=getattr(self, f"{side}_latency_ms"),
+            usage=usage,
+            cost_usd=getattr(self, f"{side}_cost_usd"),
+            tool_calls=tuple(
+                ToolCall(t["name"], t["arguments"]) for t in getattr(self, f"{side}_tool_calls")
+            ),
+            finish_reason=getattr(self, f"{side}_finish_reason"),
+        )
+
+    @property
+    def baseline_response(self) -> LLMResponse:
+        """The baseline side as an :class:`LLMResponse` (empty text when texts were not stored)."""
+        return self._response("baseline")
+
+    @property
+    def candidate_response(self) -> LLMResponse:
+        """The candidate side as an :class:`LLMResponse` (empty text when texts were not stored)."""
+        return self._response("candidate")
+
+    def to_result(self) -> GradingResult:
+        """The :class:`GradingResult` this row was recorded from.
+
+        Exact for ledgers that store texts; with ``store_text=False`` the
+        prompt and response texts come back empty (only digests were kept).
+        """
+        return GradingResult(
+            quality_score=self.quality_score,
+            notes=self.notes,
+            grader_id=self.grader_id,
+            baseline_response=self.baseline_response,
+            candidate_response=self.candidate_response,
+            details=dict(self.details),
+            prompt=self.prompt or "",
+            run_config=None if self.run_config is None else RunConfig.from_dict(self.run_config),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict (timestamps in ISO 8601), as ``export`` writes it."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            elif isinstance(value, tuple):
+                value = [dict(v) if isinstance(v, Mapping) else v for v in value]
+            out[name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """Aggregate of the grades of one (task, baseline model, candidate model, grader id).
+
+    ``std``, ``ci_low`` and ``ci_high`` are ``None`` when ``n < 2``. The interval
+    is a two-sided Student t-interval at the requested confidence (see
+    :mod:`llm_connect.ledger._stats`). Mean costs and latencies average the
+    grades where the value is known (``None`` when it never is).
+    """
+
+    task: str
+    baseline_model: str
+    candidate_model: str
+    grader_id: str
+    n: int
+    mean: float
+    std: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float
+    baseline_mean_cost_usd: float | None
+    candidate_mean_cost_usd: float | None
+    baseline_mean_latency_ms: float | None
+    candidate_mean_latency_ms: float | None
+    first_at: datetime
+    last_at: datetime
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    """A case that could not be graded in a run."""
+
+    id: int
+    created_at: datetime
+    run_id: str
+    case_id: str
+    task: str
+    stage: str
+    error_type: str
+    message: str
+    adapter_id: str | None
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """A grading run as :meth:`QualityLedger.run` returns it."""
+
+    run_id: str
+    suite: str | None
+    config: Mapping[str, Any] | None
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+    llm_connect_version: str
+
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    """A stored calibration of an LLM judge (figures as the calibration code computed them)."""
+
+    id: int
+    created_at: datetime
+    judge_grader_id: str
+    references: tuple[str, ...]
+    task: str | None
+    figures: Mapping[str, Any] = field(default_factory=dict)
+    verdict: str = ""
+    passed: bool = False

@@ -1,0 +1,52 @@
+"""Confidence intervals for a mean quality score.
+
+Method: the two-sided Student t-interval ``mean ± t(1 - (1 - confidence)/2, n - 1) · s / √n``
+with ``s`` the sample standard deviation (``n - 1`` denominator) and the
+quantile from ``scipy.stats.t.ppf``. The interval is clipped to 0..1, the
+range of every quality score. With ``n < 2`` the standard deviation and the
+interval are undefined and reported as ``None`` (never NaN).
+
+The database returns ``n``, ``Σx`` and ``Σx²``; :func:`mean_std` turns those
+into a mean and standard deviation (a variance below rounding noise is 0).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+__all__ = ["mean_std", "t_interval", "t_quantile"]
+
+
+@lru_cache(maxsize=4096)
+def t_quantile(confidence: float, df: int) -> float:
+    """The two-sided ``confidence`` critical value of Student's t with ``df`` degrees of freedom."""
+    from scipy.stats import t
+
+    return float(t.ppf(1.0 - (1.0 - confidence) / 2.0, df))
+
+
+def mean_std(n: int, total: float, total_sq: float) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation from a count, a sum and a sum of squares."""
+    if n <= 0:
+        return None, None
+    mean = total / n
+    if n < 2:
+        return mean, None
+    var = (total_sq - total * total / n) / (n - 1)
+    # Rounding in Σx² − (Σx)²/n leaves tiny residues (even negative ones) for constant data.
+    if var <= 1e-12 * max(1.0, mean * mean):
+        var = 0.0
+    return mean, math.sqrt(var)
+
+
+def t_interval(
+    n: int, mean: float | None, std: float | None, confidence: float
+) -> tuple[float | None, float | None]:
+    """``(low, high)`` of the t-interval for the mean, clipped to 0..1; ``(None, None)`` if undefined."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
+    if n < 2 or mean is None or std is None:
+        return None, None
+    half = t_quantile(confidence, n - 1) * std / math.sqrt(n)
+    return max(0.0, mean - half), min(1.0, mean + half)

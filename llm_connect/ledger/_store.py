@@ -1,0 +1,403 @@
+"""QualityLedger: every grade in SQL, on SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Engine, and_, func, select, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
+
+from llm_connect.errors import LedgerError
+from llm_connect.grading._results import GradingResult
+from llm_connect.ledger._convert import GRADE_COLUMNS, grade_row, item_to_row, validate_item
+from llm_connect.ledger._engine import display_url, ledger_errors, make_engine, resolve_url, write_transaction
+from llm_connect.ledger._migrate import ensure_schema
+from llm_connect.ledger._models import Grade, utcnow
+from llm_connect.ledger._records import RecordsMixin
+from llm_connect.ledger._rows import GradeRow, RecordItem, SummaryRow
+from llm_connect.ledger._stats import mean_std, t_interval
+
+__all__ = ["QualityLedger"]
+
+_G = Grade.__table__
+_KEY = ("run_id", "case_id", "grader_id", "candidate_model")
+_KEY_COLUMNS = [_G.c[name] for name in _KEY]
+# Parameters per statement stay well under SQLite's and PostgreSQL's limits.
+_CHUNK = 500
+
+Filter = str | Sequence[str] | None
+
+
+def _match(column: Any, value: Filter) -> ColumnElement[bool] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return column == value  # type: ignore[no-any-return]
+    return column.in_(list(value))  # type: ignore[no-any-return]
+
+
+class QualityLedger(RecordsMixin):
+    """Every grade in SQL: SQLite by default, PostgreSQL for fleets.
+
+    ``url`` is a SQLAlchemy URL; without one, ``$LLM_CONNECT_DATABASE_URL``,
+    then ``sqlite:///llm_connect.db`` in the working directory. A fresh
+    database is migrated to the newest schema on open (``auto_migrate``); a
+    database at an unknown or newer revision raises
+    :class:`~llm_connect.errors.SchemaVersionError` and is left as it is.
+    With ``store_text=False`` prompts and response texts are kept only as
+    SHA-256 digests.
+
+    Example::
+
+        with QualityLedger("sqlite:///grades.db") as ledger:
+            ledger.record(result, task="support", run_id="r1", case_id="c1")
+            for row in ledger.summary(task="support"):
+                print(row.candidate_model, row.n, row.mean, row.ci_low)
+    """
+
+    def __init__(self, url: str | None = None, *, auto_migrate: bool = True, store_text: bool = True) -> None:
+        self._url = resolve_url(url)
+        self.store_text = bool(store_text)
+        self.engine: Engine = make_engine(self._url)
+        try:
+            self.revision = ensure_schema(self.engine, self._url, auto_migrate=auto_migrate)
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    # -- lifecycle -------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The database URL for display, password masked."""
+        return display_url(self._url)
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.engine.dialect.name
+
+    def close(self) -> None:
+        """Release every pooled connection (the ledger can be reopened with a new object)."""
+        self.engine.dispose()
+
+    def __enter__(self) -> QualityLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"QualityLedger({self.url!r}, store_text={self.store_text})"
+
+    def _insert(self, table: Any) -> Any:
+        """A dialect-specific INSERT (supports ``on_conflict_do_nothing``)."""
+        return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
+
+    def _write(self, what: str, fn: Any) -> Any:
+        with ledger_errors(what, self._url):
+            return write_transaction(self.engine, fn)
+
+    def _read(self, what: str) -> Any:
+        return ledger_errors(what, self._url)
+
+    # -- writing grades --------------------------------------------------------
+
+    def record(
+        self,
+        result: GradingResult,
+        *,
+        task: str,
+        run_id: str | None = None,
+        case_id: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> int:
+        """Store one grade; returns its row id.
+
+        With ``run_id`` and ``case_id`` the grade is idempotent: recording the
+        same (run, case, grader, candidate model) again returns the existing
+        row's id and changes nothing.
+        """
+        return self.record_batch([RecordItem(result, task, run_id, case_id, tuple(tags or ()))])[0]
+
+    def record_many(
+        self,
+        results: Iterable[GradingResult],
+        *,
+        task: str,
+        run_id: str | None = None,
+        case_id: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> list[int]:
+        """Store many grades sharing the same metadata in one transaction (all or nothing)."""
+        tag_tuple = tuple(tags or ())
+        return self.record_batch([RecordItem(r, task, run_id, case_id, tag_tuple) for r in results])
+
+    def record_batch(self, items: Sequence[RecordItem]) -> list[int]:
+        """Store grades with per-item metadata in one transaction; ids in item order.
+
+        Every item is validated before anything is written; a bad item raises
+        :class:`~llm_connect.errors.GradingValidationError` naming its index.
+        A database failure (constraint violation, dropped connection) raises
+        :class:`~llm_connect.errors.LedgerError` and leaves the ledger as it was.
+        """
+        items = [validate_item(i, item) for i, item in enumerate(items)]
+        if not items:
+            return []
+        now = utcnow()
+        memo: dict[int, Any] = {}
+        rows = [item_to_row(item, store_text=self.store_text, now=now, memo=memo) for item in items]
+        return self._write("recording grades", lambda conn: self._insert_rows(conn, rows))  # type: ignore[no-any-return]
+
+    def _insert_rows(self, conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
+        ids: list[int | None] = [None] * len(rows)
+        plain = [i for i, row in enumerate(rows) if row["run_id"] is None or row["case_id"] is None]
+        if plain:
+            stmt = _G.insert().returning(_G.c.id, sort_by_parameter_order=True)
+            for start in range(0, len(plain), _CHUNK):
+                chunk = plain[start : start + _CHUNK]
+                result = conn.execute(stmt, [rows[i] for i in chunk])
+                for i, new_id in zip(chunk, result.scalars(), strict=True):
+                    ids[i] = new_id
+        # Keyed rows: insert what is new, then look up the ids of keys that already existed.
+        first: dict[tuple[Any, ...], int] = {}
+        for i, row in enumerate(rows):
+            if ids[i] is None:
+                first.setdefault(tuple(row[k] for k in _KEY), i)
+        if first:
+            stmt = (
+                self._insert(_G)
+                .on_conflict_do_nothing(index_elements=list(_KEY))
+                .returning(_G.c.id, *_KEY_COLUMNS)
+            )
+            found: dict[tuple[Any, ...], int] = {}
+            pending = [rows[i] for i in first.values()]
+            for start in range(0, len(pending), _CHUNK):
+                for rec in conn.execute(stmt, pending[start : start + _CHUNK]):
+                    found[tuple(rec[1:])] = rec[0]
+            missing = [key for key in first if key not in found]
+            for start in range(0, len(missing), _CHUNK):
+                query = select(_G.c.id, *_KEY_COLUMNS).where(
+                    tuple_(*_KEY_COLUMNS).in_(missing[start : start + _CHUNK])
+                )
+                for rec in conn.execute(query):
+                    found[tuple(rec[1:])] = rec[0]
+            for i, row in enumerate(rows):
+                if ids[i] is None:
+                    ids[i] = found[tuple(row[k] for k in _KEY)]
+        return [int(i) for i in ids if i is not None]
+
+    # -- reading grades --------------------------------------------------------
+
+    @staticmethod
+    def _filters(
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        candidate_model: Filter = None,
+        grader_id: Filter = None,
+        run_id: Filter = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[ColumnElement[bool]]:
+        conditions = [
+            _match(_G.c.task, task),
+            _match(_G.c.baseline_model, baseline_model),
+            _match(_G.c.candidate_model, candidate_model),
+            _match(_G.c.grader_id, grader_id),
+            _match(_G.c.run_id, run_id),
+            None if since is None else _G.c.created_at >= since,
+            None if until is None else _G.c.created_at < until,
+        ]
+        return [c for c in conditions if c is not None]
+
+    def results(
+        self,
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        candidate_model: Filter = None,
+        grader_id: Filter = None,
+        run_id: Filter = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> Iterator[GradeRow]:
+        """Stored grades matching every filter given, oldest first, as :class:`GradeRow`.
+
+        Each filter takes one value or a sequence of values; ``since`` is
+        inclusive and ``until`` exclusive. Rows are streamed, so iterating a
+        large ledger does not load it all at once.
+        """
+        stmt = (
+            select(*[_G.c[name] for name in GRADE_COLUMNS])
+            .where(
+                *self._filters(
+                    task=task,
+                    baseline_model=baseline_model,
+                    candidate_model=candidate_model,
+                    grader_id=grader_id,
+                    run_id=run_id,
+                    since=since,
+                    until=until,
+                )
+            )
+            .order_by(_G.c.id)
+        )
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        return self._stream(stmt)
+
+    def _stream(self, stmt: Any) -> Iterator[GradeRow]:
+        with self._read("reading grades"), self.engine.connect() as conn:
+            result = conn.execution_options(yield_per=1000).execute(stmt)
+            for mapping in result.mappings():
+                yield grade_row(mapping)
+
+    def summary(
+        self,
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        candidate_model: Filter = None,
+        grader_id: Filter = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        confidence: float = 0.95,
+    ) -> list[SummaryRow]:
+        """One :class:`SummaryRow` per (task, baseline model, candidate model, grader id).
+
+        The confidence interval is a two-sided Student t-interval for the mean
+        quality (``scipy.stats.t``), clipped to 0..1; ``None`` when ``n < 2``.
+        """
+        if not 0.0 < confidence < 1.0:
+            raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
+        keys = (_G.c.task, _G.c.baseline_model, _G.c.candidate_model, _G.c.grader_id)
+        q = _G.c.quality_score
+        stmt = (
+            select(
+                *keys,
+                func.count(),
+                func.sum(q),
+                func.sum(q * q),
+                func.avg(_G.c.baseline_cost_usd),
+                func.avg(_G.c.candidate_cost_usd),
+                func.avg(_G.c.baseline_latency_ms),
+                func.avg(_G.c.candidate_latency_ms),
+                func.min(_G.c.created_at),
+                func.max(_G.c.created_at),
+            )
+            .where(
+                *self._filters(
+                    task=task,
+                    baseline_model=baseline_model,
+                    candidate_model=candidate_model,
+                    grader_id=grader_id,
+                    since=since,
+                    until=until,
+                )
+            )
+            .group_by(*keys)
+            .order_by(*keys)
+        )
+        with self._read("summarising grades"), self.engine.connect() as conn:
+            records = conn.execute(stmt).all()
+        out = []
+        for rec in records:
+            n = int(rec[4])
+            mean, std = mean_std(n, float(rec[5]), float(rec[6]))
+            low, high = t_interval(n, mean, std, confidence)
+            out.append(
+                SummaryRow(
+                    task=rec[0],
+                    baseline_model=rec[1],
+                    candidate_model=rec[2],
+                    grader_id=rec[3],
+                    n=n,
+                    mean=float(mean or 0.0),
+                    std=std,
+                    ci_low=low,
+                    ci_high=high,
+                    confidence=confidence,
+                    baseline_mean_cost_usd=None if rec[7] is None else float(rec[7]),
+                    candidate_mean_cost_usd=None if rec[8] is None else float(rec[8]),
+                    baseline_mean_latency_ms=None if rec[9] is None else float(rec[9]),
+                    candidate_mean_latency_ms=None if rec[10] is None else float(rec[10]),
+                    first_at=rec[11],
+                    last_at=rec[12],
+                )
+            )
+        return out
+
+    def export(
+        self,
+        path: str | Path,
+        format: str = "jsonl",
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        candidate_model: Filter = None,
+        grader_id: Filter = None,
+        run_id: Filter = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> int:
+        """Write matching grades to ``path`` as JSON Lines or CSV; returns the rows written.
+
+        CSV has one column per :class:`GradeRow` field; JSON-valued fields
+        (tags, details, run config, tool calls) are JSON text in their cell.
+        """
+        if format not in ("jsonl", "csv"):
+            raise ValueError(f"export format must be 'jsonl' or 'csv', not {format!r}")
+        rows = self.results(
+            task=task,
+            baseline_model=baseline_model,
+            candidate_model=candidate_model,
+            grader_id=grader_id,
+            run_id=run_id,
+            since=since,
+            until=until,
+            limit=limit,
+        )
+        count = 0
+        try:
+            with open(path, "w", encoding="utf-8", newline="") as fh:
+                if format == "jsonl":
+                    for row in rows:
+                        fh.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+                        count += 1
+                else:
+                    writer = csv.DictWriter(fh, fieldnames=list(GRADE_COLUMNS))
+                    writer.writeheader()
+                    for row in rows:
+                        data = row.to_dict()
+                        writer.writerow(
+                            {
+                                k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
+                                for k, v in data.items()
+                            }
+                        )
+                        count += 1
+        except OSError as exc:
+            raise LedgerError(f"cannot write export to {path}: {exc}") from None
+        return count
+
+    def count(self, **filters: Any) -> int:
+        """How many stored grades match the filters of :meth:`results`."""
+        stmt = select(func.count()).select_from(_G).where(*self._filters(**filters))
+        with self._read("counting grades"), self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar_one())
+
+    def completed_keys(self, run_id: str) -> set[tuple[str, str, str]]:
+        """``(case_id, grader_id, candidate_model)`` of every grade already stored for ``run_id``."""
+        stmt = select(_G.c.case_id, _G.c.grader_id, _G.c.candidate_model).where(
+            and_(_G.c.run_id == run_id, _G.c.case_id.is_not(None))
+        )
+        with self._read("reading completed cases"), self.engine.connect() as conn:
+            return {(r[0], r[1], r[2]) for r in conn.execute(stmt)}

@@ -1,0 +1,274 @@
+"""Router: pick the cheapest candidate whose quality is proven, else the baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select
+
+from llm_connect.errors import ConfigurationError
+from llm_connect.grading.judges._registry import is_llm_grader_id
+from llm_connect.ledger._models import Grade
+from llm_connect.ledger._stats import mean_std, t_interval
+from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
+
+if TYPE_CHECKING:
+    from llm_connect.ledger import QualityLedger
+
+__all__ = ["Router"]
+
+_G = Grade.__table__
+
+
+def _ratio(value: float | None, base: float | None) -> float | None:
+    if value is None or base is None or base <= 0:
+        return None
+    return value / base
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _weighted(pairs: list[tuple[Any, Any]]) -> float | None:
+    """Mean of per-group means weighted by their counts of known values."""
+    total = sum(float(c) for m, c in pairs if m is not None and c)
+    if total == 0:
+        return None
+    return sum(float(m) * float(c) for m, c in pairs if m is not None and c) / total
+
+
+class Router:
+    """Decides which model serves a task, from the grades in a :class:`QualityLedger`.
+
+    A candidate qualifies when, for every usable grader, it has at least
+    ``min_samples`` grades for the task against the baseline and the lower end
+    of the two-sided ``confidence`` t-interval of its mean quality is at least
+    ``min_quality``. The cheapest qualifying candidate by recorded mean cost is
+    chosen (candidates with unknown cost come after, in the order given);
+    without one, the baseline. Grades of an LLM judge count only once the
+    ledger holds a passing calibration for it (unless ``allow_uncalibrated``).
+
+    Example::
+
+        decision = Router(ledger).decide(
+            "support", baseline="gpt-4o", candidates=["gpt-4o-mini"], grader_id="embedding"
+        )
+        print(decision.model, decision.reason)
+    """
+
+    def __init__(self, ledger: QualityLedger) -> None:
+        self.ledger = ledger
+
+    def __repr__(self) -> str:
+        return f"Router({self.ledger!r})"
+
+    def _usable_graders(
+        self, task: str, grader_ids: tuple[str, ...], allow_uncalibrated: bool
+    ) -> tuple[list[str], list[IgnoredGrader]]:
+        used: list[str] = []
+        ignored: list[IgnoredGrader] = []
+        for gid in grader_ids:
+            if allow_uncalibrated or not is_llm_grader_id(gid):
+                used.append(gid)
+                continue
+            cal = self.ledger.latest_calibration(gid, task=task)
+            if cal is not None and cal.passed:
+                used.append(gid)
+            elif cal is None:
+                ignored.append(
+                    IgnoredGrader(
+                        gid,
+                        f"{gid} is an LLM judge with no stored calibration; run "
+                        f"`llm-connect calibrate --judge {gid} --against <non-LLM judge>` "
+                        "or pass allow_uncalibrated=True",
+                    )
+                )
+            else:
+                scope = f"task {cal.task!r}" if cal.task else "all tasks"
+                ignored.append(
+                    IgnoredGrader(
+                        gid,
+                        f"{gid} is an LLM judge whose latest calibration (#{cal.id}, {scope}) "
+                        f"failed: {cal.verdict}",
+                    )
+                )
+        return used, ignored
+
+    def _aggregate(self, task: str, baseline: str, candidates: list[str], graders: list[str]) -> list[Any]:
+        q = _G.c.quality_score
+        stmt = (
+            select(
+                _G.c.candidate_model,
+                _G.c.grader_id,
+                func.count(),
+                func.sum(q),
+                func.sum(q * q),
+                func.avg(_G.c.candidate_cost_usd),
+                func.count(_G.c.candidate_cost_usd),
+                func.avg(_G.c.candidate_latency_ms),
+                func.count(_G.c.candidate_latency_ms),
+                func.avg(_G.c.baseline_cost_usd),
+                func.count(_G.c.baseline_cost_usd),
+                func.avg(_G.c.baseline_latency_ms),
+                func.count(_G.c.baseline_latency_ms),
+            )
+            .where(
+                _G.c.task == task,
+                _G.c.baseline_model == baseline,
+                _G.c.grader_id.in_(graders),
+                _G.c.candidate_model.in_(candidates),
+            )
+            .group_by(_G.c.candidate_model, _G.c.grader_id)
+        )
+        with self.ledger._read("reading grades for routing"), self.ledger.engine.connect() as conn:
+            return list(conn.execute(stmt).all())
+
+    def decide(
+        self,
+        task: str,
+        *,
+        baseline: str,
+        candidates: Sequence[str],
+        grader_id: str | Sequence[str],
+        min_quality: float = 0.9,
+        confidence: float = 0.95,
+        min_samples: int = 30,
+        allow_uncalibrated: bool = False,
+    ) -> RoutingDecision:
+        """Choose the model for ``task`` and store the decision in the ledger.
+
+        ``baseline`` and ``candidates`` are model names as recorded in
+        ``LLMResponse.model``; ``grader_id`` is one grader id or several (a
+        candidate must qualify on each usable one). Returns the stored
+        :class:`RoutingDecision` (with ``decision_id`` set).
+        """
+        grader_ids = (grader_id,) if isinstance(grader_id, str) else tuple(grader_id)
+        cands = list(dict.fromkeys(candidates))
+        if isinstance(candidates, str):
+            raise ConfigurationError("candidates must be a sequence of model names, not one string")
+        if not grader_ids or not all(isinstance(g, str) and g for g in grader_ids):
+            raise ConfigurationError(f"grader_id must name at least one grader, not {grader_id!r}")
+        if not 0.0 <= min_quality <= 1.0:
+            raise ConfigurationError(f"min_quality must lie in 0..1, not {min_quality!r}")
+        if not 0.0 < confidence < 1.0:
+            raise ConfigurationError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
+        if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 2:
+            raise ConfigurationError(f"min_samples must be an int >= 2, not {min_samples!r}")
+
+        used, ignored = self._usable_graders(task, grader_ids, allow_uncalibrated)
+        records = self._aggregate(task, baseline, cands, used) if used and cands else []
+        by_key = {(r[0], r[1]): r for r in records}
+        base_cost = _weighted([(r[9], r[10]) for r in records])
+        base_latency = _weighted([(r[11], r[12]) for r in records])
+
+        evidence: list[CandidateEvidence] = []
+        for model in cands:
+            graders: list[GraderEvidence] = []
+            for gid in used:
+                rec = by_key.get((model, gid))
+                n = 0 if rec is None else int(rec[2])
+                mean, std = (None, None) if rec is None else mean_std(n, float(rec[3]), float(rec[4]))
+                low, _high = t_interval(n, mean, std, confidence)
+                if n < min_samples:
+                    why = f"{gid}: n={n} < min_samples {min_samples}"
+                elif low is None or low < min_quality:
+                    why = f"{gid}: lower bound {_fmt(low)} < min_quality {min_quality:g}"
+                else:
+                    why = f"{gid}: n={n}, mean {_fmt(mean)}, lower bound {_fmt(low)} >= {min_quality:g}"
+                passed = n >= min_samples and low is not None and low >= min_quality
+                graders.append(GraderEvidence(gid, n, mean, low, passed, why))
+            mine = [by_key[(model, g)] for g in used if (model, g) in by_key]
+            cost = _weighted([(r[5], r[6]) for r in mine])
+            latency = _weighted([(r[7], r[8]) for r in mine])
+            evidence.append(
+                CandidateEvidence(
+                    model=model,
+                    graders=tuple(graders),
+                    passed=bool(graders) and all(g.passed for g in graders),
+                    mean_cost_usd=cost,
+                    mean_latency_ms=latency,
+                    cost_ratio=_ratio(cost, base_cost),
+                    latency_ratio=_ratio(latency, base_latency),
+                )
+            )
+
+        chosen = self._cheapest([c for c in evidence if c.passed], cands)
+        reason = self._reason(
+            chosen, baseline, evidence, used, ignored, min_quality, confidence, min_samples, bool(cands)
+        )
+        decision = RoutingDecision(
+            model=baseline if chosen is None else chosen.model,
+            reason=reason,
+            task=task,
+            baseline=baseline,
+            candidates=tuple(evidence),
+            grader_ids=grader_ids,
+            used_grader_ids=tuple(used),
+            ignored_graders=tuple(ignored),
+            min_quality=float(min_quality),
+            confidence=float(confidence),
+            min_samples=min_samples,
+            allow_uncalibrated=bool(allow_uncalibrated),
+            baseline_mean_cost_usd=base_cost,
+            baseline_mean_latency_ms=base_latency,
+        )
+        return decision.with_id(self.ledger.record_decision(decision))
+
+    @staticmethod
+    def _cheapest(passing: list[CandidateEvidence], order: list[str]) -> CandidateEvidence | None:
+        if not passing:
+            return None
+        return min(
+            passing,
+            key=lambda c: (
+                c.mean_cost_usd is None,
+                c.mean_cost_usd if c.mean_cost_usd is not None else 0.0,
+                order.index(c.model),
+            ),
+        )
+
+    @staticmethod
+    def _reason(
+        chosen: CandidateEvidence | None,
+        baseline: str,
+        evidence: list[CandidateEvidence],
+        used: list[str],
+        ignored: list[IgnoredGrader],
+        min_quality: float,
+        confidence: float,
+        min_samples: int,
+        any_candidates: bool,
+    ) -> str:
+        level = f"{confidence:.0%}"
+        notes = "".join(f" Ignored {g.why}." for g in ignored)
+        if not any_candidates:
+            return f"Kept the baseline {baseline}: no candidates were given.{notes}"
+        if not used:
+            return (
+                f"Kept the baseline {baseline}: no usable grader remains, so no candidate has evidence."
+                f"{notes}"
+            )
+        if chosen is None:
+            failures = "; ".join(
+                f"{c.model}: " + ", ".join(g.why for g in c.graders if not g.passed) for c in evidence
+            )
+            return (
+                f"Kept the baseline {baseline}: no candidate has at least {min_samples} grades with a "
+                f"{level} lower confidence bound of mean quality >= {min_quality:g} on "
+                f"{' and '.join(used)} ({failures}).{notes}"
+            )
+        cost = (
+            f"mean cost {chosen.cost_ratio:.2f}x the baseline's"
+            if chosen.cost_ratio is not None
+            else "cost unknown, first qualifying candidate in the order given"
+        )
+        others = [c.model for c in evidence if c.passed and c is not chosen]
+        also = f" Also qualified: {', '.join(others)}." if others else ""
+        proof = "; ".join(g.why for g in chosen.graders)
+        return (
+            f"Routed to {chosen.model} instead of {baseline}: the cheapest candidate whose {level} lower "
+            f"confidence bound of mean quality is >= {min_quality:g} with >= {min_samples} grades "
+            f"({proof}); {cost}.{also}{notes}"
+        )

@@ -1,0 +1,226 @@
+"""QualityLedger: recording, reading back, idempotency, filters, summary, export (both backends)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from llm_connect.grading import GradingResult
+from llm_connect.ledger import ENV_VAR, GradeRow, QualityLedger, RecordItem
+from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
+
+MakeResult = Callable[..., GradingResult]
+
+
+def test_record_returns_id_and_row_round_trips_to_result(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    result = make_result(
+        0.75,
+        run_config=RunConfig(
+            temperature=0.2, max_tokens=50, system_prompt="Be brief.", model_params={"seed": 7}
+        ),
+        details={"judge_spec": {"name": "exact", "args": {}}, "match": False, "nested": {"a": [1, 2]}},
+    )
+    row_id = ledger.record(result, task="support", run_id="r1", case_id="c1", tags=["faq", "short"])
+    rows = list(ledger.results())
+    assert [r.id for r in rows] == [row_id]
+    row = rows[0]
+    assert isinstance(row, GradeRow)
+    assert (row.task, row.run_id, row.case_id, row.tags) == ("support", "r1", "c1", ("faq", "short"))
+    assert row.created_at.tzinfo is not None and row.created_at.utcoffset() == timedelta(0)
+    assert row.baseline_adapter_id == "openai:gpt-4o" and row.candidate_model == "gpt-4o-mini"
+    assert row.baseline_prompt_tokens == 12 and row.candidate_completion_tokens == 4
+    assert row.llm_connect_version
+    assert row.to_result() == result
+
+
+def test_tool_calls_and_missing_usage_round_trip(ledger: QualityLedger, make_result: MakeResult) -> None:
+    base = make_result()
+    cand = LLMResponse(
+        text="",
+        model="gpt-4o-mini",
+        provider="openai",
+        tool_calls=(ToolCall("lookup", '{"q": "x"}'),),
+        finish_reason="tool_calls",
+    )
+    result = GradingResult(0.0, "no text", "exact", base.baseline_response, cand, prompt="p")
+    ledger.record(result, task="t")
+    (row,) = ledger.results()
+    assert row.candidate_prompt_tokens is None and row.candidate_cost_usd is None
+    assert row.to_result() == result
+
+
+def test_rerecording_a_key_returns_the_existing_id_and_changes_nothing(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    first = ledger.record(make_result(0.9), task="t", run_id="r1", case_id="c1")
+    again = ledger.record(make_result(0.1), task="t", run_id="r1", case_id="c1")
+    ids = ledger.record_many([make_result(0.2), make_result(0.3)], task="t", run_id="r1", case_id="c1")
+    assert again == first and ids == [first, first]
+    (row,) = ledger.results()
+    assert row.quality_score == 0.9
+
+
+def test_key_includes_grader_and_candidate_model(ledger: QualityLedger, make_result: MakeResult) -> None:
+    a = ledger.record(make_result(grader_id="exact"), task="t", run_id="r", case_id="c")
+    b = ledger.record(make_result(grader_id="embedding"), task="t", run_id="r", case_id="c")
+    c = ledger.record(make_result(candidate_model="other"), task="t", run_id="r", case_id="c")
+    d = ledger.record(make_result(), task="t", run_id="r2", case_id="c")
+    assert len({a, b, c, d}) == 4
+    assert ledger.completed_keys("r") == {
+        ("c", "exact", "gpt-4o-mini"),
+        ("c", "embedding", "gpt-4o-mini"),
+        ("c", "exact", "other"),
+    }
+
+
+def test_grades_without_run_and_case_are_never_deduplicated(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    ids = ledger.record_many([make_result(), make_result()], task="t")
+    ids += [ledger.record(make_result(), task="t", run_id="r1")]
+    assert len(set(ids)) == 3 and ledger.count() == 3
+
+
+def test_record_batch_keeps_per_item_metadata_and_order(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    items = [
+        RecordItem(make_result(0.5), "a", run_id="r", case_id="1", tags=("x",)),
+        RecordItem(make_result(0.6), "b"),
+        RecordItem(make_result(0.7), "a", run_id="r", case_id="2"),
+        RecordItem(make_result(0.5), "a", run_id="r", case_id="1"),  # duplicate of the first
+    ]
+    ids = ledger.record_batch(items)
+    assert ids[3] == ids[0] and len(set(ids)) == 3
+    by_id = {row.id: row for row in ledger.results()}
+    assert [by_id[i].quality_score for i in ids] == [0.5, 0.6, 0.7, 0.5]
+    assert by_id[ids[0]].tags == ("x",) and by_id[ids[1]].task == "b"
+
+
+def test_results_filters(ledger: QualityLedger, make_result: MakeResult) -> None:
+    ledger.record(make_result(candidate_model="m1", grader_id="g1"), task="a", run_id="r1", case_id="1")
+    ledger.record(make_result(candidate_model="m2", grader_id="g1"), task="a", run_id="r1", case_id="1")
+    ledger.record(make_result(candidate_model="m1", grader_id="g2", baseline_model="b2"), task="b")
+    assert len(list(ledger.results(task="a"))) == 2
+    assert len(list(ledger.results(candidate_model="m1"))) == 2
+    assert len(list(ledger.results(candidate_model=["m1", "m2"], grader_id="g1"))) == 2
+    assert len(list(ledger.results(baseline_model="b2"))) == 1
+    assert len(list(ledger.results(run_id="r1"))) == 2
+    assert len(list(ledger.results(limit=1))) == 1
+    now = datetime.now(UTC)
+    assert len(list(ledger.results(since=now - timedelta(minutes=5)))) == 3
+    assert list(ledger.results(since=now + timedelta(minutes=5))) == []
+    assert list(ledger.results(until=now - timedelta(minutes=5))) == []
+
+
+def test_summary_mean_std_and_t_interval(ledger: QualityLedger, make_result: MakeResult) -> None:
+    from scipy import stats
+
+    scores = [0.5, 0.7, 0.9, 1.0, 0.8]
+    ledger.record_many([make_result(s) for s in scores], task="t")
+    ledger.record(make_result(0.4, candidate_model="solo"), task="t")
+    rows = {r.candidate_model: r for r in ledger.summary(task="t")}
+    row = rows["gpt-4o-mini"]
+    mean = sum(scores) / len(scores)
+    low, high = stats.t.interval(0.95, len(scores) - 1, loc=mean, scale=stats.sem(scores))
+    assert row.n == 5 and row.mean == pytest.approx(mean)
+    assert row.std == pytest.approx(stats.tstd(scores))
+    assert (row.ci_low, row.ci_high) == (pytest.approx(max(0.0, low)), pytest.approx(min(1.0, high)))
+    assert row.candidate_mean_cost_usd == pytest.approx(0.001)
+    assert row.baseline_mean_latency_ms == pytest.approx(800.0)
+    assert row.first_at <= row.last_at and row.first_at.tzinfo is not None
+    solo = rows["solo"]
+    assert solo.n == 1 and solo.std is None and solo.ci_low is None and solo.ci_high is None
+
+
+def test_summary_of_constant_scores_has_zero_width_interval(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    ledger.record_many([make_result(0.95) for _ in range(40)], task="t")
+    (row,) = ledger.summary()
+    assert row.std == 0.0 and row.ci_low == pytest.approx(0.95) and row.ci_high == pytest.approx(0.95)
+
+
+def test_summary_with_unknown_costs_reports_none(ledger: QualityLedger, make_result: MakeResult) -> None:
+    ledger.record_many([make_result(candidate_cost=None, baseline_cost=None)] * 3, task="t")
+    (row,) = ledger.summary()
+    assert row.candidate_mean_cost_usd is None and row.baseline_mean_cost_usd is None
+
+
+def test_store_text_false_keeps_only_digests(ledger_url: str, make_result: MakeResult) -> None:
+    with QualityLedger(ledger_url, store_text=False) as ledger:
+        ledger.record(
+            make_result(prompt="private prompt", baseline_text="secret a", candidate_text="secret b"),
+            task="t",
+        )
+        (row,) = ledger.results()
+        with ledger.engine.connect() as conn:
+            dump = repr(conn.exec_driver_sql("SELECT * FROM grades").all())
+    assert row.prompt is None and row.baseline_text is None and row.candidate_text is None
+    import hashlib
+
+    assert row.prompt_sha256 == hashlib.sha256(b"private prompt").hexdigest()
+    assert row.candidate_text_sha256 == hashlib.sha256(b"secret b").hexdigest()
+    assert "private prompt" not in dump and "secret a" not in dump and "secret b" not in dump
+    assert row.quality_score == 1.0
+
+
+def test_export_jsonl_and_csv(ledger: QualityLedger, make_result: MakeResult, tmp_path: Path) -> None:
+    ledger.record_many([make_result(0.5), make_result(1.0)], task="t", tags=["a"])
+    ledger.record(make_result(0.1), task="other")
+    assert ledger.export(tmp_path / "g.jsonl", task="t") == 2
+    lines = [json.loads(line) for line in (tmp_path / "g.jsonl").read_text().splitlines()]
+    assert [d["quality_score"] for d in lines] == [0.5, 1.0] and lines[0]["tags"] == ["a"]
+    assert lines[0]["candidate_model"] == "gpt-4o-mini" and lines[0]["created_at"].endswith("+00:00")
+    assert ledger.export(tmp_path / "g.csv", format="csv") == 3
+    with open(tmp_path / "g.csv", newline="") as fh:
+        records = list(csv.DictReader(fh))
+    assert len(records) == 3 and json.loads(records[0]["details"])["judge_spec"]["name"] == "exact"
+    with pytest.raises(ValueError, match="format"):
+        ledger.export(tmp_path / "g.xml", format="xml")
+
+
+def test_url_precedence_and_masking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    with QualityLedger() as default:
+        assert default.url == "sqlite:///llm_connect.db"
+    assert (tmp_path / "llm_connect.db").exists()
+    monkeypatch.setenv(ENV_VAR, f"sqlite:///{tmp_path / 'env.db'}")
+    with QualityLedger() as from_env:
+        assert from_env.url.endswith("env.db")
+    with QualityLedger(f"sqlite:///{tmp_path / 'arg.db'}") as from_arg:
+        assert from_arg.url.endswith("arg.db")
+    assert os.path.exists(tmp_path / "arg.db")
+
+
+def test_password_is_masked_in_url_and_errors() -> None:
+    from llm_connect.errors import LedgerError
+
+    with pytest.raises(LedgerError) as info:
+        QualityLedger("postgresql+psycopg://user:hunter2@127.0.0.1:1/nowhere")
+    assert "hunter2" not in str(info.value) and "***" in str(info.value)
+
+
+def test_unsupported_backend_is_a_ledger_error() -> None:
+    from llm_connect.errors import LedgerError
+
+    with pytest.raises(LedgerError, match="unsupported database"):
+        QualityLedger("mysql://u@localhost/db")
+
+
+def test_usage_round_trips_zero_tokens(ledger: QualityLedger, make_result: MakeResult) -> None:
+    base = make_result()
+    cand = LLMResponse("x", "m", "openai", usage=Usage(0, 0))
+    result = GradingResult(0.5, "", "g", base.baseline_response, cand, prompt="p")
+    ledger.record(result, task="t")
+    (row,) = ledger.results()
+    assert row.candidate_response.usage == Usage(0, 0)
