@@ -1,0 +1,612 @@
+"""calibrate(): read paired grades from the ledger, compute the figures, store the verdict.
+
+Pairing
+-------
+Two grades are of the same pair when they have the same
+``(prompt_sha256, baseline_text_sha256, candidate_text_sha256)``; the ledger
+keeps these digests even with ``store_text=False``, so pairing never needs the
+texts. When a judge graded the same pair more than once, its most recent grade
+(highest row id) counts. Pairs are ordered by key before any statistic is
+computed, so the report does not depend on the order grades were stored in.
+
+Filling in grades
+-----------------
+:func:`fill_missing_grades` grades, with the given judges, every stored pair
+they have not graded yet, from the responses already in the ledger (no
+baseline or candidate model is called) and records those grades under the
+task, run id, case id, tags and adapter ids of the pair's first stored grade.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from llm_connect.calibration._probes import (
+    SCALES,
+    LengthProbe,
+    PositionProbe,
+    SelfPreferenceProbe,
+    length_probe,
+    length_ratio,
+    position_probe,
+    self_preference_probe,
+)
+from llm_connect.calibration._report import (
+    CalibrationReport,
+    CalibrationThresholds,
+    evaluate,
+    judge_reference,
+)
+from llm_connect.calibration._stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, MIN_PAIRS, agreement
+from llm_connect.errors import CalibrationError, ConfigurationError, LLMConnectError
+from llm_connect.grading._protocols import BatchJudge, JudgePair
+from llm_connect.grading.judges._registry import is_llm_grader_id, parse_judge_spec
+from llm_connect.types import RunConfig
+
+if TYPE_CHECKING:
+    from llm_connect.grading._protocols import Judge
+    from llm_connect.grading._results import GradingResult
+    from llm_connect.ledger import GradeRow, QualityLedger
+
+__all__ = [
+    "PROBES",
+    "FillReport",
+    "PairKey",
+    "calibrate",
+    "fill_missing_grades",
+    "pair_key",
+    "resolve_grader",
+]
+
+PROBES = ("length", "position", "self_preference")
+"""Bias probes :func:`calibrate` knows. ``position`` needs the judge itself (it calls the LLM)."""
+DEFAULT_PROBES = ("length", "self_preference")
+"""Probes run when none are named: the ones that need no model call."""
+
+PairKey = tuple[str, str, str]
+
+
+def pair_key(row: GradeRow) -> PairKey:
+    """``(prompt_sha256, baseline_text_sha256, candidate_text_sha256)`` of a stored grade."""
+    return (row.prompt_sha256, row.baseline_text_sha256, row.candidate_text_sha256)
+
+
+def _since(value: datetime | str | None) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigurationError(f"since: not an ISO 8601 date or time: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _spec_of(row: GradeRow) -> dict[str, Any] | None:
+    spec = row.details.get("judge_spec") if isinstance(row.details, Mapping) else None
+    if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
+        return {"name": spec["name"], "args": dict(spec.get("args") or {})}
+    return None
+
+
+def resolve_grader(
+    ledger: QualityLedger,
+    text: str,
+    *,
+    task: str | None = None,
+    since: datetime | str | None = None,
+) -> tuple[str, dict[str, Any] | None]:
+    """The grader id (and stored judge spec) that ``text`` names in the ledger.
+
+    ``text`` is a grader id with grades in the ledger (``embedding:all-MiniLM-L6-v2``)
+    or a judge spec (``embedding``, ``llm:openai:gpt-4o-mini``): a stored
+    grade's ``details["judge_spec"]`` matches when it has the same name and
+    holds every argument the spec gives. An exact spec match wins; several
+    different grader ids matching equally raise :class:`CalibrationError`, as
+    does no match at all.
+    """
+    since_dt = _since(since)
+    where = f" for task {task!r}" if task else ""
+    if ledger.count(grader_id=text, task=task, since=since_dt) > 0:
+        row = next(iter(ledger.results(grader_id=text, task=task, since=since_dt, limit=1)))
+        return text, _spec_of(row)
+    try:
+        wanted = parse_judge_spec(text)
+    except ConfigurationError as exc:
+        raise CalibrationError(
+            f"no grades by {text!r} in the ledger{where}, and it is no judge spec: {exc}"
+        ) from None
+    grader_ids = sorted({s.grader_id for s in ledger.summary(task=task, since=since_dt)})
+    exact: list[tuple[str, dict[str, Any]]] = []
+    partial: list[tuple[str, dict[str, Any]]] = []
+    for gid in grader_ids:
+        row = next(iter(ledger.results(grader_id=gid, task=task, since=since_dt, limit=1)), None)
+        spec = None if row is None else _spec_of(row)
+        if spec is None or spec["name"] != wanted["name"]:
+            continue
+        if spec["args"] == wanted["args"]:
+            exact.append((gid, spec))
+        elif all(spec["args"].get(k) == v for k, v in wanted["args"].items()):
+            partial.append((gid, spec))
+    for found in (exact, partial):
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            names = ", ".join(gid for gid, _ in found)
+            raise CalibrationError(
+                f"{text!r} matches several graders in the ledger{where}: {names}; give one"
+            )
+    known = ", ".join(grader_ids) or "none"
+    raise CalibrationError(f"no grades by {text!r} in the ledger{where} (graders present: {known})")
+
+
+def _load(
+    ledger: QualityLedger, grader_ids: Sequence[str], *, task: str | None, since: datetime | None
+) -> dict[str, dict[PairKey, GradeRow]]:
+    out: dict[str, dict[PairKey, GradeRow]] = {g: {} for g in grader_ids}
+    for row in ledger.results(grader_id=list(grader_ids), task=task, since=since):
+        out[row.grader_id][pair_key(row)] = row  # oldest first: the latest grade wins
+    return out
+
+
+def _lengths(row: GradeRow) -> tuple[float, float, str] | None:
+    if row.baseline_text is not None and row.candidate_text is not None:
+        return float(len(row.baseline_text)), float(len(row.candidate_text)), "characters"
+    if row.baseline_completion_tokens is not None and row.candidate_completion_tokens is not None:
+        return (
+            float(row.baseline_completion_tokens),
+            float(row.candidate_completion_tokens),
+            "completion_tokens",
+        )
+    return None
+
+
+def _ratios(rows: Mapping[PairKey, GradeRow], keys: Iterable[PairKey], unit: str) -> dict[PairKey, float]:
+    out = {}
+    for key in keys:
+        got = _lengths(rows[key])
+        if got is not None and got[2] == unit:
+            out[key] = length_ratio(got[1], got[0])
+    return out
+
+
+def _run_length_probe(
+    graded: Mapping[str, Mapping[PairKey, GradeRow]],
+    judge: str,
+    references: Sequence[str],
+    *,
+    margin: float,
+    min_pairs: int,
+    n_boot: int,
+    seed: int,
+) -> LengthProbe:
+    jrows = graded[judge]
+    keys = sorted(jrows)
+    unit = "characters"
+    ratios = _ratios(jrows, keys, unit)
+    if len(ratios) < min_pairs:
+        token_ratios = _ratios(jrows, keys, "completion_tokens")
+        if len(token_ratios) > len(ratios):
+            unit, ratios = "completion_tokens", token_ratios
+    jkeys = sorted(ratios)
+    refs: dict[str, tuple[list[float], list[float]]] = {}
+    for ref in references:
+        rrows = graded[ref]
+        rratios = _ratios(rrows, sorted(rrows), unit)
+        rk = sorted(rratios)
+        refs[ref] = ([rrows[k].quality_score for k in rk], [rratios[k] for k in rk])
+    return length_probe(
+        [jrows[k].quality_score for k in jkeys],
+        [ratios[k] for k in jkeys],
+        refs,
+        unit=unit,
+        margin=margin,
+        min_pairs=min_pairs,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def _judge_model(judge: str, spec: Mapping[str, Any] | None) -> str:
+    model = (spec or {}).get("args", {}).get("model") if spec else None
+    return str(model) if model else judge
+
+
+def _run_self_preference(
+    graded: Mapping[str, Mapping[PairKey, GradeRow]],
+    judge: str,
+    judge_spec: Mapping[str, Any] | None,
+    references: Sequence[str],
+    *,
+    margin: float,
+    n_boot: int,
+    seed: int,
+) -> SelfPreferenceProbe:
+    jrows = graded[judge]
+    keys = sorted(jrows)
+    refs = {
+        ref: [graded[ref][k].quality_score if k in graded[ref] else None for k in keys] for ref in references
+    }
+    return self_preference_probe(
+        _judge_model(judge, judge_spec),
+        [jrows[k].quality_score for k in keys],
+        [jrows[k].candidate_model for k in keys],
+        refs,
+        margin=margin,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def _run_config(row: GradeRow) -> RunConfig:
+    return RunConfig() if row.run_config is None else RunConfig.from_dict(row.run_config)
+
+
+def _swap_scores(
+    judge_obj: Judge, rows: Sequence[GradeRow], *, concurrency: int
+) -> tuple[list[float], list[float], int, list[str]]:
+    """Grade each row's pair with baseline and candidate swapped; (original, swapped, errors, messages)."""
+
+    def one(row: GradeRow) -> float:
+        result = judge_obj.judge(
+            row.candidate_response,
+            row.baseline_response,
+            prompt=row.prompt or "",
+            run_config=_run_config(row),
+        )
+        return result.quality_score
+
+    originals: list[float] = []
+    swapped: list[float] = []
+    errors: list[str] = []
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = [pool.submit(one, row) for row in rows]
+        for row, fut in zip(rows, futures, strict=True):
+            try:
+                score = fut.result()
+            except LLMConnectError as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+                continue
+            originals.append(row.quality_score)
+            swapped.append(score)
+    return originals, swapped, len(errors), errors
+
+
+def _run_position(
+    judge_obj: Judge,
+    graded: Mapping[str, Mapping[PairKey, GradeRow]],
+    judge: str,
+    *,
+    sample: int,
+    threshold: float,
+    scale: str,
+    min_consistency: float,
+    min_pairs: int,
+    concurrency: int,
+    n_boot: int,
+    seed: int,
+) -> tuple[PositionProbe, list[str]]:
+    jrows = graded[judge]
+    keys = [
+        k for k in sorted(jrows) if jrows[k].baseline_text is not None and jrows[k].candidate_text is not None
+    ]
+    if len(keys) > sample:
+        chosen = np.sort(np.random.default_rng(seed).choice(len(keys), size=sample, replace=False))
+        keys = [keys[int(i)] for i in chosen]
+    originals, swapped, n_errors, messages = _swap_scores(
+        judge_obj, [jrows[k] for k in keys], concurrency=concurrency
+    )
+    probe = position_probe(
+        originals,
+        swapped,
+        threshold=threshold,
+        scale=scale,
+        min_consistency=min_consistency,
+        min_pairs=min_pairs,
+        errors=n_errors,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    if not keys and probe.reason:
+        probe = replace(probe, reason=probe.reason + " (the ledger holds no texts for the judge's pairs)")
+    return probe, messages
+
+
+def calibrate(
+    ledger: QualityLedger,
+    *,
+    judge: str,
+    against: Sequence[str],
+    task: str | None = None,
+    since: datetime | str | None = None,
+    threshold: float = 0.5,
+    thresholds: CalibrationThresholds | None = None,
+    probes: Sequence[str] | None = None,
+    judge_adapter: Judge | None = None,
+    sample: int = 50,
+    scale: str = "relative",
+    length_margin: float | None = None,
+    self_preference_margin: float | None = None,
+    concurrency: int = 8,
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+    min_pairs: int = MIN_PAIRS,
+    record: bool = True,
+) -> CalibrationReport:
+    """Calibrate ``judge`` against the reference judges ``against`` from the grades in ``ledger``.
+
+    ``judge`` and each reference are grader ids or judge specs (see
+    :func:`resolve_grader`). Grades are paired by prompt and both response
+    digests; per reference the report holds n, Pearson, Spearman, Kendall's
+    tau-b, mean absolute difference, Cohen's kappa and the confusion matrix at
+    ``threshold`` (pass means ``score >= threshold``), each with a 95%
+    percentile-bootstrap interval (``n_boot`` resamples, ``seed``), or
+    "insufficient data" below ``min_pairs`` pairs.
+
+    ``probes`` picks the bias probes (default: length and self-preference,
+    plus position when ``judge_adapter`` is given). The position probe calls
+    ``judge_adapter`` — the judge under test, e.g. an
+    :class:`~llm_connect.grading.LLMJudge` — on ``sample`` stored pairs with
+    baseline and candidate swapped, ``concurrency`` at a time; ``scale`` says
+    how its scores mirror (``"relative"`` or ``"symmetric"``).
+
+    The verdict follows ``thresholds``; with ``record`` (default) the report
+    is stored with ``ledger.record_calibration`` and carries its id.
+    Raises :class:`CalibrationError` for no references, a reference equal to
+    the judge, or a name with no grades; :class:`ConfigurationError` for a
+    bad option.
+    """
+    thresholds = thresholds or CalibrationThresholds()
+    if not against:
+        raise CalibrationError("calibrate needs at least one reference judge (against=[...])")
+    if not 0.0 <= threshold <= 1.0:
+        raise ConfigurationError(f"threshold must lie in 0..1, not {threshold!r}")
+    if scale not in SCALES:
+        raise ConfigurationError(f"scale must be one of {', '.join(SCALES)}, not {scale!r}")
+    if sample < 1:
+        raise ConfigurationError(f"sample must be at least 1, not {sample!r}")
+    if probes is None:
+        wanted = set(DEFAULT_PROBES) | ({"position"} if judge_adapter is not None else set())
+    else:
+        unknown = set(probes) - set(PROBES)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown probe(s) {', '.join(sorted(unknown))} (known: {', '.join(PROBES)})"
+            )
+        wanted = set(probes)
+    if "position" in wanted and judge_adapter is None:
+        raise CalibrationError(
+            "the position probe needs the judge itself: pass judge_adapter=<the LLM judge>"
+        )
+
+    since_dt = _since(since)
+    judge_id, judge_spec = resolve_grader(ledger, judge, task=task, since=since_dt)
+    if judge_adapter is not None and judge_adapter.grader_id != judge_id:
+        raise CalibrationError(
+            f"judge_adapter grades as {judge_adapter.grader_id!r}, not as the judge under test {judge_id!r}"
+        )
+    refs: list[tuple[str, dict[str, Any] | None]] = []
+    for text in against:
+        ref_id, ref_spec = resolve_grader(ledger, text, task=task, since=since_dt)
+        if ref_id == judge_id:
+            raise CalibrationError(f"reference {text!r} is the judge under test ({judge_id!r})")
+        if ref_id not in [r for r, _ in refs]:
+            refs.append((ref_id, ref_spec))
+    ref_ids = [r for r, _ in refs]
+    graded = _load(ledger, [judge_id, *ref_ids], task=task, since=since_dt)
+    jrows = graded[judge_id]
+
+    results = []
+    scores: dict[str, tuple[tuple[float, float], ...]] = {}
+    for ref_id, ref_spec in refs:
+        common = sorted(set(jrows) & set(graded[ref_id]))
+        x = [jrows[k].quality_score for k in common]
+        y = [graded[ref_id][k].quality_score for k in common]
+        agr = agreement(x, y, threshold=threshold, n_boot=n_boot, seed=seed, min_pairs=min_pairs)
+        results.append(judge_reference(ref_id, agr, thresholds, ref_spec))
+        scores[ref_id] = tuple(zip(x, y, strict=True))
+
+    notes: list[str] = []
+    length = position = self_pref = None
+    if "length" in wanted:
+        margin = length_margin
+        if margin is None:
+            margin = thresholds.max_length_excess if thresholds.max_length_excess is not None else 0.2
+        length = _run_length_probe(
+            graded, judge_id, ref_ids, margin=margin, min_pairs=min_pairs, n_boot=n_boot, seed=seed
+        )
+    if "self_preference" in wanted:
+        if is_llm_grader_id(judge_id):
+            margin = self_preference_margin
+            if margin is None:
+                margin = thresholds.max_self_preference if thresholds.max_self_preference is not None else 0.1
+            self_pref = _run_self_preference(
+                graded, judge_id, judge_spec, ref_ids, margin=margin, n_boot=n_boot, seed=seed
+            )
+        else:
+            notes.append(f"self-preference probe skipped: {judge_id!r} is not an LLM judge")
+    if "position" in wanted and judge_adapter is not None:
+        position, messages = _run_position(
+            judge_adapter,
+            graded,
+            judge_id,
+            sample=sample,
+            threshold=threshold,
+            scale=scale,
+            min_consistency=thresholds.min_position_consistency,
+            min_pairs=min_pairs,
+            concurrency=concurrency,
+            n_boot=n_boot,
+            seed=seed,
+        )
+        if messages:
+            notes.append(f"position probe: {len(messages)} swapped grading(s) failed, first: {messages[0]}")
+
+    verdict, passed = evaluate(
+        results, thresholds, position=position, length=length, self_preference=self_pref
+    )
+    report = CalibrationReport(
+        judge=judge_id,
+        references=tuple(results),
+        task=task,
+        since=None if since_dt is None else since_dt.isoformat(),
+        threshold=float(threshold),
+        thresholds=thresholds,
+        verdict=verdict,
+        passed=passed,
+        n_bootstrap=n_boot,
+        seed=seed,
+        position=position,
+        length=length,
+        self_preference=self_pref,
+        judge_spec=judge_spec,
+        n_judge_grades=len(jrows),
+        notes=tuple(notes),
+        scores=scores,
+    )
+    if record:
+        figures = report.to_dict()
+        json.dumps(figures, allow_nan=False)  # strict JSON, or fail loudly before writing
+        cal_id = ledger.record_calibration(
+            judge_grader_id=judge_id,
+            references=ref_ids,
+            task=task,
+            figures=figures,
+            verdict=verdict,
+            passed=passed,
+        )
+        report = replace(report, calibration_id=cal_id)
+    return report
+
+
+# -- filling in missing grades ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FillReport:
+    """What :func:`fill_missing_grades` did, per judge grader id."""
+
+    pairs: int
+    """Distinct stored pairs considered."""
+    graded: Mapping[str, int]
+    """New grades recorded per judge."""
+    already: Mapping[str, int]
+    """Pairs each judge had graded before."""
+    skipped_no_text: int
+    """Pairs that could not be graded because the ledger holds only digests of their texts."""
+    errors: Mapping[str, tuple[str, ...]]
+    """Per judge, the messages of gradings that failed (the pair is left ungraded)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "pairs": self.pairs,
+            "graded": dict(self.graded),
+            "already": dict(self.already),
+            "skipped_no_text": self.skipped_no_text,
+            "errors": {k: list(v) for k, v in self.errors.items()},
+        }
+
+
+def _grade_rows(judge_obj: Judge, rows: Sequence[GradeRow], concurrency: int) -> list[GradingResult | str]:
+    if isinstance(judge_obj, BatchJudge):
+        pairs = [
+            JudgePair(r.baseline_response, r.candidate_response, r.prompt or "", _run_config(r)) for r in rows
+        ]
+        try:
+            return list(judge_obj.judge_many(pairs))
+        except LLMConnectError:
+            pass  # one bad pair spoils a batch: grade one by one to keep the rest
+
+    def one(row: GradeRow) -> GradingResult | str:
+        try:
+            return judge_obj.judge(
+                row.baseline_response,
+                row.candidate_response,
+                prompt=row.prompt or "",
+                run_config=_run_config(row),
+            )
+        except LLMConnectError as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        return list(pool.map(one, rows))
+
+
+def fill_missing_grades(
+    ledger: QualityLedger,
+    judges: Sequence[Judge],
+    *,
+    task: str | None = None,
+    since: datetime | str | None = None,
+    concurrency: int = 8,
+    batch_size: int = 64,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> FillReport:
+    """Grade, with each judge, the stored pairs it has not graded yet, and record the grades.
+
+    Only the responses already in the ledger are judged: no baseline or
+    candidate model is called. Each new grade is recorded with the task, run
+    id, case id, tags and adapter ids of the pair's first stored grade, in
+    batches of ``batch_size`` (each batch one transaction). A grading that
+    fails is listed in :attr:`FillReport.errors` and the rest go on.
+    ``progress(grader_id, done, total)`` is called after each batch.
+    """
+    from llm_connect.ledger import RecordItem
+
+    since_dt = _since(since)
+    first: dict[PairKey, GradeRow] = {}
+    done: dict[str, set[PairKey]] = {j.grader_id: set() for j in judges}
+    for row in ledger.results(task=task, since=since_dt):
+        key = pair_key(row)
+        held = first.get(key)
+        if held is None or (held.baseline_text is None and row.baseline_text is not None):
+            first[key] = row
+        if row.grader_id in done:
+            done[row.grader_id].add(key)
+    graded: dict[str, int] = {}
+    already: dict[str, int] = {}
+    errors: dict[str, tuple[str, ...]] = {}
+    no_text: set[PairKey] = set()
+    for judge_obj in judges:
+        gid = judge_obj.grader_id
+        todo = [k for k in sorted(first) if k not in done[gid]]
+        already[gid] = len(done[gid])
+        missing_text = [k for k in todo if first[k].baseline_text is None or first[k].candidate_text is None]
+        no_text.update(missing_text)
+        todo = [k for k in todo if k not in set(missing_text)]
+        count = 0
+        failed: list[str] = []
+        for start in range(0, len(todo), batch_size):
+            rows = [first[k] for k in todo[start : start + batch_size]]
+            outcomes = _grade_rows(judge_obj, rows, concurrency)
+            items = []
+            for row, outcome in zip(rows, outcomes, strict=True):
+                if isinstance(outcome, str):
+                    failed.append(f"case {row.case_id or row.id}: {outcome}")
+                    continue
+                items.append(
+                    RecordItem(
+                        outcome,
+                        row.task,
+                        row.run_id,
+                        row.case_id,
+                        tuple(row.tags),
+                        baseline_adapter_id=row.baseline_adapter_id,
+                        candidate_adapter_id=row.candidate_adapter_id,
+                    )
+                )
+            ledger.record_batch(items)
+            count += len(items)
+            if progress is not None:
+                progress(gid, min(start + batch_size, len(todo)), len(todo))
+        graded[gid] = count
+        if failed:
+            errors[gid] = tuple(failed)
+    return FillReport(len(first), graded, already, len(no_text), errors)
