@@ -9,9 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from llm_connect.grading._batch import (
+    BatchGrader,
+    BatchReport,
+    BatchResult,
+    CaseFailure,
+    grade_suite,
+    side_from_spec,
+)
 from llm_connect.grading._paired import PairedGrader, judge_async
 from llm_connect.grading._protocols import BaselineGrader, BatchJudge, Case, Judge, JudgePair
 from llm_connect.grading._results import GradingResult, validate_quality_score
+from llm_connect.grading._retry import RateLimiter, ResilientAdapter, RetryPolicy
+from llm_connect.grading._suite import Suite, load_suite
 from llm_connect.grading.judges import (
     ExactMatchJudge,
     JudgeContext,
@@ -26,8 +36,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BaselineGrader",
+    "BatchGrader",
     "BatchJudge",
+    "BatchReport",
+    "BatchResult",
     "Case",
+    "CaseFailure",
     "EmbeddingSimilarityJudge",
     "ExactMatchJudge",
     "GradingResult",
@@ -36,11 +50,18 @@ __all__ = [
     "JudgePair",
     "LLMJudge",
     "PairedGrader",
+    "RateLimiter",
+    "ResilientAdapter",
+    "RetryPolicy",
+    "Suite",
     "build_judge",
+    "grade_suite",
     "judge_async",
     "judge_names",
+    "load_suite",
     "parse_judge_spec",
     "register_judge",
+    "side_from_spec",
     "validate_quality_score",
 ]
 

@@ -1,0 +1,145 @@
+"""Shared CLI plumbing: exit codes, error reporting, options, lazy consoles.
+
+Kept free of heavy imports: ``llm-connect --help`` loads this module.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+import typer
+
+__all__ = [
+    "EXIT_FAILURES",
+    "EXIT_GATE",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "DbOption",
+    "JsonOption",
+    "debug_enabled",
+    "fail",
+    "handle_errors",
+    "set_debug",
+]
+
+EXIT_OK = 0
+"""Everything ran; the quality gate (if any) passed."""
+EXIT_GATE = 1
+"""A candidate's mean quality is below ``--min-quality``."""
+EXIT_USAGE = 2
+"""Bad options, a malformed suite, a database that cannot be opened."""
+EXIT_FAILURES = 3
+"""Some cases could not be graded after retries (listed; the rest recorded)."""
+EXIT_INTERNAL = 4
+"""An unexpected error (a bug): one line, rerun with ``--debug`` for the traceback."""
+EXIT_INTERRUPTED = 130
+"""Interrupted by Ctrl-C; everything finished was committed."""
+
+_debug = False
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DbOption: Any = typer.Option(
+    None,
+    "--db",
+    envvar="LLM_CONNECT_DATABASE_URL",
+    help="Ledger database URL (default: sqlite:///llm_connect.db).",
+    show_envvar=True,
+)
+JsonOption: Any = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+
+
+def set_debug(value: bool) -> None:
+    """Show tracebacks for errors (``--debug`` or ``LLM_CONNECT_DEBUG=1``)."""
+    global _debug
+    _debug = value
+
+
+def debug_enabled() -> bool:
+    """Whether ``--debug`` or ``LLM_CONNECT_DEBUG=1`` asked for tracebacks."""
+    return _debug or os.environ.get("LLM_CONNECT_DEBUG", "").strip().lower() in ("1", "true", "yes")
+
+
+def echo_err(message: str) -> None:
+    """One line on stderr."""
+    typer.echo(message, err=True)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print ``error: message`` on stderr and exit with ``code``."""
+    echo_err(f"error: {message}")
+    raise typer.Exit(code)
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit code an exception maps to (the CLI's only such table)."""
+    from llm_connect import errors
+
+    if isinstance(exc, (errors.ConfigurationError, errors.SuiteError, errors.LedgerError)):
+        return EXIT_USAGE
+    if isinstance(exc, (errors.AdapterError, errors.JudgeError, errors.BudgetExceededError)):
+        return EXIT_FAILURES
+    if isinstance(exc, errors.CalibrationError):
+        return EXIT_USAGE
+    return EXIT_INTERNAL
+
+
+def report_exception(exc: BaseException) -> int:
+    """Print a one-line message for ``exc`` (a traceback in debug mode); return its exit code."""
+    from llm_connect.errors import LLMConnectError
+
+    code = exit_code_for(exc)
+    if debug_enabled():
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    if isinstance(exc, LLMConnectError):
+        echo_err(f"error: {exc}")
+    else:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        hint = "" if debug_enabled() else " (run with --debug for the traceback)"
+        echo_err(f"error: unexpected {type(exc).__name__}: {first}{hint}")
+    return code
+
+
+def handle_errors(fn: F) -> F:
+    """Turn exceptions raised by a command into a one-line message and an exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            echo_err("interrupted")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Exception as exc:
+            import click
+
+            if isinstance(exc, click.ClickException):
+                raise
+            raise typer.Exit(report_exception(exc)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def stdout_is_tty() -> bool:
+    """Whether stdout is an interactive terminal (tables and progress bars only then)."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def open_ledger(db: str | None) -> Any:
+    """Open the ledger at ``db`` (LedgerError -> exit 2 through :func:`handle_errors`)."""
+    from llm_connect.ledger import QualityLedger
+
+    return QualityLedger(db)

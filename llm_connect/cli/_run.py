@@ -1,0 +1,242 @@
+"""The orchestration behind ``llm-connect grade``: options -> validated run -> report.
+
+Order matters and is part of the contract: the suite is loaded and validated,
+the sides and judges are built, and the ledger is opened, all before the first
+model call or write; any problem there is a usage error (exit 2) and leaves
+the ledger unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_connect.cli._common import fail
+
+__all__ = ["GradeOptions", "Outcome", "execute"]
+
+
+@dataclass
+class GradeOptions:
+    """Everything ``llm-connect grade`` was asked to do."""
+
+    suite_path: str | None = None
+    prompt: str | None = None
+    baseline: str | None = None
+    candidates: list[str] = field(default_factory=list)
+    judges: list[str] = field(default_factory=lambda: ["exact"])
+    judge_model: str | None = None
+    task: str | None = None
+    system_prompt: str | None = None
+    concurrency: int = 8
+    rpm: float | None = None
+    run_id: str | None = None
+    resume: bool = False
+    db: str | None = None
+    use_cache: bool = True
+    base_url: str | None = None
+    api_key: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    timeout: float | None = None
+    max_retries: int = 4
+
+    def run_info(self, grader_ids: list[str]) -> dict[str, Any]:
+        """What is stored with the run (never the API key or the base URL's credentials)."""
+        return {
+            "baseline": self.baseline,
+            "candidates": list(self.candidates),
+            "judges": list(self.judges),
+            "grader_ids": grader_ids,
+            "judge_model": self.judge_model,
+            "task": self.task,
+            "concurrency": self.concurrency,
+            "rpm": self.rpm,
+            "use_cache": self.use_cache,
+            "max_retries": self.max_retries,
+        }
+
+
+@dataclass
+class Outcome:
+    """The finished run: the engine's report plus the run's grades from the ledger."""
+
+    report: Any
+    rows: list[Any]
+    ledger: Any
+    suite: Any
+    grader_ids: list[str]
+
+    def route(
+        self,
+        *,
+        threshold: float,
+        min_samples: int | None,
+        allow_uncalibrated: bool,
+        max_default_min_samples: int,
+    ) -> list[Any]:
+        """One routing decision per task of the run (stored in the ledger)."""
+        from llm_connect.routing import Router
+
+        router = Router(self.ledger)
+        by_task: dict[str, list[Any]] = {}
+        for row in self.rows:
+            by_task.setdefault(row.task, []).append(row)
+        cases_per_task = Counter(c.task for c in self.suite.cases)
+        decisions = []
+        for task, rows in by_task.items():
+            baseline = Counter(r.baseline_model for r in rows).most_common(1)[0][0]
+            candidates = list(dict.fromkeys(r.candidate_model for r in rows if r.baseline_model == baseline))
+            needed = min_samples or max(2, min(max_default_min_samples, cases_per_task.get(task, 2)))
+            decisions.append(
+                router.decide(
+                    task,
+                    baseline=baseline,
+                    candidates=candidates,
+                    grader_id=[g for g in self.grader_ids if any(r.grader_id == g for r in rows)],
+                    min_quality=threshold,
+                    min_samples=needed,
+                    allow_uncalibrated=allow_uncalibrated,
+                )
+            )
+        return decisions
+
+
+def _run_config(opts: GradeOptions) -> Any:
+    from llm_connect.types import RunConfig
+
+    return RunConfig(
+        temperature=opts.temperature,
+        max_tokens=opts.max_tokens,
+        system_prompt=opts.system_prompt,
+        model_params={} if opts.seed is None else {"seed": opts.seed},
+        timeout_s=opts.timeout,
+    )
+
+
+def _progress(total: int) -> tuple[Any, Callable[[int, int], None]]:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("" if speed is None else f"{speed:.1f} cases/s")
+
+    bar = Progress(
+        TextColumn("grading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        transient=True,
+    )
+    task_id = bar.add_task("grading", total=total)
+
+    def update(done: int, total_: int) -> None:
+        bar.update(task_id, completed=done, total=total_)
+
+    return bar, update
+
+
+def execute(
+    opts: GradeOptions,
+    *,
+    pick_sides: Callable[[str | None, list[str], set[str]], tuple[str, list[str]]],
+    progress: bool = False,
+) -> Outcome:
+    """Validate everything, run the batch engine, read back the run's grades."""
+    from llm_connect.grading import BatchGrader, JudgeContext, Suite, build_judge, load_suite, side_from_spec
+    from llm_connect.grading._retry import RateLimiter, ResilientAdapter, RetryPolicy
+
+    # 1. the suite (SuiteError -> exit 2, before anything else)
+    if opts.prompt is not None:
+        suite = Suite.single(opts.prompt, task=opts.task)
+    else:
+        assert opts.suite_path is not None
+        suite = load_suite(opts.suite_path, default_task=opts.task)
+    baseline_spec, candidate_specs = pick_sides(opts.baseline, opts.candidates, suite.recorded_names())
+    opts.baseline, opts.candidates = baseline_spec, candidate_specs
+    if baseline_spec in candidate_specs:
+        fail(f"{baseline_spec} is both the baseline and a candidate")
+
+    # 2. sides and judges, sharing one retry policy, rate limiter and call semaphore
+    run_config = _run_config(opts)
+    policy = RetryPolicy(max_retries=opts.max_retries)
+    limiter = RateLimiter(opts.rpm) if opts.rpm else None
+    semaphore = asyncio.Semaphore(opts.concurrency)
+
+    def make_adapter(spec: str) -> Any:
+        from llm_connect.adapters import adapter_from_spec
+
+        adapter = adapter_from_spec(spec, base_url=opts.base_url, api_key=opts.api_key)
+        return ResilientAdapter(adapter, policy=policy, limiter=limiter, semaphore=semaphore)
+
+    baseline = side_from_spec(baseline_spec, suite, make_adapter=make_adapter)
+    candidates = [side_from_spec(s, suite, make_adapter=make_adapter) for s in candidate_specs]
+    context = JudgeContext(make_llm_adapter=make_adapter, default_judge_model=opts.judge_model)
+    judges = [build_judge(spec, context) for spec in opts.judges]
+    grader_ids = [j.grader_id for j in judges]
+
+    # 3. the ledger (LedgerError -> exit 2)
+    from llm_connect.cli._common import open_ledger
+
+    ledger = open_ledger(opts.db)
+    if opts.resume:
+        assert opts.run_id is not None
+        if ledger.run(opts.run_id) is None:
+            fail(f"--resume {opts.run_id}: no such run in {ledger.url}")
+    elif opts.run_id is not None and ledger.run(opts.run_id) is not None:
+        fail(f"run {opts.run_id} already exists in {ledger.url}; continue it with --resume {opts.run_id}")
+
+    bar, update = _progress(len(suite.cases)) if progress else (None, None)
+    grader = BatchGrader(
+        baseline=baseline,
+        candidates=candidates,
+        judges=judges,
+        run_config=run_config,
+        ledger=ledger,
+        run_id=opts.run_id,
+        concurrency=opts.concurrency,
+        use_cache=opts.use_cache,
+        resume=opts.resume,
+        run_info=opts.run_info(grader_ids),
+        on_progress=update,
+    )
+
+    async def main() -> Any:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGINT, stop.set)
+            installed = True
+        except (NotImplementedError, RuntimeError, ValueError):
+            installed = False
+        try:
+            return await grader.arun(suite, stop=stop)
+        finally:
+            if installed:
+                loop.remove_signal_handler(signal.SIGINT)
+
+    if bar is not None:
+        with bar:
+            report = asyncio.run(main())
+    else:
+        report = asyncio.run(main())
+    rows = list(ledger.results(run_id=grader.run_id))
+    return Outcome(report=report, rows=rows, ledger=ledger, suite=suite, grader_ids=grader_ids)

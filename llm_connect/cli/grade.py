@@ -1,0 +1,411 @@
+"""``llm-connect grade``: grade a suite (or one prompt), store every grade, give a verdict.
+
+Module level imports only typer: everything heavy loads inside the command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from llm_connect.cli._common import (
+    EXIT_FAILURES,
+    EXIT_GATE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    DbOption,
+    JsonOption,
+    echo_err,
+    fail,
+    handle_errors,
+    stdout_is_tty,
+)
+
+__all__ = ["DEFAULT_JUDGE", "DEFAULT_MIN_QUALITY", "grade"]
+
+DEFAULT_JUDGE = "exact"
+"""The judge used when no ``--judge`` is given."""
+DEFAULT_MIN_QUALITY = 0.9
+"""The quality threshold of verdicts and routing when ``--min-quality`` is not given."""
+MAX_DEFAULT_MIN_SAMPLES = 30
+"""Routing's default ``min_samples`` is min(this, cases of the task in the suite), at least 2."""
+
+_SPEC_HELP = "provider:model (openai:gpt-4o-mini) or recorded:NAME (responses recorded in the suite)"
+
+
+def _read_prompt_file(value: str) -> str:
+    if value == "-":
+        return sys.stdin.read()
+    try:
+        return Path(value).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"--prompt-file {value}: cannot read ({exc})")
+
+
+def _pick_sides(
+    baseline: str | None, candidates: list[str], recorded_names: set[str]
+) -> tuple[str, list[str]]:
+    """Fill in ``recorded:baseline`` / ``recorded:candidate`` from the suite's shorthand."""
+    if baseline is None:
+        if "baseline" not in recorded_names:
+            fail("no --baseline given and the suite records no baseline_response")
+        baseline = "recorded:baseline"
+    if not candidates:
+        if "candidate" not in recorded_names:
+            fail("no --candidate given and the suite records no candidate_response")
+        candidates = ["recorded:candidate"]
+    return baseline, candidates
+
+
+def _resume_hint(argv: list[str], run_id: str) -> str:
+    """The command line to resume this run (secrets and run-id options dropped)."""
+    out: list[str] = ["llm-connect"]
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--api-key", "--run-id", "--resume"):
+            skip = True
+            continue
+        if arg.startswith(("--api-key=", "--run-id=", "--resume=")):
+            continue
+        out.append(arg)
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in out) + f" --resume {shlex.quote(run_id)}"
+
+
+@handle_errors
+def grade(
+    suite_path: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="SUITE",
+            help="Suite file (JSONL or YAML). Omit with --prompt / --prompt-file.",
+            show_default=False,
+        ),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            "-b",
+            help=f"Baseline: {_SPEC_HELP}. Default: recorded:baseline.",
+            show_default=False,
+        ),
+    ] = None,
+    candidate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--candidate",
+            "-c",
+            help=f"Candidate (repeatable): {_SPEC_HELP}. Default: recorded:candidate.",
+            show_default=False,
+        ),
+    ] = None,
+    judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--judge",
+            "-j",
+            help="Judge spec NAME[:ARG][,k=v...] (repeatable): exact, embedding, llm, vrty, format, "
+            "schema, correctness, length, relevance, completeness, persona, safety, plugins. Default: exact.",
+            show_default=False,
+        ),
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model", help="Model for LLM judges that name none (provider:model).", show_default=False
+        ),
+    ] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            "-t",
+            help="Task of cases that name none (default: the suite's, else 'default').",
+            show_default=False,
+        ),
+    ] = None,
+    prompt: Annotated[
+        str | None, typer.Option("--prompt", "-p", help="Grade this one prompt instead of a suite.")
+    ] = None,
+    prompt_file: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt-file", help="Grade the prompt in this file ('-' reads stdin).", show_default=False
+        ),
+    ] = None,
+    system_prompt: Annotated[
+        str | None,
+        typer.Option("--system-prompt", help="System prompt for cases that set none.", show_default=False),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=1024, help="Model calls in flight.")
+    ] = 8,
+    rpm: Annotated[
+        float | None,
+        typer.Option(
+            "--rpm", min=0.001, help="At most this many model calls start per minute.", show_default=False
+        ),
+    ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option(
+            "--run-id", help="Id of this run (default: a fresh run-DATE-TIME-xxxxxx).", show_default=False
+        ),
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume", help="Continue this run: grade only what it is missing.", show_default=False
+        ),
+    ] = None,
+    db: str | None = DbOption,
+    min_quality: Annotated[
+        float | None,
+        typer.Option(
+            "--min-quality",
+            min=0.0,
+            max=1.0,
+            help="Quality gate: exit 1 when a candidate's mean quality on a judge is below this "
+            f"(also the routing and verdict threshold; default {DEFAULT_MIN_QUALITY}).",
+            show_default=False,
+        ),
+    ] = None,
+    min_samples: Annotated[
+        int | None,
+        typer.Option(
+            "--min-samples",
+            min=2,
+            help="Grades routing needs per candidate "
+            f"(default: min({MAX_DEFAULT_MIN_SAMPLES}, cases of the task)).",
+            show_default=False,
+        ),
+    ] = None,
+    allow_uncalibrated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-uncalibrated", help="Let routing use LLM judges without a passing calibration."
+        ),
+    ] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Neither read nor fill the response cache.")
+    ] = False,
+    json_out: bool = JsonOption,
+    cases: Annotated[bool, typer.Option("--cases", help="Also print each case's scores.")] = False,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL).", show_default=False
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            help="API key (default: $OPENAI_API_KEY). Never printed or stored.",
+            show_default=False,
+        ),
+    ] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature", min=0.0, show_default=False)] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, show_default=False)] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Sent as model_params.seed.", show_default=False)
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", min=0.001, help="Per-call timeout in seconds.", show_default=False),
+    ] = None,
+    max_retries: Annotated[
+        int,
+        typer.Option(
+            "--max-retries", min=0, help="Retries of a failed call (429, timeouts, connection errors, 5xx)."
+        ),
+    ] = 4,
+) -> None:
+    """Grade candidates against a baseline on a suite; store every grade; route.
+
+    Exit codes: 0 ok, 1 quality gate failed, 2 usage or input error, 3 some cases
+    failed after retries, 130 interrupted (resume with --resume RUN_ID).
+    """
+    from llm_connect.cli._run import GradeOptions, execute
+
+    if prompt is not None and prompt_file is not None:
+        fail("give --prompt or --prompt-file, not both")
+    single = prompt if prompt is not None else (_read_prompt_file(prompt_file) if prompt_file else None)
+    if single is not None and suite_path is not None:
+        fail("give a SUITE file or --prompt/--prompt-file, not both")
+    if single is None and suite_path is None:
+        fail("missing SUITE (a JSONL or YAML file), or use --prompt TEXT")
+    if run_id is not None and resume is not None and run_id != resume:
+        fail("--run-id and --resume name different runs")
+
+    opts = GradeOptions(
+        suite_path=None if suite_path is None else str(suite_path),
+        prompt=single,
+        baseline=baseline,
+        candidates=list(candidate or []),
+        judges=list(judge or [DEFAULT_JUDGE]),
+        judge_model=judge_model,
+        task=task,
+        system_prompt=system_prompt,
+        concurrency=concurrency,
+        rpm=rpm,
+        run_id=resume or run_id,
+        resume=resume is not None,
+        db=db,
+        use_cache=not no_cache,
+        base_url=base_url,
+        api_key=api_key,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        seed=seed,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+    show_progress = stdout_is_tty() and not json_out
+    outcome = execute(opts, pick_sides=_pick_sides, progress=show_progress)
+    report = outcome.report
+    threshold = DEFAULT_MIN_QUALITY if min_quality is None else min_quality
+
+    from llm_connect.cli import _report
+
+    stats = _report.run_stats(outcome.rows, threshold=threshold)
+    decisions: list[Any] = []
+    routing_error: str | None = None
+    if not report.interrupted and stats:
+        try:
+            decisions = outcome.route(
+                threshold=threshold,
+                min_samples=min_samples,
+                allow_uncalibrated=allow_uncalibrated,
+                max_default_min_samples=MAX_DEFAULT_MIN_SAMPLES,
+            )
+        except Exception as exc:  # routing is advice: a failure there does not lose the grades
+            routing_error = f"{type(exc).__name__}: {exc}"
+    gate_failed = [s for s in stats if min_quality is not None and s.mean < min_quality]
+
+    code = EXIT_OK
+    if report.interrupted:
+        code = EXIT_INTERRUPTED
+    elif report.failures:
+        code = EXIT_FAILURES
+    elif gate_failed:
+        code = EXIT_GATE
+
+    if json_out:
+        payload = {
+            "run_id": report.run_id,
+            "suite": report.suite,
+            "cases": report.cases_total,
+            "cases_done": report.cases_done,
+            "cases_skipped": report.cases_skipped,
+            "model_calls": report.model_calls,
+            "cache_hits": report.cache_hits,
+            "elapsed_s": round(report.elapsed_s, 3),
+            "interrupted": report.interrupted,
+            "min_quality": min_quality,
+            "stats": [s.to_dict() for s in stats],
+            "routing": [d.to_dict() for d in decisions],
+            "routing_error": routing_error,
+            "failures": [f.__dict__ for f in report.failures],
+            "gate_failed": [f"{s.candidate} / {s.grader_id}" for s in gate_failed],
+            "exit_code": code,
+        }
+        if cases:
+            payload["case_results"] = [
+                {
+                    "case_id": r.case_id,
+                    "task": r.task,
+                    "candidate": r.candidate,
+                    "grader_id": r.result.grader_id,
+                    "quality_score": r.result.quality_score,
+                    "notes": r.result.notes,
+                }
+                for r in report.results
+            ]
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        _print_human(
+            outcome, stats, decisions, routing_error, gate_failed, min_quality, cases, single is not None
+        )
+
+    if report.interrupted:
+        echo_err(f"interrupted: {report.cases_done - report.cases_skipped} case(s) committed.")
+        echo_err("resume with: " + _resume_hint(sys.argv[1:], str(report.run_id)))
+    elif report.failures:
+        echo_err(f"{len(report.failures)} failure(s); the other grades are recorded. Failed cases:")
+        for f in report.failures[:50]:
+            where = f" (line {f.line})" if f.line is not None else ""
+            echo_err(f"  {f.case_id}{where} [{f.stage} {f.adapter_id}] {f.error_type}: {f.message}")
+        if len(report.failures) > 50:
+            echo_err(f"  ... and {len(report.failures) - 50} more (llm-connect ledger failures)")
+        echo_err("retry them with: " + _resume_hint(sys.argv[1:], str(report.run_id)))
+    raise typer.Exit(code)
+
+
+def _print_human(
+    outcome: Any,
+    stats: list[Any],
+    decisions: list[Any],
+    routing_error: str | None,
+    gate_failed: list[Any],
+    min_quality: float | None,
+    show_cases: bool,
+    single: bool,
+) -> None:
+    from rich.console import Console
+
+    from llm_connect.cli import _report
+
+    report = outcome.report
+    console = Console(highlight=False, soft_wrap=not stdout_is_tty())
+    if single or show_cases:
+        for r in report.results:
+            res = r.result
+            console.print(
+                f"[bold]{r.case_id}[/] {r.candidate} [cyan]{res.grader_id}[/] "
+                f"quality={res.quality_score:.3f}  {res.notes}",
+                markup=True,
+            )
+        if single and report.results:
+            first = report.results[0].result
+            console.print(
+                f"[dim]baseline ({first.baseline_response.model}):[/] {first.baseline_response.text}"
+            )
+            seen = set()
+            for r in report.results:
+                if r.candidate not in seen:
+                    seen.add(r.candidate)
+                    cr = r.result.candidate_response
+                    console.print(f"[dim]candidate {r.candidate} ({cr.model}):[/] {cr.text}")
+    parts = [f"run {report.run_id}", f"{report.cases_total} cases"]
+    if report.cases_skipped:
+        parts.append(f"{report.cases_skipped} already graded")
+    parts.append(f"{report.model_calls} model calls, {report.cache_hits} cached")
+    parts.append(f"{report.elapsed_s:.1f}s")
+    title = " · ".join(parts)
+    if stdout_is_tty():
+        console.print(_report.stats_table(stats, title=title, confidence=0.95))
+    else:
+        console.print(title, markup=False)
+        for line in _report.stats_lines(stats, confidence=0.95):
+            console.print(line, markup=False)
+    for d in decisions:
+        arrow = "route to" if d.routed else "keep baseline"
+        console.print(f"[bold]task {d.task}[/]: {arrow} [bold]{d.model}[/]. {d.reason}", markup=True)
+    if routing_error:
+        console.print(f"routing skipped: {routing_error}", markup=False)
+    if min_quality is not None:
+        if gate_failed:
+            names = ", ".join(f"{s.candidate} on {s.grader_id} ({s.mean:.3f})" for s in gate_failed)
+            console.print(f"quality gate FAILED (min {min_quality:g}): {names}", markup=False)
+        else:
+            console.print(f"quality gate passed (min {min_quality:g})", markup=False)

@@ -1,0 +1,281 @@
+"""``llm-connect ledger summary|show|failures|export|sql``: read the ledger."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from llm_connect.cli._common import DbOption, JsonOption, fail, handle_errors, stdout_is_tty
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="Read the quality ledger: summaries, grades, failures, export, SQL.", no_args_is_help=True
+)
+
+_TaskOpt: Any = typer.Option(None, "--task", "-t", help="Only this task (repeatable).", show_default=False)
+_RunOpt: Any = typer.Option(None, "--run-id", help="Only this run (repeatable).", show_default=False)
+_GraderOpt: Any = typer.Option(
+    None, "--judge", "--grader-id", "-j", help="Only this grader id (repeatable).", show_default=False
+)
+_CandOpt: Any = typer.Option(
+    None, "--candidate", "-c", help="Only this candidate model (repeatable).", show_default=False
+)
+_BaseOpt: Any = typer.Option(
+    None, "--baseline", "-b", help="Only this baseline model (repeatable).", show_default=False
+)
+
+
+def _f(values: list[str] | None) -> list[str] | None:
+    return list(values) if values else None
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=not stdout_is_tty())
+
+
+def _print_rows(columns: list[str], rows: list[list[Any]], *, title: str | None = None) -> None:
+    """A rich table on a terminal, tab-separated text otherwise."""
+    if stdout_is_tty():
+        from rich.table import Table
+
+        table = Table(*columns, title=title, title_justify="left")
+        for row in rows:
+            table.add_row(*["" if v is None else str(v) for v in row])
+        _console().print(table)
+        return
+    typer.echo("\t".join(columns))
+    for row in rows:
+        typer.echo("\t".join("" if v is None else str(v).replace("\t", " ").replace("\n", " ") for v in row))
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+@app.command("summary")
+@handle_errors
+def summary(
+    task: list[str] | None = _TaskOpt,
+    baseline: list[str] | None = _BaseOpt,
+    candidate: list[str] | None = _CandOpt,
+    grader_id: list[str] | None = _GraderOpt,
+    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.9999)] = 0.95,
+    db: str | None = DbOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Mean quality with its confidence interval per task, baseline, candidate and grader."""
+    from llm_connect.cli._common import open_ledger
+
+    rows = open_ledger(db).summary(
+        task=_f(task),
+        baseline_model=_f(baseline),
+        candidate_model=_f(candidate),
+        grader_id=_f(grader_id),
+        confidence=confidence,
+    )
+    if json_out:
+        from dataclasses import asdict
+
+        typer.echo(json.dumps([asdict(r) for r in rows], indent=2, default=str))
+        return
+    _print_rows(
+        [
+            "task",
+            "baseline",
+            "candidate",
+            "grader",
+            "n",
+            "mean",
+            "ci_low",
+            "ci_high",
+            "base $",
+            "cand $",
+            "base ms",
+            "cand ms",
+        ],
+        [
+            [
+                r.task,
+                r.baseline_model,
+                r.candidate_model,
+                r.grader_id,
+                r.n,
+                _num(r.mean),
+                _num(r.ci_low),
+                _num(r.ci_high),
+                _num(r.baseline_mean_cost_usd, 6),
+                _num(r.candidate_mean_cost_usd, 6),
+                _num(r.baseline_mean_latency_ms, 0),
+                _num(r.candidate_mean_latency_ms, 0),
+            ]
+            for r in rows
+        ],
+        title=f"quality summary ({confidence:.0%} CI)",
+    )
+
+
+@app.command("show")
+@handle_errors
+def show(
+    task: list[str] | None = _TaskOpt,
+    run_id: list[str] | None = _RunOpt,
+    baseline: list[str] | None = _BaseOpt,
+    candidate: list[str] | None = _CandOpt,
+    grader_id: list[str] | None = _GraderOpt,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="Show at most this many grades (newest).")
+    ] = 50,
+    db: str | None = DbOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Stored grades, newest last (with --json: every stored field)."""
+    from collections import deque
+
+    from llm_connect.cli._common import open_ledger
+
+    rows = deque(
+        open_ledger(db).results(
+            task=_f(task),
+            run_id=_f(run_id),
+            baseline_model=_f(baseline),
+            candidate_model=_f(candidate),
+            grader_id=_f(grader_id),
+        ),
+        maxlen=limit,
+    )
+    if json_out:
+        typer.echo(json.dumps([r.to_dict() for r in rows], indent=2, default=str))
+        return
+    _print_rows(
+        ["id", "run", "case", "task", "candidate", "grader", "quality", "notes"],
+        [
+            [
+                r.id,
+                r.run_id,
+                r.case_id,
+                r.task,
+                r.candidate_model,
+                r.grader_id,
+                _num(r.quality_score),
+                (r.notes or "")[:80],
+            ]
+            for r in rows
+        ],
+    )
+
+
+@app.command("failures")
+@handle_errors
+def failures(
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Only this run.", show_default=False)] = None,
+    db: str | None = DbOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Cases that could not be graded (after retries), per run."""
+    from dataclasses import asdict
+
+    from llm_connect.cli._common import open_ledger
+
+    rows = open_ledger(db).failures(run_id)
+    if json_out:
+        typer.echo(json.dumps([asdict(r) for r in rows], indent=2, default=str))
+        return
+    _print_rows(
+        ["run", "case", "task", "stage", "adapter", "error", "message"],
+        [[r.run_id, r.case_id, r.task, r.stage, r.adapter_id, r.error_type, r.message[:120]] for r in rows],
+    )
+
+
+@app.command("export")
+@handle_errors
+def export(
+    path: Annotated[Path, typer.Argument(help="Output file.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv.")] = "jsonl",
+    task: list[str] | None = _TaskOpt,
+    run_id: list[str] | None = _RunOpt,
+    baseline: list[str] | None = _BaseOpt,
+    candidate: list[str] | None = _CandOpt,
+    grader_id: list[str] | None = _GraderOpt,
+    db: str | None = DbOption,
+) -> None:
+    """Write matching grades to a JSON Lines or CSV file."""
+    from llm_connect.cli._common import open_ledger
+
+    if fmt not in ("jsonl", "csv"):
+        fail(f"--format must be jsonl or csv, not {fmt!r}")
+    n = open_ledger(db).export(
+        path,
+        fmt,
+        task=_f(task),
+        run_id=_f(run_id),
+        baseline_model=_f(baseline),
+        candidate_model=_f(candidate),
+        grader_id=_f(grader_id),
+    )
+    typer.echo(f"wrote {n} grade(s) to {path}", err=True)
+
+
+_ONE_STATEMENT = re.compile(r";\s*\S")
+
+
+@app.command("sql")
+@handle_errors
+def sql(
+    query: Annotated[str, typer.Argument(help="One read-only SQL statement (SELECT, WITH, EXPLAIN...).")],
+    db: str | None = DbOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Run a read-only SQL query on the ledger and print its rows.
+
+    Tables: grades, runs, run_failures, response_cache, calibrations,
+    routing_decisions; view: quality_summary. The query runs in a read-only
+    transaction that is rolled back; writes fail.
+    """
+    from llm_connect.cli._common import open_ledger
+
+    text = query.strip().rstrip(";").strip()
+    if not text:
+        fail("empty query")
+    if _ONE_STATEMENT.search(text):
+        fail("give exactly one SQL statement (no ';' between statements)")
+    ledger = open_ledger(db)
+    columns, rows = _read_only_query(ledger, text)
+    if json_out:
+        typer.echo(json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=2, default=str))
+        return
+    _print_rows(columns, [list(r) for r in rows])
+
+
+def _read_only_query(ledger: Any, text: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from llm_connect.errors import LedgerError
+
+    engine = ledger.engine
+    conn = engine.connect()
+    try:
+        if engine.dialect.name == "sqlite":
+            conn.exec_driver_sql("PRAGMA query_only = ON")
+        with conn.begin() as tx:
+            if engine.dialect.name == "postgresql":
+                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+            try:
+                result = conn.exec_driver_sql(text)
+                columns = list(result.keys()) if result.returns_rows else []
+                rows = [tuple(r) for r in result] if result.returns_rows else []
+            except SQLAlchemyError as exc:
+                orig = getattr(exc, "orig", exc)
+                raise LedgerError(f"query failed: {str(orig).strip().splitlines()[0]}") from None
+            finally:
+                tx.rollback()
+        return columns, rows
+    finally:
+        conn.invalidate()  # never hand a read-only connection back to the pool
+        conn.close()

@@ -1,0 +1,74 @@
+"""``llm-connect route``: which model should serve a task, from the ledger's evidence."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from llm_connect.cli._common import DbOption, JsonOption, fail, handle_errors, stdout_is_tty
+
+__all__ = ["route"]
+
+
+@handle_errors
+def route(
+    task: Annotated[str, typer.Option("--task", "-t", help="The task to route.")],
+    baseline: Annotated[
+        str, typer.Option("--baseline", "-b", help="Baseline model (as recorded in the grades).")
+    ],
+    candidate: Annotated[list[str], typer.Option("--candidate", "-c", help="Candidate model (repeatable).")],
+    grader_id: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--judge",
+            "--grader-id",
+            "-j",
+            help="Grader id whose grades count (repeatable; a candidate must pass each).",
+            show_default=False,
+        ),
+    ] = None,
+    min_quality: Annotated[float, typer.Option("--min-quality", min=0.0, max=1.0)] = 0.9,
+    min_samples: Annotated[int, typer.Option("--min-samples", min=2)] = 30,
+    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.9999)] = 0.95,
+    allow_uncalibrated: Annotated[
+        bool,
+        typer.Option("--allow-uncalibrated", help="Use LLM judges' grades without a passing calibration."),
+    ] = False,
+    db: str | None = DbOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Choose the cheapest candidate whose lower confidence bound of mean quality
+    reaches --min-quality with --min-samples grades; otherwise keep the baseline.
+    The decision is stored in the ledger."""
+    from llm_connect.cli._common import open_ledger
+    from llm_connect.routing import Router
+
+    if not grader_id:
+        fail("give at least one --judge GRADER_ID (see `llm-connect ledger summary`)")
+    ledger = open_ledger(db)
+    decision = Router(ledger).decide(
+        task,
+        baseline=baseline,
+        candidates=candidate,
+        grader_id=grader_id,
+        min_quality=min_quality,
+        confidence=confidence,
+        min_samples=min_samples,
+        allow_uncalibrated=allow_uncalibrated,
+    )
+    if json_out:
+        out = decision.to_dict()
+        out["decision_id"] = decision.decision_id
+        typer.echo(json.dumps(out, indent=2, default=str))
+        return
+    from rich.console import Console
+
+    console = Console(highlight=False, soft_wrap=not stdout_is_tty())
+    console.print(f"{decision.model}", markup=False)
+    console.print(decision.reason, markup=False)
+    for cand in decision.candidates:
+        for g in cand.graders:
+            mark = "pass" if g.passed else "fail"
+            console.print(f"  {cand.model}  {mark}  {g.why}", markup=False)

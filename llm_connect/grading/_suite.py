@@ -1,0 +1,366 @@
+"""Suite files: the cases a batch grading run works through.
+
+A suite is JSONL (one JSON object per line) or YAML (a list of cases, or a
+mapping with ``cases:`` plus an optional default ``task:`` and free-form
+``metadata:``). A case holds:
+
+* ``id`` (required, unique; a string or an integer) and ``prompt`` (required,
+  non-empty string);
+* optional ``task``, ``system_prompt``, ``expected`` (a string or number, or a
+  mapping such as ``{"answer": ..., "keywords": [...], "schema": {...},
+  "sections": [...]}``), ``tags`` (list of strings), ``metadata`` (anything);
+* optional recorded responses: ``responses: {NAME: TEXT | OBJECT}`` picked with
+  ``recorded:NAME`` adapter specs, or the shorthand ``baseline_response`` /
+  ``candidate_response`` (stored under the names ``baseline`` and
+  ``candidate``). An OBJECT is ``{"text": ..., "latency_ms": ..., "cost_usd":
+  ..., "usage": {"prompt_tokens": .., "completion_tokens": ..}, "model": ...,
+  "finish_reason": ...}``; ``model`` defaults to NAME.
+
+Everything is validated when the file is loaded, before any model is called:
+a malformed line, a missing prompt, a duplicate id, invalid UTF-8, a field of
+the wrong type or an unknown field raises :class:`~llm_connect.errors.SuiteError`
+naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_connect.errors import SuiteError
+from llm_connect.grading._protocols import Case
+from llm_connect.types import LLMResponse, Usage
+
+__all__ = ["CASE_FIELDS", "DEFAULT_TASK", "SHORTHAND_NAMES", "Suite", "load_suite"]
+
+DEFAULT_TASK = "default"
+"""The task of cases that name none, when neither the file nor the caller gives one."""
+
+CASE_FIELDS = frozenset(
+    {
+        "id",
+        "prompt",
+        "task",
+        "system_prompt",
+        "expected",
+        "tags",
+        "responses",
+        "baseline_response",
+        "candidate_response",
+        "metadata",
+    }
+)
+"""The fields a case may hold; any other field is an error (typos must not pass)."""
+
+SHORTHAND_NAMES = {"baseline_response": "baseline", "candidate_response": "candidate"}
+"""Shorthand fields and the recorded-response names they fill."""
+
+_RESPONSE_FIELDS = frozenset({"text", "latency_ms", "cost_usd", "usage", "model", "finish_reason"})
+_SUITE_FIELDS = frozenset({"cases", "task", "metadata"})
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The validated cases of one suite file.
+
+    ``recordings[case_id][name]`` holds the recorded responses of each case as
+    :class:`~llm_connect.types.LLMResponse` objects (provider ``recorded``);
+    ``Case.responses`` holds the same texts for judges.
+    """
+
+    path: str
+    """Where the suite came from (``<prompt>`` for a single prompt)."""
+    cases: list[Case]
+    """The cases, in file order."""
+    recordings: Mapping[str, Mapping[str, LLMResponse]] = field(default_factory=dict)
+    """Recorded responses: case id -> name -> response."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """The file's free-form ``metadata`` (YAML mapping form only)."""
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def __iter__(self) -> Iterator[Case]:
+        return iter(self.cases)
+
+    @property
+    def tasks(self) -> list[str]:
+        """The distinct tasks, in order of first appearance."""
+        return list(dict.fromkeys(c.task for c in self.cases))
+
+    def recorded_names(self) -> set[str]:
+        """Every recorded-response name some case holds."""
+        return {name for per_case in self.recordings.values() for name in per_case}
+
+    def recorded(self, case: Case | str, name: str) -> LLMResponse:
+        """The response recorded under ``name`` for ``case``.
+
+        Raises :class:`~llm_connect.errors.SuiteError` naming the case's line
+        when the case has none.
+        """
+        case_id = case if isinstance(case, str) else case.id
+        found = self.recordings.get(case_id, {}).get(name)
+        if found is None:
+            line = None if isinstance(case, str) else case.line
+            raise SuiteError(
+                f"case {case_id!r} has no recorded response {name!r}",
+                path=self.path,
+                line=line,
+                field="responses",
+            )
+        return found
+
+    def check_recorded(self, name: str) -> None:
+        """Raise :class:`SuiteError` for the first case missing recorded response ``name``."""
+        for case in self.cases:
+            self.recorded(case, name)
+
+    @classmethod
+    def single(
+        cls,
+        prompt: str,
+        *,
+        task: str | None = None,
+        system_prompt: str | None = None,
+        case_id: str = "prompt",
+    ) -> Suite:
+        """A one-case suite for ``llm-connect grade --prompt``."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise SuiteError("the prompt is empty", path="<prompt>", field="prompt")
+        case = Case(id=case_id, prompt=prompt, task=task or DEFAULT_TASK, system_prompt=system_prompt)
+        return cls(path="<prompt>", cases=[case], recordings={case_id: {}})
+
+
+def load_suite(path: str | Path, *, default_task: str | None = None) -> Suite:
+    """Load and validate a JSONL or YAML suite file.
+
+    ``default_task`` is the task of cases that name none (after the YAML
+    file's own ``task:``). The format follows the suffix (``.yaml``/``.yml``
+    is YAML, anything else is JSONL unless the text starts with ``[``).
+    Raises :class:`~llm_connect.errors.SuiteError` for every problem.
+    """
+    p = Path(path)
+    name = str(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise SuiteError("no such file", path=name) from None
+    except IsADirectoryError:
+        raise SuiteError("is a directory, not a suite file", path=name) from None
+    except OSError as exc:
+        raise SuiteError(f"cannot read: {exc.strerror or exc}", path=name) from None
+    if p.suffix.lower() in (".yaml", ".yml") or raw.lstrip()[:1] == b"[":
+        items, file_task, metadata = _read_yaml(raw, name)
+    else:
+        items, file_task, metadata = _read_jsonl(raw, name), None, {}
+    task = file_task or default_task or DEFAULT_TASK
+    cases: list[Case] = []
+    recordings: dict[str, dict[str, LLMResponse]] = {}
+    seen: dict[str, int | None] = {}
+    for line, obj in items:
+        case, recorded = _build_case(obj, path=name, line=line, default_task=task)
+        if case.id in seen:
+            where = f" (first on line {seen[case.id]})" if seen[case.id] is not None else ""
+            raise SuiteError(f"duplicate id {case.id!r}{where}", path=name, line=line, field="id")
+        seen[case.id] = line
+        cases.append(case)
+        recordings[case.id] = recorded
+    if not cases:
+        raise SuiteError("the suite holds no cases", path=name)
+    return Suite(path=name, cases=cases, recordings=recordings, metadata=metadata)
+
+
+# -- readers -------------------------------------------------------------------
+
+
+def _decode(raw: bytes, path: str) -> str:
+    try:
+        return raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise SuiteError(
+            f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})", path=path, line=line
+        ) from None
+
+
+def _read_jsonl(raw: bytes, path: str) -> list[tuple[int, Any]]:
+    text = _decode(raw, path)
+    items: list[tuple[int, Any]] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise SuiteError(f"not valid JSON ({exc})", path=path, line=lineno) from None
+        items.append((lineno, obj))
+    return items
+
+
+def _read_yaml(raw: bytes, path: str) -> tuple[list[tuple[int, Any]], str | None, dict[str, Any]]:
+    import yaml
+
+    text = _decode(raw, path)
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = None if mark is None else mark.line + 1
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SuiteError(f"not valid YAML ({problem})", path=path, line=line) from None
+    file_task: str | None = None
+    metadata: dict[str, Any] = {}
+    seq_node = node
+    if isinstance(data, dict):
+        unknown = sorted(str(k) for k in data if k not in _SUITE_FIELDS)
+        if unknown:
+            raise SuiteError(
+                "unknown top-level field (expected cases, task, metadata)",
+                path=path,
+                line=1,
+                field=unknown[0],
+            )
+        if "task" in data:
+            if not isinstance(data["task"], str) or not data["task"].strip():
+                raise SuiteError("must be a non-empty string", path=path, field="task")
+            file_task = data["task"]
+        if "metadata" in data:
+            if not isinstance(data["metadata"], dict):
+                raise SuiteError("must be a mapping", path=path, field="metadata")
+            metadata = data["metadata"]
+        seq_node = next((v for k, v in node.value if k.value == "cases"), None)  # type: ignore[union-attr]
+        data = data.get("cases")
+        if not isinstance(data, list):
+            raise SuiteError("must be a list of cases", path=path, field="cases")
+    elif not isinstance(data, list):
+        raise SuiteError("a YAML suite is a list of cases or a mapping with 'cases'", path=path)
+    marks = [item.start_mark.line + 1 for item in seq_node.value]  # type: ignore[union-attr]
+    return list(zip(marks, data, strict=True)), file_task, metadata
+
+
+# -- validation ------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _build_case(obj: Any, *, path: str, line: int, default_task: str) -> tuple[Case, dict[str, LLMResponse]]:
+    def fail(message: str, fld: str | None = None) -> SuiteError:
+        return SuiteError(message, path=path, line=line, field=fld)
+
+    if not isinstance(obj, dict):
+        raise fail(f"a case must be an object, not {type(obj).__name__}")
+    unknown = [k for k in obj if k not in CASE_FIELDS]
+    if unknown:
+        raise fail("unknown field (put free-form data under 'metadata')", str(unknown[0]))
+
+    case_id = obj.get("id")
+    if case_id is None:
+        raise fail("is required", "id")
+    if isinstance(case_id, bool) or not isinstance(case_id, (str, int)):
+        raise fail(f"must be a string or an integer, not {type(case_id).__name__}", "id")
+    case_id = str(case_id)
+    if not case_id.strip():
+        raise fail("must not be empty", "id")
+
+    prompt = obj.get("prompt")
+    if prompt is None:
+        raise fail("is required", "prompt")
+    if not isinstance(prompt, str):
+        raise fail(f"must be a string, not {type(prompt).__name__}", "prompt")
+    if not prompt.strip():
+        raise fail("must not be empty", "prompt")
+
+    task = obj.get("task", default_task)
+    if not isinstance(task, str) or not task.strip():
+        raise fail("must be a non-empty string", "task")
+
+    system_prompt = obj.get("system_prompt")
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise fail(f"must be a string, not {type(system_prompt).__name__}", "system_prompt")
+
+    expected = obj.get("expected")
+    if expected is not None and not (isinstance(expected, (str, dict)) or _is_number(expected)):
+        raise fail(f"must be a string or a mapping, not {type(expected).__name__}", "expected")
+
+    tags = obj.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise fail("must be a list of strings", "tags")
+
+    recorded: dict[str, LLMResponse] = {}
+    responses = obj.get("responses", {})
+    if not isinstance(responses, dict):
+        raise fail(f"must be a mapping of NAME -> response, not {type(responses).__name__}", "responses")
+    for rname, value in responses.items():
+        if not isinstance(rname, str) or not rname.strip():
+            raise fail(f"response names must be non-empty strings, not {rname!r}", "responses")
+        recorded[rname] = _response(value, rname, fail, f"responses.{rname}")
+    for short, rname in SHORTHAND_NAMES.items():
+        if short in obj:
+            if rname in recorded:
+                raise fail(f"gives response {rname!r} twice (also under 'responses')", short)
+            recorded[rname] = _response(obj[short], rname, fail, short)
+
+    case = Case(
+        id=case_id,
+        prompt=prompt,
+        task=task,
+        system_prompt=system_prompt,
+        expected=expected,
+        tags=tuple(tags),
+        responses={name: r.text for name, r in recorded.items()},
+        line=line,
+    )
+    return case, recorded
+
+
+def _response(value: Any, name: str, fail: Any, fld: str) -> LLMResponse:
+    if isinstance(value, str):
+        return LLMResponse(text=value, model=name, provider="recorded")
+    if not isinstance(value, dict):
+        raise fail(f"must be a string or an object with 'text', not {type(value).__name__}", fld)
+    unknown = [k for k in value if k not in _RESPONSE_FIELDS]
+    if unknown:
+        raise fail(f"unknown field {unknown[0]!r} in a recorded response", fld)
+    text = value.get("text")
+    if not isinstance(text, str):
+        raise fail("'text' is required and must be a string", fld)
+    for num in ("latency_ms", "cost_usd"):
+        v = value.get(num)
+        if v is not None and (not _is_number(v) or v < 0):
+            raise fail(f"{num!r} must be a number >= 0", fld)
+    model = value.get("model", name)
+    if not isinstance(model, str) or not model.strip():
+        raise fail("'model' must be a non-empty string", fld)
+    finish = value.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise fail("'finish_reason' must be a string", fld)
+    usage_obj = value.get("usage")
+    usage: Usage | None = None
+    if usage_obj is not None:
+        allowed = {"prompt_tokens", "completion_tokens", "total_tokens"}
+        if not isinstance(usage_obj, dict) or set(usage_obj) - allowed:
+            raise fail("'usage' must be {prompt_tokens, completion_tokens}", fld)
+        counts = [usage_obj.get("prompt_tokens", 0), usage_obj.get("completion_tokens", 0)]
+        if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+            raise fail("'usage' token counts must be integers >= 0", fld)
+        usage = Usage(counts[0], counts[1])
+    return LLMResponse(
+        text=text,
+        model=model,
+        provider="recorded",
+        latency_ms=None if value.get("latency_ms") is None else float(value["latency_ms"]),
+        usage=usage,
+        cost_usd=None if value.get("cost_usd") is None else float(value["cost_usd"]),
+        finish_reason=finish,
+    )
