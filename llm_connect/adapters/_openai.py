@@ -1,0 +1,430 @@
+"""OpenAI adapters: chat completions and embeddings through the official ``openai`` SDK.
+
+Any OpenAI-compatible server works (vLLM, llama.cpp, Ollama, LiteLLM proxy...):
+give its ``base_url``. The SDK is imported when an adapter is built, never when
+:mod:`llm_connect` is imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from llm_connect.adapters._errors import ResponseInfo, sdk_errors
+from llm_connect.errors import ConfigurationError, MalformedResponseError
+from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage, redact_secrets
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = ["PLACEHOLDER_API_KEY", "OpenAIAdapter", "OpenAIEmbeddingAdapter", "cost_usd", "resolve_pricing"]
+
+_log = logging.getLogger("llm_connect.adapters.openai")
+
+#: Sent as the API key to loopback servers when no key is configured anywhere.
+PLACEHOLDER_API_KEY = "sk-no-key-required"
+
+
+def _is_loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.")
+
+
+def _resolve_endpoint(base_url: str | None, api_key: str | None, what: str) -> tuple[str | None, str]:
+    """``(base_url, api_key)`` from the arguments, else ``OPENAI_BASE_URL``/``OPENAI_API_KEY``."""
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    if api_key is None:
+        if base_url is not None and _is_loopback(base_url):
+            api_key = PLACEHOLDER_API_KEY
+        else:
+            raise ConfigurationError(
+                f"{what}: no API key; pass api_key=... or set OPENAI_API_KEY "
+                "(a loopback base_url such as http://127.0.0.1:8000/v1 needs none)"
+            )
+    return base_url, api_key
+
+
+def _price(value: Any, where: str) -> tuple[float, float]:
+    if not isinstance(value, Mapping) or set(value) != {"input", "output"}:
+        raise ConfigurationError(
+            f"pricing for {where} must be a mapping with exactly the keys 'input' and 'output' "
+            f"(USD per 1M tokens), not {value!r}"
+        )
+    prices = []
+    for key in ("input", "output"):
+        price = value[key]
+        if isinstance(price, bool) or not isinstance(price, (int, float)) or not price >= 0:
+            raise ConfigurationError(f"pricing[{where!r}][{key!r}] must be a number >= 0, not {price!r}")
+        prices.append(float(price))
+    return prices[0], prices[1]
+
+
+def resolve_pricing(pricing: Mapping[str, Any] | None, model: str) -> dict[str, tuple[float, float]]:
+    """Validate ``pricing`` and return ``{model: (input, output)}`` in USD per 1M tokens.
+
+    ``pricing`` is either ``{"input": X, "output": Y}`` (prices of ``model``) or a
+    mapping ``model -> {"input": X, "output": Y}``.
+    """
+    if pricing is None:
+        return {}
+    if not isinstance(pricing, Mapping):
+        raise ConfigurationError(f"pricing must be a mapping, not {type(pricing).__name__}")
+    if "input" in pricing or "output" in pricing:
+        return {model: _price(pricing, model)}
+    return {str(name): _price(value, str(name)) for name, value in pricing.items()}
+
+
+def cost_usd(
+    prices: Mapping[str, tuple[float, float]], models: Sequence[str], usage: Usage | None
+) -> float | None:
+    """Cost of ``usage`` at the first of ``models`` that has a price, else ``None``."""
+    if usage is None:
+        return None
+    for model in models:
+        if model in prices:
+            per_in, per_out = prices[model]
+            return (usage.prompt_tokens * per_in + usage.completion_tokens * per_out) / 1_000_000
+    return None
+
+
+def _parse(raw: Any, adapter_id: str, info: ResponseInfo) -> Any:
+    """``raw.parse()``; a body the SDK cannot parse is a :class:`MalformedResponseError`."""
+    try:
+        return raw.parse()
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise MalformedResponseError(
+            f"{adapter_id}: the response body could not be parsed: {exc}",
+            adapter_id=adapter_id,
+            status_code=info.status_code,
+            request_id=info.request_id,
+        ) from exc
+
+
+class _Clients:
+    """The SDK clients of one adapter: one sync client, one async client per event loop.
+
+    An ``httpx`` async connection pool belongs to the loop that opened it, so a
+    process that calls ``asyncio.run`` several times gets a client per loop.
+    """
+
+    def __init__(self, *, base_url: str | None, api_key: str, client: Any, max_retries: int) -> None:
+        import openai
+
+        self._lock = threading.Lock()
+        self._sync: openai.OpenAI | None = None
+        self._async_given: openai.AsyncOpenAI | None = None
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._owned_sync = client is None or not isinstance(client, openai.OpenAI)
+        if isinstance(client, openai.AsyncOpenAI):
+            self._async_given = client
+        elif isinstance(client, openai.OpenAI):
+            self._sync = client
+        elif client is not None:
+            raise ConfigurationError(
+                f"client must be an openai.OpenAI or openai.AsyncOpenAI, not {type(client).__name__}"
+            )
+        if client is not None:
+            base_url, api_key = str(client.base_url), client.api_key
+            max_retries = client.max_retries
+        self.base_url = base_url
+        self.api_key = api_key
+        self.max_retries = max_retries
+
+    def sync(self) -> openai.OpenAI:
+        if self._sync is None:
+            import openai
+
+            with self._lock:
+                if self._sync is None:
+                    self._sync = openai.OpenAI(
+                        base_url=self.base_url, api_key=self.api_key, max_retries=self.max_retries
+                    )
+        return self._sync
+
+    def async_(self) -> openai.AsyncOpenAI:
+        if self._async_given is not None:
+            return self._async_given
+        loop = asyncio.get_running_loop()
+        client = self._async.get(loop)
+        if client is None:
+            import openai
+
+            with self._lock:
+                client = self._async.get(loop)
+                if client is None:
+                    client = openai.AsyncOpenAI(
+                        base_url=self.base_url, api_key=self.api_key, max_retries=self.max_retries
+                    )
+                    self._async[loop] = client
+        return client
+
+    def close(self) -> None:
+        if self._owned_sync and self._sync is not None:
+            self._sync.close()
+            self._sync = None
+
+
+class OpenAIAdapter:
+    """Chat completions through the official ``openai`` SDK (adapter id ``openai:MODEL``).
+
+    Sends the prompt as the user message (after a system message when the run
+    config has a system prompt), ``temperature``, ``max_tokens``, the per-call
+    ``timeout_s`` and every ``model_params`` entry verbatim (``seed``,
+    ``top_p``, ``tools``, ``response_format``, ``max_completion_tokens``...).
+    Records latency, usage, cost (when ``pricing`` knows the model), tool calls
+    and the finish reason. A run config's budget tracker is checked before the
+    call and charged after it.
+
+    Args:
+        model: the model name sent to the server.
+        base_url: the server (default ``OPENAI_BASE_URL``, else api.openai.com).
+        api_key: default ``OPENAI_API_KEY``; a loopback ``base_url`` needs none.
+        client: an ``openai.OpenAI`` or ``openai.AsyncOpenAI`` to use (its base URL
+            and key are reused for the other flavour).
+        pricing: ``{"input": X, "output": Y}`` or ``{model: {"input": X, "output": Y}}``,
+            USD per 1M tokens.
+        max_retries: SDK-level retries; 0 by default because the batch engine
+            owns retries.
+
+    Raises:
+        ConfigurationError: no API key for a non-loopback server, or bad pricing.
+    """
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        pricing: Mapping[str, Any] | None = None,
+        max_retries: int = 0,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigurationError(f"OpenAIAdapter model must be a non-empty string, not {model!r}")
+        self.model = model
+        self.adapter_id = f"openai:{model}"
+        self._prices = resolve_pricing(pricing, model)
+        if client is None:
+            base_url, api_key = _resolve_endpoint(base_url, api_key, self.adapter_id)
+        self._clients = _Clients(
+            base_url=base_url, api_key=api_key or "", client=client, max_retries=max_retries
+        )
+
+    @property
+    def base_url(self) -> str | None:
+        """The server this adapter calls (``None``: the SDK default)."""
+        return self._clients.base_url
+
+    def __repr__(self) -> str:
+        return f"OpenAIAdapter({self.model!r}, base_url={self.base_url!r})"
+
+    def close(self) -> None:
+        """Close the HTTP connections of the sync client this adapter created."""
+        self._clients.close()
+
+    # -- request / response ---------------------------------------------------
+
+    def _request(self, prompt: str, run_config: RunConfig) -> dict[str, Any]:
+        messages: list[dict[str, str]] = []
+        if run_config.system_prompt is not None:
+            messages.append({"role": "system", "content": run_config.system_prompt})
+        messages.append({"role": "user", "content": prompt})
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        if run_config.temperature is not None:
+            kwargs["temperature"] = run_config.temperature
+        if run_config.max_tokens is not None:
+            kwargs["max_tokens"] = run_config.max_tokens
+        if run_config.timeout_s is not None:
+            kwargs["timeout"] = run_config.timeout_s
+        if run_config.model_params:
+            kwargs["extra_body"] = dict(run_config.model_params)
+        return kwargs
+
+    def _secrets(self, run_config: RunConfig) -> list[str]:
+        params = run_config.model_params
+        kept = redact_secrets(params)
+        return [self._clients.api_key] + [str(v) for k, v in params.items() if k not in kept]
+
+    def _to_response(self, completion: Any, latency_ms: float, info: ResponseInfo) -> LLMResponse:
+        where = {
+            "adapter_id": self.adapter_id,
+            "status_code": info.status_code,
+            "request_id": info.request_id,
+        }
+        try:
+            choices = completion.choices
+            if not choices:
+                raise MalformedResponseError(f"{self.adapter_id}: the response has no choices", **where)
+            choice = choices[0]
+            message = choice.message
+            if message is None:
+                raise MalformedResponseError(f"{self.adapter_id}: the first choice has no message", **where)
+            calls = [
+                ToolCall(str(tc.function.name), tc.function.arguments or "")
+                for tc in (message.tool_calls or ())
+                if getattr(tc, "function", None) is not None
+            ]
+            legacy = getattr(message, "function_call", None)
+            if legacy is not None and not calls:
+                calls.append(ToolCall(str(legacy.name), legacy.arguments or ""))
+            text = message.content
+            if text is not None and not isinstance(text, str):
+                raise MalformedResponseError(f"{self.adapter_id}: message content is not text", **where)
+            raw_usage = completion.usage
+            usage = (
+                None
+                if raw_usage is None
+                else Usage(int(raw_usage.prompt_tokens or 0), int(raw_usage.completion_tokens or 0))
+            )
+            model = completion.model or self.model
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise MalformedResponseError(
+                f"{self.adapter_id}: the response is not a chat completion ({exc})", **where
+            ) from exc
+        return LLMResponse(
+            text=text or "",
+            model=str(model),
+            provider=self.provider,
+            latency_ms=latency_ms,
+            usage=usage,
+            cost_usd=cost_usd(self._prices, [self.model, str(model)], usage),
+            tool_calls=tuple(calls),
+            finish_reason=choice.finish_reason,
+        )
+
+    def _log_call(self, response: LLMResponse) -> None:
+        if _log.isEnabledFor(logging.DEBUG):
+            usage = response.usage or Usage()
+            _log.debug(
+                "%s: %d+%d tokens in %.0f ms (%s)",
+                self.adapter_id,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                response.latency_ms or 0.0,
+                response.finish_reason,
+            )
+
+    # -- calls ------------------------------------------------------------------
+
+    def complete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
+        """Answer ``prompt`` with one chat-completion request.
+
+        Raises:
+            BudgetExceededError: the run config's tracker has no budget left (no call made).
+            AdapterError: a subclass naming what went wrong (see ``_errors``).
+        """
+        tracker = run_config.budget_tracker
+        if tracker is not None:
+            tracker.check()
+        kwargs = self._request(prompt, run_config)
+        client = self._clients.sync()
+        with sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
+            start = time.perf_counter()
+            raw = client.chat.completions.with_raw_response.create(**kwargs)
+            latency_ms = (time.perf_counter() - start) * 1000.0
+            info.note(raw)
+            response = self._to_response(_parse(raw, self.adapter_id, info), latency_ms, info)
+        if tracker is not None:
+            tracker.charge(response)
+        self._log_call(response)
+        return response
+
+    async def acomplete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
+        """Async form of :meth:`complete` (``openai.AsyncOpenAI``, one client per event loop)."""
+        tracker = run_config.budget_tracker
+        if tracker is not None:
+            tracker.check()
+        kwargs = self._request(prompt, run_config)
+        client = self._clients.async_()
+        with sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
+            start = time.perf_counter()
+            raw = await client.chat.completions.with_raw_response.create(**kwargs)
+            latency_ms = (time.perf_counter() - start) * 1000.0
+            info.note(raw)
+            response = self._to_response(_parse(raw, self.adapter_id, info), latency_ms, info)
+        if tracker is not None:
+            tracker.charge(response)
+        self._log_call(response)
+        return response
+
+
+class OpenAIEmbeddingAdapter:
+    """Embeddings through the ``openai`` SDK: one request per :meth:`embed` call.
+
+    Args:
+        model: the embedding model (default ``text-embedding-3-small``).
+        base_url, api_key, client, max_retries: as for :class:`OpenAIAdapter`.
+        timeout_s: per-request timeout (``None``: the SDK default).
+    """
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+        max_retries: int = 0,
+        timeout_s: float | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigurationError(
+                f"OpenAIEmbeddingAdapter model must be a non-empty string, not {model!r}"
+            )
+        self.model = model
+        self.adapter_id = f"openai:{model}"
+        self.timeout_s = timeout_s
+        if client is None:
+            base_url, api_key = _resolve_endpoint(base_url, api_key, self.adapter_id)
+        self._clients = _Clients(
+            base_url=base_url, api_key=api_key or "", client=client, max_retries=max_retries
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbeddingAdapter({self.model!r}, base_url={self._clients.base_url!r})"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order, from a single request (no request for no texts)."""
+        texts = list(texts)
+        if not texts:
+            return []
+        kwargs: dict[str, Any] = {"model": self.model, "input": texts}
+        if self.timeout_s is not None:
+            kwargs["timeout"] = self.timeout_s
+        client = self._clients.sync()
+        with sdk_errors(self.adapter_id, secrets=[self._clients.api_key]) as info:
+            raw = client.embeddings.with_raw_response.create(**kwargs)
+            info.note(raw)
+            result = _parse(raw, self.adapter_id, info)
+            where = {
+                "adapter_id": self.adapter_id,
+                "status_code": info.status_code,
+                "request_id": info.request_id,
+            }
+            try:
+                data = sorted(result.data, key=lambda d: d.index)
+                vectors = [[float(x) for x in d.embedding] for d in data]
+            except (AttributeError, TypeError, ValueError) as exc:
+                raise MalformedResponseError(
+                    f"{self.adapter_id}: not an embeddings response ({exc})", **where
+                ) from exc
+            if len(vectors) != len(texts):
+                raise MalformedResponseError(
+                    f"{self.adapter_id}: asked for {len(texts)} embeddings, got {len(vectors)}", **where
+                )
+        return vectors

