@@ -22,7 +22,15 @@ from llm_connect.grading._results import GradingResult
 from llm_connect.ledger._rows import GradeRow, RecordItem
 from llm_connect.types import LLMResponse, RunConfig, redact_secrets
 
-__all__ = ["GRADE_COLUMNS", "grade_row", "item_to_row", "mask_secret_text", "sha256_text", "validate_item"]
+__all__ = [
+    "GRADE_COLUMNS",
+    "grade_row",
+    "item_to_row",
+    "mask_secret_text",
+    "scrub",
+    "sha256_text",
+    "validate_item",
+]
 
 _SECRET_TEXT = re.compile(
     r"(?i)\b(sk-[A-Za-z0-9_\-]{12,}|(?:bearer)\s+[A-Za-z0-9._~+/=\-]{8,}|"
@@ -33,6 +41,21 @@ _SECRET_TEXT = re.compile(
 def mask_secret_text(text: str) -> str:
     """``text`` with API-key-shaped tokens (``sk-...``, ``Bearer ...``, ``api_key=...``) masked."""
     return _SECRET_TEXT.sub("[REDACTED]", text)
+
+
+def scrub(value: Any) -> Any:
+    """``redact_secrets(value)`` with API-key-shaped strings inside it masked too.
+
+    Catches secrets under names the key markers miss (``X-Api-Key`` headers).
+    """
+    value = redact_secrets(value)
+    if isinstance(value, Mapping):
+        return {k: scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    if isinstance(value, str):
+        return mask_secret_text(value)
+    return value
 
 
 def sha256_text(text: str) -> str:
@@ -83,7 +106,7 @@ def _stored_config(config: RunConfig | None, memo: dict[int, Any]) -> Any:
     key = id(config)
     if key not in memo:
         # to_json() drops the tracker and secret-named params and stringifies the unserialisable.
-        memo[key] = (redact_secrets(json.loads(config.to_json())), config)
+        memo[key] = (scrub(json.loads(config.to_json())), config)
     return memo[key][0]
 
 
@@ -104,7 +127,7 @@ def item_to_row(item: RecordItem, *, store_text: bool, now: datetime, memo: dict
         "grader_id": result.grader_id,
         "quality_score": result.quality_score,
         "notes": mask_secret_text(result.notes),
-        "details": redact_secrets(result.details),
+        "details": scrub(result.details),
         "run_config": _stored_config(config, memo),
         "llm_connect_version": __version__,
     }

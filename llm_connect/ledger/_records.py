@@ -15,7 +15,7 @@ from sqlalchemy import Connection, select, update
 
 from llm_connect._version import __version__
 from llm_connect.errors import LedgerError
-from llm_connect.ledger._convert import mask_secret_text
+from llm_connect.ledger._convert import mask_secret_text, scrub
 from llm_connect.ledger._models import (
     Calibration,
     ResponseCacheEntry,
@@ -25,7 +25,7 @@ from llm_connect.ledger._models import (
     utcnow,
 )
 from llm_connect.ledger._rows import CalibrationRow, FailureRow, RunRow
-from llm_connect.types import LLMResponse, RunConfig, redact_secrets
+from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
     from llm_connect.routing import RoutingDecision
@@ -109,7 +109,7 @@ class RecordsMixin:
         its suite and config are kept. ``config`` is stored with secrets removed."""
         if not isinstance(run_id, str) or not run_id:
             raise LedgerError(f"run_id must be a non-empty string, not {run_id!r}")
-        stored = None if config is None else _finite_json(redact_secrets(config), "run config")
+        stored = None if config is None else _finite_json(scrub(config), "run config")
         row = {
             "run_id": run_id,
             "suite": suite,

@@ -1,0 +1,141 @@
+"""All-or-nothing batches, the score CHECK constraint, and secrets never reaching the ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, event, inspect, text
+from sqlalchemy.exc import IntegrityError
+
+from llm_connect.errors import GradingValidationError, LedgerError
+from llm_connect.grading import GradingResult
+from llm_connect.ledger import QualityLedger, RecordItem
+from llm_connect.types import RunConfig
+
+MakeResult = Callable[..., GradingResult]
+
+
+def _dump(ledger: QualityLedger) -> str:
+    """Every row of every table, as text."""
+    with ledger.engine.connect() as conn:
+        names = [*sorted(inspect(conn).get_table_names()), "quality_summary"]
+        return "\n".join(f"{name}: {conn.execute(text(f'SELECT * FROM {name}')).all()!r}" for name in names)
+
+
+def _bad_score(make_result: MakeResult) -> GradingResult:
+    result = make_result(0.5)
+    object.__setattr__(result, "quality_score", 1.5)  # what a buggy caller could smuggle in
+    return result
+
+
+def test_an_invalid_item_rejects_the_whole_batch(ledger: QualityLedger, make_result: MakeResult) -> None:
+    ledger.record(make_result(), task="t", run_id="r", case_id="0")
+    before = _dump(ledger)
+    with pytest.raises(GradingValidationError, match="item 2"):
+        ledger.record_many([make_result(), make_result(), {"quality_score": 1.0}], task="t")  # type: ignore[list-item]
+    with pytest.raises(GradingValidationError, match="task"):
+        ledger.record_batch([RecordItem(make_result(), "")])
+    assert _dump(ledger) == before
+
+
+def test_a_constraint_violation_rolls_back_the_whole_batch(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    ledger.record(make_result(), task="t")
+    before = _dump(ledger)
+    items = [RecordItem(make_result(), "t", run_id="r", case_id=str(i)) for i in range(5)]
+    items.append(RecordItem(_bad_score(make_result), "t", run_id="r", case_id="bad"))
+    with pytest.raises(LedgerError, match="recording grades failed"):
+        ledger.record_batch(items)
+    assert _dump(ledger) == before
+    assert ledger.record_batch(items[:5])  # the good items alone go in afterwards
+
+
+def test_check_constraint_enforces_the_score_range_in_sql(ledger: QualityLedger) -> None:
+    with pytest.raises(IntegrityError), ledger.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO grades (created_at, task, tags, prompt_sha256, baseline_adapter_id, "
+                "baseline_provider, baseline_model, baseline_text_sha256, candidate_adapter_id, "
+                "candidate_provider, candidate_model, candidate_text_sha256, grader_id, quality_score, "
+                "notes, details, llm_connect_version) VALUES (CURRENT_TIMESTAMP, 't', '[]', 'x', 'a', 'p', "
+                "'m', 'x', 'a', 'p', 'm', 'x', 'g', 1.01, '', '{}', '0')"
+            )
+        )
+    assert ledger.count() == 0
+
+
+@pytest.mark.postgres
+def test_a_dropped_connection_mid_batch_leaves_nothing(postgres_url: str, make_result: MakeResult) -> None:
+    killer = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with QualityLedger(postgres_url) as ledger:
+        ledger.record(make_result(), task="t")
+        inserts = 0
+
+        @event.listens_for(ledger.engine, "before_cursor_execute")
+        def _kill(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            nonlocal inserts
+            if statement.startswith("INSERT INTO grades"):
+                inserts += 1
+                if inserts == 2:  # the first chunk of the batch is already written, uncommitted
+                    with killer.connect() as admin:
+                        admin.execute(
+                            text("SELECT pg_terminate_backend(:pid)"),
+                            {"pid": cursor.connection.info.backend_pid},
+                        )
+
+        with pytest.raises(LedgerError, match="recording grades failed"):
+            ledger.record_many([make_result(i / 1000) for i in range(800)], task="t")
+        event.remove(ledger.engine, "before_cursor_execute", _kill)
+        assert inserts == 2
+        assert ledger.count() == 1
+        assert len(ledger.record_many([make_result()] * 3, task="t")) == 3  # the ledger recovers
+        assert ledger.count() == 4
+    killer.dispose()
+
+
+SECRET = "sk-test-THISMUSTNEVERBESTORED0123456789"
+BEARER = "Bearer tok_ALSONEVERSTORED987654321"
+
+
+def test_secrets_never_reach_the_ledger(ledger: QualityLedger, make_result: MakeResult) -> None:
+    config = RunConfig(
+        temperature=0.0,
+        model_params={
+            "api_key": SECRET,
+            "Authorization": BEARER,
+            "extra_headers": {"X-Api-Key": SECRET},
+            "seed": 3,
+        },
+    )
+    result = make_result(
+        run_config=config,
+        details={
+            "judge_spec": {"name": "llm", "args": {"api_key": SECRET}},
+            "request": {"authorization": BEARER},
+        },
+        notes=f"judge failed once with key {SECRET}",
+    )
+    ledger.record(result, task="t", run_id="r", case_id="c")
+    ledger.start_run(
+        "r",
+        suite="s.jsonl",
+        config={"api_key": SECRET, "judges": ["exact"], "headers": {"Authorization": BEARER}},
+    )
+    ledger.record_failure(
+        run_id="r",
+        case_id="c2",
+        task="t",
+        stage="candidate",
+        error_type="AuthenticationError",
+        message=f"Incorrect API key provided: {SECRET}; header {BEARER}",
+    )
+    dump = _dump(ledger)
+    assert "THISMUSTNEVERBESTORED" not in dump
+    assert "ALSONEVERSTORED" not in dump
+    (row,) = ledger.results()
+    assert row.run_config is not None
+    assert dict(row.run_config["model_params"]) == {"seed": 3, "extra_headers": {"X-Api-Key": "[REDACTED]"}}
+    assert ledger.run("r").config == {"judges": ["exact"], "headers": {}}  # type: ignore[union-attr]
