@@ -1,0 +1,197 @@
+"""Suite loading: JSONL and YAML, validated before anything runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llm_connect.errors import SuiteError
+from llm_connect.grading import Suite, load_suite
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_jsonl_cases_keep_every_field(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "s.jsonl",
+        [
+            {
+                "id": "a",
+                "prompt": "Say hi",
+                "task": "greet",
+                "system_prompt": "Be brief.",
+                "expected": {"keywords": ["hi"]},
+                "tags": ["x", "y"],
+                "responses": {
+                    "gold": "hi",
+                    "cheap": {
+                        "text": "hello",
+                        "latency_ms": 12,
+                        "cost_usd": 0.001,
+                        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+                    },
+                },
+                "metadata": {"anything": [1, 2]},
+            },
+            {"id": 7, "prompt": "Second"},
+        ],
+    )
+    suite = load_suite(path)
+    a, b = suite.cases
+    assert (a.id, a.prompt, a.task, a.system_prompt) == ("a", "Say hi", "greet", "Be brief.")
+    assert a.expected == {"keywords": ["hi"]} and a.tags == ("x", "y") and a.line == 1
+    assert a.responses == {"gold": "hi", "cheap": "hello"}
+    cheap = suite.recorded(a, "cheap")
+    assert (cheap.model, cheap.provider, cheap.latency_ms, cheap.cost_usd) == (
+        "cheap",
+        "recorded",
+        12.0,
+        0.001,
+    )
+    assert cheap.usage is not None and cheap.usage.completion_tokens == 1
+    assert b.id == "7" and b.task == "default" and b.line == 2
+    assert suite.tasks == ["greet", "default"]
+
+
+def test_shorthand_fields_become_baseline_and_candidate(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "s.jsonl",
+        [
+            {
+                "id": "a",
+                "prompt": "p",
+                "baseline_response": "x",
+                "candidate_response": {"text": "y", "model": "m-2"},
+            }
+        ],
+    )
+    suite = load_suite(path)
+    assert suite.recorded_names() == {"baseline", "candidate"}
+    assert suite.recorded("a", "baseline").model == "baseline"
+    assert suite.recorded("a", "candidate").model == "m-2"  # the object's model wins over the name
+
+
+def test_task_defaults_case_then_file_then_argument(tmp_path: Path) -> None:
+    jsonl = write_jsonl(
+        tmp_path / "s.jsonl", [{"id": "a", "prompt": "p"}, {"id": "b", "prompt": "p", "task": "own"}]
+    )
+    assert [c.task for c in load_suite(jsonl, default_task="cli").cases] == ["cli", "own"]
+    yml = tmp_path / "s.yaml"
+    yml.write_text("task: file\ncases:\n  - id: a\n    prompt: p\n", encoding="utf-8")
+    assert load_suite(yml, default_task="cli").cases[0].task == "file"
+
+
+def test_yaml_list_and_mapping_forms_with_lines(tmp_path: Path) -> None:
+    yml = tmp_path / "s.yml"
+    yml.write_text("- id: a\n  prompt: first\n\n- id: b\n  prompt: second\n", encoding="utf-8")
+    suite = load_suite(yml)
+    assert [(c.id, c.line) for c in suite.cases] == [("a", 1), ("b", 4)]
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text("metadata: {owner: qa}\ncases:\n- id: a\n  prompt: p\n", encoding="utf-8")
+    loaded = load_suite(mapping)
+    assert loaded.metadata == {"owner": "qa"} and loaded.cases[0].line == 3
+
+
+def test_two_cases_sharing_a_prompt_keep_their_own_recordings(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "s.jsonl",
+        [
+            {"id": "a", "prompt": "same", "responses": {"m": "one"}},
+            {"id": "b", "prompt": "same", "responses": {"m": "two"}},
+        ],
+    )
+    suite = load_suite(path)
+    assert [suite.recorded(c, "m").text for c in suite.cases] == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "field", "words"),
+    [
+        (b'{"id": "a", "prompt": "p"}\n{"id": "b", "prompt": \n', 2, None, "not valid JSON"),
+        (b'{"id": "a", "prompt": "p"}\n["not", "an", "object"]\n', 2, None, "must be an object"),
+        (b'{"id": "a"}\n', 1, "prompt", "is required"),
+        (b'{"id": "a", "prompt": "   "}\n', 1, "prompt", "must not be empty"),
+        (b'{"id": "a", "prompt": 5}\n', 1, "prompt", "must be a string"),
+        (b'{"prompt": "p"}\n', 1, "id", "is required"),
+        (b'{"id": "a", "prompt": "p"}\n\n{"id": "a", "prompt": "q"}\n', 3, "id", "duplicate id 'a'"),
+        (b'{"id": "a", "prompt": "p"}\n{"id": "b", "prompt": "caf\xe9"}\n', 2, None, "invalid UTF-8"),
+        (b'{"id": "a", "prompt": "p", "promt": "typo"}\n', 1, "promt", "unknown field"),
+        (b'{"id": "a", "prompt": "p", "tags": "x"}\n', 1, "tags", "list of strings"),
+        (b'{"id": "a", "prompt": "p", "responses": ["x"]}\n', 1, "responses", "mapping"),
+        (
+            b'{"id": "a", "prompt": "p", "responses": {"m": {"txt": "x"}}}\n',
+            1,
+            "responses.m",
+            "unknown field",
+        ),
+        (
+            b'{"id": "a", "prompt": "p", "responses": {"m": {"text": "x", "cost_usd": -1}}}\n',
+            1,
+            "responses.m",
+            "cost_usd",
+        ),
+        (b'{"id": true, "prompt": "p"}\n', 1, "id", "string or an integer"),
+        (b'{"id": "a", "prompt": "p", "system_prompt": 3}\n', 1, "system_prompt", "must be a string"),
+        (
+            b'{"id": "a", "prompt": "p", "baseline_response": "x", "responses": {"baseline": "y"}}\n',
+            1,
+            "baseline_response",
+            "twice",
+        ),
+    ],
+)
+def test_bad_input_names_file_line_and_field(
+    tmp_path: Path, content: bytes, line: int, field: str | None, words: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    err = info.value
+    assert (err.path, err.line, err.field) == (str(path), line, field)
+    assert words in str(err) and str(path) in str(err)
+
+
+def test_bad_yaml_reports_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("- id: a\n  prompt: p\n- id: b\n  prompt: [unclosed\n", encoding="utf-8")
+    with pytest.raises(SuiteError, match="not valid YAML") as info:
+        load_suite(path)
+    assert info.value.line is not None
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("case:\n- id: a\n  prompt: p\n", encoding="utf-8")
+    with pytest.raises(SuiteError) as info2:
+        load_suite(typo)
+    assert info2.value.field == "case"
+
+
+def test_missing_file_and_empty_suite(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match="no such file"):
+        load_suite(tmp_path / "nope.jsonl")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(SuiteError, match="no cases"):
+        load_suite(empty)
+
+
+def test_unknown_recorded_name_is_a_suite_error_naming_the_case(tmp_path: Path) -> None:
+    path = write_jsonl(
+        tmp_path / "s.jsonl",
+        [{"id": "a", "prompt": "p", "responses": {"m": "x"}}, {"id": "b", "prompt": "q"}],
+    )
+    suite = load_suite(path)
+    with pytest.raises(SuiteError, match="'b' has no recorded response 'm'") as info:
+        suite.check_recorded("m")
+    assert info.value.line == 2
+
+
+def test_single_prompt_suite() -> None:
+    suite = Suite.single("hello", task="t")
+    assert len(suite) == 1 and suite.cases[0].prompt == "hello" and suite.cases[0].task == "t"
+    with pytest.raises(SuiteError):
+        Suite.single("  ")
