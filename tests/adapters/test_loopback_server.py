@@ -60,7 +60,7 @@ def test_state_is_fresh_for_each_test(openai_server):
 
 
 def test_concurrent_delayed_requests_overlap(openai_server):
-    openai_server.delay_s = 0.2
+    openai_server.delay_s = 1.0  # generous: 64 connections are opened while the first request waits
     with httpx.Client(limits=httpx.Limits(max_connections=64)) as client, ThreadPoolExecutor(64) as pool:
         codes = list(pool.map(lambda i: _chat(client, openai_server.base_url, str(i)).status_code, range(64)))
     assert codes == [200] * 64
