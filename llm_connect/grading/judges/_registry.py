@@ -217,6 +217,31 @@ def _parse_value(text: str) -> Any:
         return text
 
 
+def _split_args(rest: str) -> list[str]:
+    """Split on commas outside JSON brackets and strings (``keywords=["a","b"],x=1``)."""
+    pieces: list[str] = []
+    depth, quoted, escaped, start = 0, False, False, 0
+    for index, char in enumerate(rest):
+        if quoted:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0:
+            pieces.append(rest[start:index])
+            start = index + 1
+    pieces.append(rest[start:])
+    return pieces
+
+
 def parse_judge_spec(text: str) -> dict[str, Any]:
     """Parse ``NAME[:ARG][,KEY=VALUE...]`` into ``{"name": ..., "args": {...}}``."""
     text = text.strip()
@@ -227,7 +252,7 @@ def parse_judge_spec(text: str) -> dict[str, Any]:
     args: dict[str, Any] = {}
     positional: list[str] = []
     if sep:
-        for piece in rest.split(","):
+        for piece in _split_args(rest):
             piece = piece.strip()
             if not piece:
                 continue
@@ -252,15 +277,19 @@ def parse_judge_spec(text: str) -> dict[str, Any]:
     return {"name": name, "args": args}
 
 
+def _format_value(value: Any) -> str:
+    # Strings stay bare unless they would parse back as something else.
+    if isinstance(value, str) and "," not in value and _parse_value(value) == value:
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
 def format_judge_spec(spec: Mapping[str, Any]) -> str:
     """The command-line form of a stored spec (inverse of :func:`parse_judge_spec`)."""
     args = spec.get("args") or {}
     if not args:
         return str(spec["name"])
-    parts = [
-        f"{k}={v if isinstance(v, str) else json.dumps(v, separators=(',', ':'))}"
-        for k, v in sorted(args.items())
-    ]
+    parts = [f"{k}={_format_value(v)}" for k, v in sorted(args.items())]
     return f"{spec['name']}:{','.join(parts)}"
 
 
