@@ -8,7 +8,8 @@ on first use, not when this module is imported.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,23 @@ def resolve_model_source(model: str) -> str:
     return str(path) if path.exists() else model
 
 
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """Silence transformers' "Loading weights" bar: library code prints nothing."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 def _load(model: str, device: str) -> tuple[Any, threading.Lock]:
     key = (_short_name(model), device)
     with _load_lock:
@@ -53,7 +71,8 @@ def _load(model: str, device: str) -> tuple[Any, threading.Lock]:
                     "the embedding judge needs sentence-transformers: pip install 'llm-connect[embeddings]'"
                 ) from exc
             try:
-                _models[key] = SentenceTransformer(source, device=device)
+                with _no_progress_bars():
+                    _models[key] = SentenceTransformer(source, device=device)
             except Exception as exc:
                 raise ConfigurationError(
                     f"could not load sentence-transformers model {model!r} from {source!r} "

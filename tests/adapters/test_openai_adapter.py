@@ -312,7 +312,7 @@ def test_async_errors_are_translated_too(adapter, openai_server):
 
 
 def test_agrade_runs_both_calls_concurrently(openai_server):
-    openai_server.delay_s = 0.3
+    openai_server.delay_s = 1.0  # long enough to overlap even on a loaded machine
     baseline = OpenAIAdapter("base-model", base_url=openai_server.base_url)
     candidate = OpenAIAdapter("cand-model", base_url=openai_server.base_url)
     result = asyncio.run(

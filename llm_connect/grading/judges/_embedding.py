@@ -1,0 +1,205 @@
+"""EmbeddingSimilarityJudge: cosine similarity of the two responses' embeddings.
+
+The score is the cosine of the baseline's and the candidate's embedding,
+clamped into 0.0..1.0 (opposed or orthogonal meanings both grade 0.0).
+Zero vectors have no direction, so the cosine is undefined; the judge defines
+it instead of producing NaN: **1.0 when both texts embed to zero vectors**
+(nothing versus nothing), **0.0 when exactly one does**.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from llm_connect.errors import EmbeddingOutputError
+from llm_connect.grading._protocols import Case, JudgePair, judge_spec
+from llm_connect.grading._results import GradingResult
+from llm_connect.types import LLMResponse, RunConfig
+
+if TYPE_CHECKING:
+    from llm_connect.adapters import EmbeddingAdapter
+    from llm_connect.grading.judges._registry import JudgeContext
+
+__all__ = ["EmbeddingSimilarityJudge", "cosine_score", "make_embedding_judge"]
+
+
+def _model_name(adapter: EmbeddingAdapter) -> str:
+    model = getattr(adapter, "model", None)
+    if isinstance(model, str) and model:
+        return model
+    _, sep, rest = adapter.adapter_id.partition(":")
+    return rest if sep and rest else adapter.adapter_id
+
+
+def _matrix(vectors: Any, expected: int, adapter_id: str) -> np.ndarray:
+    """Vectors as a float matrix, or :class:`EmbeddingOutputError` naming the problem."""
+    try:
+        count = len(vectors)
+    except TypeError:
+        raise EmbeddingOutputError(
+            f"{adapter_id} returned {type(vectors).__name__}, not a list of vectors"
+        ) from None
+    if count != expected:
+        raise EmbeddingOutputError(f"{adapter_id} returned {count} vectors for {expected} texts")
+    try:
+        lengths = {len(v) for v in vectors}
+    except TypeError:
+        raise EmbeddingOutputError(f"{adapter_id} returned something other than a list of vectors") from None
+    if len(lengths) > 1:
+        raise EmbeddingOutputError(f"{adapter_id} returned vectors of different lengths {sorted(lengths)}")
+    if lengths == {0}:
+        raise EmbeddingOutputError(f"{adapter_id} returned empty vectors")
+    try:
+        matrix = np.asarray(vectors, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingOutputError(f"{adapter_id} returned non-numeric vectors: {exc}") from None
+    if not np.all(np.isfinite(matrix)):
+        raise EmbeddingOutputError(f"{adapter_id} returned vectors with NaN or infinite values")
+    return matrix
+
+
+def cosine_score(a: np.ndarray, b: np.ndarray) -> tuple[float, float | None]:
+    """``(score, raw_cosine)``: the cosine clamped into 0..1, and the cosine itself.
+
+    Zero vectors: both zero -> ``(1.0, None)``, one zero -> ``(0.0, None)``.
+    """
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 or nb == 0.0:
+        return (1.0 if na == nb else 0.0), None
+    cosine = float(np.dot(a, b) / (na * nb))
+    return min(1.0, max(0.0, cosine)), cosine
+
+
+class EmbeddingSimilarityJudge:
+    """Grades the candidate by the cosine similarity of its embedding to the baseline's.
+
+    :meth:`judge` embeds the two response texts in one ``embed`` call of exactly
+    two texts; :meth:`judge_many` embeds every distinct text of a batch in one
+    call. The grader id names the embedding model (``embedding:all-MiniLM-L6-v2``).
+
+    Raises (from judging):
+        EmbeddingOutputError: (a ``ValueError``) the adapter returned the wrong
+            number of vectors, ragged vectors, or non-finite values.
+    """
+
+    def __init__(self, adapter: EmbeddingAdapter) -> None:
+        self.adapter = adapter
+        self.model = _model_name(adapter)
+        self.grader_id = f"embedding:{self.model}"
+        self._spec = judge_spec("embedding", model=self._spec_model())
+
+    def _spec_model(self) -> str:
+        provider = getattr(self.adapter, "provider", None)
+        if provider == "openai":
+            return f"openai:{self.model}"
+        return self.model
+
+    def __repr__(self) -> str:
+        return f"EmbeddingSimilarityJudge({self.adapter!r})"
+
+    def _result(
+        self,
+        baseline_response: LLMResponse,
+        candidate_response: LLMResponse,
+        a: np.ndarray,
+        b: np.ndarray,
+        *,
+        prompt: str,
+        run_config: RunConfig,
+    ) -> GradingResult:
+        score, cosine = cosine_score(a, b)
+        if cosine is None:
+            notes = "both embeddings are zero vectors" if score == 1.0 else "one embedding is a zero vector"
+        else:
+            notes = f"cosine similarity {cosine:.3f}"
+        details: dict[str, Any] = {
+            "cosine": cosine,
+            "embedding_model": self.model,
+            "embedding_adapter": self.adapter.adapter_id,
+            "judge_spec": self._spec,
+        }
+        return GradingResult(
+            quality_score=score,
+            notes=notes,
+            grader_id=self.grader_id,
+            baseline_response=baseline_response,
+            candidate_response=candidate_response,
+            details=details,
+            prompt=prompt,
+            run_config=run_config,
+        )
+
+    def judge(
+        self,
+        baseline_response: LLMResponse,
+        candidate_response: LLMResponse,
+        *,
+        prompt: str,
+        run_config: RunConfig,
+        case: Case | None = None,
+    ) -> GradingResult:
+        """Cosine similarity of the two texts, embedded in one call, clamped into 0..1."""
+        texts = [baseline_response.text, candidate_response.text]
+        matrix = _matrix(self.adapter.embed(texts), 2, self.adapter.adapter_id)
+        return self._result(
+            baseline_response, candidate_response, matrix[0], matrix[1], prompt=prompt, run_config=run_config
+        )
+
+    async def ajudge(
+        self,
+        baseline_response: LLMResponse,
+        candidate_response: LLMResponse,
+        *,
+        prompt: str,
+        run_config: RunConfig,
+        case: Case | None = None,
+    ) -> GradingResult:
+        """:meth:`judge` in a worker thread (embedding is CPU-bound)."""
+        return await asyncio.to_thread(
+            self.judge, baseline_response, candidate_response, prompt=prompt, run_config=run_config, case=case
+        )
+
+    def judge_many(self, pairs: Sequence[JudgePair]) -> list[GradingResult]:
+        """Grade every pair, embedding each distinct text of the batch once in one call."""
+        pairs = list(pairs)
+        if not pairs:
+            return []
+        index: dict[str, int] = {}
+        for pair in pairs:
+            for text in (pair.baseline_response.text, pair.candidate_response.text):
+                index.setdefault(text, len(index))
+        matrix = _matrix(self.adapter.embed(list(index)), len(index), self.adapter.adapter_id)
+        return [
+            self._result(
+                pair.baseline_response,
+                pair.candidate_response,
+                matrix[index[pair.baseline_response.text]],
+                matrix[index[pair.candidate_response.text]],
+                prompt=pair.prompt,
+                run_config=pair.run_config,
+            )
+            for pair in pairs
+        ]
+
+
+def make_embedding_judge(context: JudgeContext, *, model: str | None = None) -> EmbeddingSimilarityJudge:
+    """Registry factory for ``embedding`` (``embedding:model=NAME`` picks the model).
+
+    Without ``model`` (or when it names the context's embedding model) the
+    context's shared embedding adapter is used; ``model="openai:NAME"`` uses the
+    OpenAI embeddings API; any other name is a sentence-transformers model.
+    """
+    adapter = context.embedding_adapter()
+    if model is None or model in (_model_name(adapter), adapter.adapter_id):
+        return EmbeddingSimilarityJudge(adapter)
+    if model.startswith("openai:"):
+        from llm_connect.adapters import OpenAIEmbeddingAdapter
+
+        return EmbeddingSimilarityJudge(OpenAIEmbeddingAdapter(model.partition(":")[2]))
+    from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
+
+    return EmbeddingSimilarityJudge(SentenceTransformerEmbeddingAdapter(model))
