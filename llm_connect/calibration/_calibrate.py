@@ -472,6 +472,7 @@ def calibrate(
     )
     if record:
         figures = report.to_dict()
+        del figures["calibration_id"]  # the row's own id, known once stored
         json.dumps(figures, allow_nan=False)  # strict JSON, or fail loudly before writing
         cal_id = ledger.record_calibration(
             judge_grader_id=judge_id,

@@ -40,8 +40,9 @@ Self-preference
     judge's mean score in each group and their difference, plus, per
     reference, the difference of the judge-minus-reference residual between
     the groups (which removes genuine quality differences the reference also
-    sees). Flagged when the smallest residual difference (or the raw difference
-    if no reference grades the pairs) exceeds the margin (default 0.1). Needs at
+    sees). The deciding figure is the smallest residual difference (or the raw
+    difference if no reference graded the pairs); flagged when it exceeds the
+    margin (default 0.1) and its bootstrap interval lies above 0. Needs at
     least ``min_group`` pairs in each group.
 """
 
@@ -413,8 +414,8 @@ def self_preference_probe(
             continue
         resid = scores - ref
         residuals[ref_id] = _difference(resid[a], resid[b], n_boot=n_boot, seed=seed)
-    defined = [e.value for e in residuals.values() if e.value is not None]
-    deciding = min(defined) if defined else difference.value
+    defined = [e for e in residuals.values() if e.value is not None]
+    deciding = min(defined, key=lambda e: e.value or 0.0) if defined else difference
     return SelfPreferenceProbe(
         status="ok",
         reason=None,
@@ -426,5 +427,12 @@ def self_preference_probe(
         difference=difference,
         residual_difference=residuals,
         margin=float(margin),
-        flagged=deciding is not None and deciding > margin,
+        flagged=_clearly_above(deciding, margin),
     )
+
+
+def _clearly_above(est: Estimate, margin: float) -> bool:
+    """Above the margin, and the 95% interval (when there is one) excludes zero."""
+    if est.value is None or est.value <= margin:
+        return False
+    return est.ci_low is None or est.ci_low > 0.0

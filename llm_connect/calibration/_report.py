@@ -12,7 +12,8 @@ The verdict (also in ``contracts/calibration.md``):
 3. A probe that ran and is flagged fails the verdict: position consistency
    below ``min_position_consistency``; length excess above
    ``max_length_excess``; self-preference above ``max_self_preference``
-   (a ``None`` threshold turns that check off).
+   (a ``None`` threshold turns that check off). Each probe's ``flagged``
+   is defined in :mod:`llm_connect.calibration._probes`.
 4. The verdict is ``"fail: <reasons>"`` when anything failed, else
    ``"insufficient data: <reasons>"`` when the references could not be
    judged, else ``"pass"``. Only ``"pass"`` has ``passed=True``; routing
@@ -170,18 +171,13 @@ def evaluate(
         failures.append(
             f"length bias: judge follows length {_fmt(length.excess)} more than the references (> {limit})"
         )
-    if self_preference is not None and thresholds.max_self_preference is not None:
+    if self_preference is not None and thresholds.max_self_preference is not None and self_preference.flagged:
         diffs = [e.value for e in self_preference.residual_difference.values() if e.value is not None]
         deciding = min(diffs) if diffs else self_preference.difference.value
-        if (
-            self_preference.status == "ok"
-            and deciding is not None
-            and deciding > thresholds.max_self_preference
-        ):
-            failures.append(
-                f"self-preference: {self_preference.judge_family} candidates score {_fmt(deciding)} higher "
-                f"(> {thresholds.max_self_preference})"
-            )
+        failures.append(
+            f"self-preference: {self_preference.judge_family} candidates score {_fmt(deciding)} higher "
+            f"(> {self_preference.margin})"
+        )
     if failures:
         return "fail: " + "; ".join(failures), False
     if insufficient:

@@ -1,0 +1,143 @@
+"""calibrate() over a real ledger (SQLite and PostgreSQL) with the real LLMJudge on the loopback server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from llm_connect.calibration import CalibrationThresholds, calibrate, fill_missing_grades, resolve_grader
+from llm_connect.errors import CalibrationError, ConfigurationError
+from llm_connect.ledger import QualityLedger
+from tests.calibration import _world as w
+
+PROBES = ["position", "length", "self_preference"]
+
+
+def _world(ledger: QualityLedger, server: Any, mode: str, n: int = 60) -> Any:
+    pairs = w.make_pairs(n)
+    w.record_oracle(ledger, pairs)
+    server.responder = w.judge_responder(mode)
+    judge = w.llm_judge(server.base_url)
+    filled = fill_missing_grades(ledger, [judge])
+    assert filled.graded == {judge.grader_id: n} and not filled.errors
+    return judge
+
+
+def test_fair_judge_passes_and_the_report_is_stored(ledger: QualityLedger, openai_server: Any) -> None:
+    judge = _world(ledger, openai_server, "fair")
+    report = calibrate(ledger, judge=judge.grader_id, against=["oracle"], judge_adapter=judge, probes=PROBES)
+    assert report.verdict == "pass" and report.passed
+    ref = report.reference("oracle:v1")
+    assert ref.agreement.n == 60
+    assert ref.agreement.spearman.value == pytest.approx(1.0)
+    assert ref.agreement.cohen_kappa.value == pytest.approx(1.0)
+    assert ref.agreement.mean_abs_diff.value == pytest.approx(0.0, abs=1e-4)
+    assert report.position is not None and not report.position.flagged
+    assert report.position.consistency_rate.value == 1.0 and report.position.n == 50
+    assert report.length is not None and not report.length.flagged
+    assert report.self_preference is not None and not report.self_preference.flagged
+
+    stored = ledger.latest_calibration(judge.grader_id)
+    assert stored is not None and stored.id == report.calibration_id
+    assert stored.passed and stored.verdict == "pass"
+    assert stored.references == ("oracle:v1",)
+    figures = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    assert figures.pop("calibration_id") == stored.id
+    assert dict(stored.figures) == figures
+
+
+def test_swapped_calls_put_the_candidate_in_the_baseline_slot(
+    ledger: QualityLedger, openai_server: Any
+) -> None:
+    judge = _world(ledger, openai_server, "fair", n=12)
+    before = len(openai_server.requests_to("/chat/completions"))
+    calibrate(
+        ledger,
+        judge=judge.grader_id,
+        against=["oracle"],
+        judge_adapter=judge,
+        probes=["position"],
+        sample=5,
+        min_pairs=5,
+    )
+    swapped = openai_server.requests_to("/chat/completions")[before:]
+    assert len(swapped) == 5
+    for req in swapped:
+        base_slot, cand_slot = w.slots(req.body)
+        assert base_slot.startswith("Candidate answer") and cand_slot.startswith("Baseline answer")
+        assert req.body["temperature"] == 0.0
+
+
+def test_too_few_pairs_gives_insufficient_data_not_numbers(ledger: QualityLedger, openai_server: Any) -> None:
+    judge = _world(ledger, openai_server, "fair", n=8)
+    report = calibrate(ledger, judge=judge.grader_id, against=["oracle"])
+    ref = report.reference("oracle:v1")
+    assert ref.agreement.status == "insufficient data" and ref.agreement.spearman.value is None
+    assert report.verdict.startswith("insufficient data") and not report.passed
+    stored = ledger.latest_calibration(judge.grader_id)
+    assert stored is not None and stored.figures["references"][0]["spearman"]["value"] is None
+
+
+def test_below_min_n_the_figures_are_shown_but_the_verdict_waits(
+    ledger: QualityLedger, openai_server: Any
+) -> None:
+    judge = _world(ledger, openai_server, "fair", n=20)
+    report = calibrate(ledger, judge=judge.grader_id, against=["oracle"])
+    assert report.reference("oracle:v1").agreement.spearman.value == pytest.approx(1.0)
+    assert report.verdict == "insufficient data: oracle:v1: n=20 < min_n=50"
+    lenient = calibrate(
+        ledger, judge=judge.grader_id, against=["oracle"], thresholds=CalibrationThresholds(min_n=20)
+    )
+    assert lenient.passed
+
+
+def test_the_report_is_reproducible(ledger: QualityLedger, openai_server: Any) -> None:
+    judge = _world(ledger, openai_server, "self", n=30)
+    first = calibrate(ledger, judge=judge.grader_id, against=["oracle"]).to_dict()
+    second = calibrate(ledger, judge=judge.grader_id, against=["oracle"]).to_dict()
+    assert first.pop("calibration_id") != second.pop("calibration_id")
+    assert first == second
+
+
+def test_judge_and_references_resolve_from_specs(ledger: QualityLedger, openai_server: Any) -> None:
+    judge = _world(ledger, openai_server, "fair", n=10)
+    assert resolve_grader(ledger, "oracle") == ("oracle:v1", {"name": "oracle", "args": {}})
+    gid, spec = resolve_grader(ledger, f"llm:openai:{w.JUDGE_MODEL}")
+    assert gid == judge.grader_id and spec == {
+        "name": "llm",
+        "args": {"model": f"openai:{w.JUDGE_MODEL}", "rubric": "rubric-v1"},
+    }
+    report = calibrate(ledger, judge=f"llm:openai:{w.JUDGE_MODEL}", against=["oracle"], record=False)
+    assert report.judge == judge.grader_id and report.calibration_id is None
+
+
+def test_errors_name_the_problem(ledger: QualityLedger, openai_server: Any) -> None:
+    judge = _world(ledger, openai_server, "fair", n=10)
+    with pytest.raises(CalibrationError, match="at least one reference"):
+        calibrate(ledger, judge=judge.grader_id, against=[])
+    with pytest.raises(CalibrationError, match="no grades by 'embedding'"):
+        calibrate(ledger, judge=judge.grader_id, against=["embedding"])
+    with pytest.raises(CalibrationError, match="is the judge under test"):
+        calibrate(ledger, judge=judge.grader_id, against=[judge.grader_id])
+    with pytest.raises(CalibrationError, match="position probe needs the judge"):
+        calibrate(ledger, judge=judge.grader_id, against=["oracle"], probes=["position"])
+    with pytest.raises(ConfigurationError, match="unknown probe"):
+        calibrate(ledger, judge=judge.grader_id, against=["oracle"], probes=["verbosity"])
+    with pytest.raises(ConfigurationError, match="threshold"):
+        calibrate(ledger, judge=judge.grader_id, against=["oracle"], threshold=1.5)
+    assert ledger.calibrations() == []
+
+
+def test_fill_missing_grades_makes_no_model_calls_for_the_pair_and_is_idempotent(
+    ledger: QualityLedger, openai_server: Any
+) -> None:
+    judge = _world(ledger, openai_server, "fair", n=12)
+    calls = openai_server.requests_to("/chat/completions")
+    assert len(calls) == 12  # one judge call per pair, nothing else
+    again = fill_missing_grades(ledger, [judge])
+    assert again.graded == {judge.grader_id: 0} and again.already == {judge.grader_id: 12}
+    assert len(openai_server.requests_to("/chat/completions")) == 12
+    rows = list(ledger.results(grader_id=judge.grader_id))
+    assert {(r.run_id, r.case_id, r.task) for r in rows} == {("run-1", f"c{i}", w.TASK) for i in range(12)}
