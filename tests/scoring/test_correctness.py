@@ -69,7 +69,7 @@ def test_no_ground_truth_is_a_per_case_error() -> None:
 
 def test_malformed_case_keywords_name_the_field() -> None:
     case = Case(id="q-4", prompt="p", expected={"keywords": [1, 2]})
-    with pytest.raises(CaseDataError, match="expected.keywords"):
+    with pytest.raises(CaseDataError, match=r"expected\.keywords"):
         CorrectnessScorer().score("x", prompt="p", case=case)
 
 

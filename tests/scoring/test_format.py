@@ -31,7 +31,7 @@ def test_json_invalid_reports_the_parse_error(text: str) -> None:
 def test_json_in_a_markdown_fence_is_accepted_and_reported() -> None:
     value, details = _score("json", '```json\n{"a": 1}\n```')
     assert value == 1.0 and details["fenced"] is True
-    value, details = _score("json", '```\n[1, 2]\n```\n')
+    value, details = _score("json", "```\n[1, 2]\n```\n")
     assert value == 1.0 and details["fenced"] is True
 
 
@@ -55,7 +55,9 @@ def test_xml_valid_and_invalid() -> None:
 def test_xml_entity_expansion_bomb_is_rejected_not_expanded() -> None:
     bomb = (
         '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
-        + "".join(f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 9))
+        + "".join(
+            f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 9)
+        )
         + "]><lolz>&lol8;</lolz>"
     )
     value, details = _score("xml", bomb)

@@ -63,7 +63,8 @@ def test_content_words_drop_stop_words_and_fold_plurals() -> None:
 
 def test_relevance_is_the_fraction_of_prompt_content_words_present() -> None:
     result = RelevanceScorer().score(
-        "Python is a popular language for programming.", prompt="What is Python programming? Explain closures."
+        "Python is a popular language for programming.",
+        prompt="What is Python programming? Explain closures.",
     )
     assert result.value == pytest.approx(2 / 3)
     assert result.details["found"] == ["python", "programming"]
@@ -114,7 +115,9 @@ def test_completeness_is_the_fraction_of_sections_found() -> None:
 
 def test_sections_in_running_text_count_unless_headings_only() -> None:
     assert CompletenessScorer(sections=["future work"]).score(REPORT, prompt="").value == 1.0
-    assert CompletenessScorer(sections=["future work"], headings_only=True).score(REPORT, prompt="").value == 0.0
+    assert (
+        CompletenessScorer(sections=["future work"], headings_only=True).score(REPORT, prompt="").value == 0.0
+    )
 
 
 def test_completeness_reads_case_sections() -> None:

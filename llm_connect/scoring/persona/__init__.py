@@ -1,0 +1,37 @@
+"""Persona scorer: how closely a response matches a brand voice (Alignmenter's authenticity).
+
+A persona file (YAML) gives example responses, declared traits and a lexicon::
+
+    name: analyst
+    examples:
+      - "Our baseline analysis shows a clear signal in the Q3 numbers."
+    traits: {formality: formal, tone: technical, verbosity: concise}
+    lexicon: {preferred: [baseline, signal], avoided: [lol, hype]}
+
+``--judge persona:voices/analyst.yaml`` grades the candidate's authenticity
+relative to the baseline's (:class:`~llm_connect.scoring.RelativeJudge`).
+"""
+
+from __future__ import annotations
+
+from llm_connect.scoring.persona._file import TRAIT_VALUES, Persona, load_persona
+from llm_connect.scoring.persona._scorer import (
+    LEXICON_WEIGHT,
+    STYLE_WEIGHT,
+    TRAIT_WEIGHT,
+    PersonaScorer,
+    make_persona_judge,
+)
+from llm_connect.scoring.persona._traits import detect_traits
+
+__all__ = [
+    "LEXICON_WEIGHT",
+    "STYLE_WEIGHT",
+    "TRAIT_VALUES",
+    "TRAIT_WEIGHT",
+    "Persona",
+    "PersonaScorer",
+    "detect_traits",
+    "load_persona",
+    "make_persona_judge",
+]
