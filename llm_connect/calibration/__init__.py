@@ -20,6 +20,7 @@ from llm_connect.calibration._calibrate import (
     calibrate,
     fill_missing_grades,
     pair_key,
+    rebuild_judge,
     resolve_grader,
 )
 from llm_connect.calibration._probes import (
@@ -77,6 +78,7 @@ __all__ = [
     "model_family",
     "pair_key",
     "position_probe",
+    "rebuild_judge",
     "resolve_grader",
     "self_preference_probe",
     "write_plot",

@@ -47,7 +47,12 @@ from llm_connect.calibration._report import (
 from llm_connect.calibration._stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, MIN_PAIRS, agreement
 from llm_connect.errors import CalibrationError, ConfigurationError, LLMConnectError
 from llm_connect.grading._protocols import BatchJudge, JudgePair
-from llm_connect.grading.judges._registry import is_llm_grader_id, parse_judge_spec
+from llm_connect.grading.judges._registry import (
+    JudgeContext,
+    build_judge,
+    is_llm_grader_id,
+    parse_judge_spec,
+)
 from llm_connect.types import RunConfig
 
 if TYPE_CHECKING:
@@ -62,6 +67,7 @@ __all__ = [
     "calibrate",
     "fill_missing_grades",
     "pair_key",
+    "rebuild_judge",
     "resolve_grader",
 ]
 
@@ -487,6 +493,36 @@ def calibrate(
 
 
 # -- filling in missing grades ---------------------------------------------------------------------
+
+
+def rebuild_judge(
+    ledger: QualityLedger,
+    text: str,
+    context: JudgeContext | None = None,
+    *,
+    task: str | None = None,
+    since: datetime | str | None = None,
+) -> Judge:
+    """The judge ``text`` names: a grader id in the ledger (rebuilt from its stored
+    ``details["judge_spec"]``) or a judge spec (built with the registry).
+
+    Raises :class:`CalibrationError` when a stored grader id has no spec or its
+    spec no longer rebuilds the same grader id, and
+    :class:`~llm_connect.errors.ConfigurationError` for an invalid spec.
+    """
+    since_dt = _since(since)
+    if ledger.count(grader_id=text, task=task, since=since_dt) > 0:
+        row = next(iter(ledger.results(grader_id=text, task=task, since=since_dt, limit=1)))
+        spec = _spec_of(row)
+        if spec is None:
+            raise CalibrationError(f"grades by {text!r} carry no judge_spec: the judge cannot be rebuilt")
+        judge_obj = build_judge(spec, context)
+        if judge_obj.grader_id != text:
+            raise CalibrationError(
+                f"the stored spec of {text!r} now builds a judge grading as {judge_obj.grader_id!r}"
+            )
+        return judge_obj
+    return build_judge(text, context)
 
 
 @dataclass(frozen=True)

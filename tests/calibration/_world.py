@@ -57,13 +57,13 @@ class Pair:
     candidate_model: str
 
 
-def make_pairs(n: int = 60, *, seed: int = 0) -> list[Pair]:
-    """``n`` pairs; candidate quality and length vary independently; even cases are gpt candidates."""
+def make_pairs(n: int = 60, *, seed: int = 0, low: float = 0.2, start: int = 0) -> list[Pair]:
+    """``n`` pairs; candidate quality (``low``..1) and length vary independently; even cases are gpt."""
     rng = np.random.default_rng(seed)
     pairs = []
-    for i in range(n):
+    for i in range(start, start + n):
         qb = 0.9
-        qc = float(np.round(rng.uniform(0.2, 1.0), 2))
+        qc = float(np.round(rng.uniform(low, 1.0), 2))
         base = f"Baseline answer {i}: " + "detail " * int(rng.integers(5, 40))
         cand = f"Candidate answer {i}: " + "point " * int(rng.integers(2, 80))
         QUALITY[base], QUALITY[cand] = qb, qc
@@ -83,7 +83,9 @@ def response(text: str, model: str) -> LLMResponse:
     )
 
 
-def record_oracle(ledger: QualityLedger, pairs: list[Pair], *, run_id: str = "run-1") -> None:
+def record_oracle(
+    ledger: QualityLedger, pairs: list[Pair], *, run_id: str = "run-1", task: str = TASK
+) -> None:
     """Record the reference grades (the pairs' first grades, as `llm-connect grade` would)."""
     judge = make_oracle_judge(JudgeContext())
     for p in pairs:
@@ -93,7 +95,7 @@ def record_oracle(ledger: QualityLedger, pairs: list[Pair], *, run_id: str = "ru
             prompt=p.prompt,
             run_config=RunConfig(temperature=0.0),
         )
-        ledger.record(result, task=TASK, run_id=run_id, case_id=f"c{p.index}")
+        ledger.record(result, task=task, run_id=run_id, case_id=f"c{p.index}")
 
 
 _FENCE = re.compile(r"<<<BEGIN (BASELINE|CANDIDATE) (\w+)>>>\n(.*?)\n<<<END \1 \2>>>", re.DOTALL)

@@ -1,0 +1,340 @@
+"""``llm-connect calibrate``: does an LLM judge agree with non-LLM judges, and how is it biased?
+
+Grades what is missing on the ledger's existing pairs with the judge under test
+and every reference judge (no baseline or candidate model is called: the
+responses are in the ledger), records those grades, computes the calibration,
+stores it (routing reads it) and prints it. Heavy modules load only when the
+command runs.
+
+Exit codes: 0 the calibration passed, 1 it failed or has insufficient data,
+2 usage or input error, 3 some pairs could not be graded (listed).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from llm_connect.cli._common import (
+    EXIT_FAILURES,
+    EXIT_GATE,
+    EXIT_OK,
+    DbOption,
+    JsonOption,
+    echo_err,
+    fail,
+    handle_errors,
+    open_ledger,
+    stdout_is_tty,
+)
+
+if TYPE_CHECKING:
+    from llm_connect.calibration import CalibrationReport, Estimate, FillReport
+
+__all__ = ["app", "calibrate_command"]
+
+app = typer.Typer(
+    name="calibrate",
+    help="Calibrate an LLM judge against reference judges before routing trusts it.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    invoke_without_command=True,
+)
+
+
+def _est(e: Estimate, digits: int = 2) -> str:
+    if e.value is None:
+        return "—"
+    text = f"{e.value:.{digits}f}"
+    if e.ci_low is not None and e.ci_high is not None:
+        text += f" [{e.ci_low:.{digits}f}, {e.ci_high:.{digits}f}]"
+    return text
+
+
+def _probe_rows(report: CalibrationReport) -> list[tuple[str, str, str]]:
+    rows = []
+    pos = report.position
+    if pos is not None:
+        figure = (
+            f"consistency {_est(pos.consistency_rate)}, mean shift {_est(pos.mean_shift)} "
+            f"(n={pos.n}, {pos.scale} scale, min {pos.min_consistency})"
+            if pos.status == "ok"
+            else pos.reason or pos.status
+        )
+        rows.append(("position", figure, "FLAGGED" if pos.flagged else "ok"))
+    ln = report.length
+    if ln is not None:
+        if ln.status == "ok":
+            refs = ", ".join(f"{k} {_est(v)}" for k, v in sorted(ln.references.items()))
+            excess = "—" if ln.excess is None else f"{ln.excess:+.2f}"
+            figure = (
+                f"Spearman vs length ratio ({ln.unit}): judge {_est(ln.judge)}; {refs}; "
+                f"excess {excess} (margin {ln.margin})"
+            )
+        else:
+            figure = ln.reason or ln.status
+        rows.append(("length", figure, "FLAGGED" if ln.flagged else "ok"))
+    sp = report.self_preference
+    if sp is not None:
+        if sp.status == "ok":
+            resid = ", ".join(f"vs {k} {_est(v)}" for k, v in sorted(sp.residual_difference.items()))
+            figure = (
+                f"family {sp.judge_family}: mean {_est(sp.mean_same)} (n={sp.n_same}) vs "
+                f"{_est(sp.mean_other)} (n={sp.n_other}); difference {_est(sp.difference)}"
+                + (f"; residual {resid}" if resid else "")
+            )
+        else:
+            figure = sp.reason or sp.status
+        rows.append(("self-preference", figure, "FLAGGED" if sp.flagged else "ok"))
+    return rows
+
+
+def _print_human(report: CalibrationReport, fill: FillReport | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(soft_wrap=not stdout_is_tty())
+    title = f"Calibration of {report.judge}" + (f" (task {report.task})" if report.task else "")
+    table = Table(title=title, title_justify="left")
+    for col in ("reference", "n", "Pearson", "Spearman", "Kendall tau", "MAD", "kappa", "agree", "status"):
+        table.add_column(col, justify="right" if col not in ("reference", "status") else "left")
+    for ref in report.references:
+        a = ref.agreement
+        table.add_row(
+            ref.reference,
+            str(a.n),
+            _est(a.pearson),
+            _est(a.spearman),
+            _est(a.kendall_tau),
+            _est(a.mean_abs_diff),
+            _est(a.cohen_kappa),
+            _est(a.agreement_rate),
+            ref.status,
+        )
+    console.print(table)
+    for ref in report.references:
+        cm = ref.agreement.confusion
+        if cm is not None:
+            console.print(
+                f"  {ref.reference} at {cm.threshold}: both pass {cm.both_pass}, "
+                f"judge pass/ref fail {cm.judge_pass_ref_fail}, "
+                f"judge fail/ref pass {cm.judge_fail_ref_pass}, both fail {cm.both_fail}",
+                highlight=False,
+            )
+        for why in (r for r in (ref.agreement.spearman.reason, ref.agreement.cohen_kappa.reason) if r):
+            console.print(f"  {ref.reference}: {why}", highlight=False)
+    probes = _probe_rows(report)
+    if probes:
+        ptable = Table(title="Bias probes", title_justify="left")
+        ptable.add_column("probe")
+        ptable.add_column("figure")
+        ptable.add_column("flag")
+        for row in probes:
+            ptable.add_row(*row)
+        console.print(ptable)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False)
+    if fill is not None:
+        for gid, n in sorted(fill.graded.items()):
+            console.print(
+                f"graded {n} missing pair(s) with {gid} ({fill.already[gid]} already graded)", highlight=False
+            )
+        if fill.skipped_no_text:
+            console.print(
+                f"{fill.skipped_no_text} pair(s) not gradable: the ledger holds only digests of their texts",
+                highlight=False,
+            )
+    style = "green" if report.passed else "red"
+    stored = f" (stored as calibration #{report.calibration_id})" if report.calibration_id is not None else ""
+    console.print(f"verdict: [{style}]{report.verdict}[/{style}]{stored}", highlight=False)
+
+
+@app.callback(invoke_without_command=True)
+@handle_errors
+def calibrate_command(
+    judge: Annotated[
+        str,
+        typer.Option(
+            "--judge",
+            "-j",
+            help="The judge under test: a spec (llm:openai:gpt-4o-mini) or a grader id in the ledger.",
+        ),
+    ],
+    against: Annotated[
+        list[str],
+        typer.Option(
+            "--against",
+            "-a",
+            help="A reference judge (spec such as embedding, vrty, or a grader id); repeatable.",
+        ),
+    ],
+    task: Annotated[str | None, typer.Option("--task", "-t", help="Only this task's pairs.")] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only grades recorded at or after this ISO date/time.")
+    ] = None,
+    probe: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--probe",
+            help="Bias probe to run: position (calls the judge), length, self_preference; repeatable. "
+            "Default: length and self_preference.",
+            show_default=False,
+        ),
+    ] = None,
+    sample: Annotated[int, typer.Option("--sample", min=1, help="Pairs the position probe re-grades.")] = 50,
+    threshold: Annotated[
+        float, typer.Option("--threshold", min=0.0, max=1.0, help="A score passes when >= this.")
+    ] = 0.5,
+    scale: Annotated[
+        str, typer.Option("--scale", help="How swapped scores mirror: relative (1.0 = as good) or symmetric.")
+    ] = "relative",
+    min_spearman: Annotated[float, typer.Option("--min-spearman", min=-1.0, max=1.0)] = 0.5,
+    min_kappa: Annotated[float, typer.Option("--min-kappa", min=-1.0, max=1.0)] = 0.4,
+    min_n: Annotated[
+        int, typer.Option("--min-n", min=1, help="Fewest pairs per reference for a verdict.")
+    ] = 50,
+    min_consistency: Annotated[
+        float, typer.Option("--min-consistency", min=0.0, max=1.0, help="Smallest position consistency.")
+    ] = 0.8,
+    no_grade: Annotated[
+        bool, typer.Option("--no-grade", help="Use only the grades already in the ledger; call no judge.")
+    ] = False,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Do not store the calibration.")] = False,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=256, help="Judge calls in flight.")
+    ] = 8,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot", help="Write a scatter plot, judge vs reference (.png or .html).", show_default=False
+        ),
+    ] = None,
+    db: str | None = DbOption,
+    json_out: bool = JsonOption,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url", help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL).", show_default=False
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            help="API key (default: $OPENAI_API_KEY). Never printed or stored.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Calibrate an LLM judge against reference judges on the pairs already in the ledger.
+
+    Missing grades are filled in first (the judge and each reference grade every
+    stored pair they have not graded; no baseline or candidate model is called),
+    then agreement (Pearson, Spearman, Kendall tau, MAD, Cohen's kappa, each with
+    a bootstrap 95% interval) and the bias probes are computed, stored in the
+    ledger's calibrations table and printed. Routing uses an LLM judge's grades
+    only after a passing calibration.
+
+    Exit codes: 0 pass, 1 fail or insufficient data, 2 usage or input error,
+    3 some pairs could not be graded.
+    """
+    from llm_connect.calibration import (
+        PROBES,
+        SCALES,
+        CalibrationThresholds,
+        calibrate,
+        fill_missing_grades,
+        rebuild_judge,
+        write_plot,
+    )
+    from llm_connect.calibration._plot import PLOT_SUFFIXES
+    from llm_connect.grading import JudgeContext
+
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
+        fail(f"--plot {plot}: the file must end in .png or .html")
+    if not against:
+        fail("give at least one reference judge with --against")
+    probes = list(dict.fromkeys(probe)) if probe else None
+    unknown = sorted(set(probes or ()) - set(PROBES))
+    if unknown:
+        fail(f"unknown probe(s) {', '.join(unknown)} (known: {', '.join(PROBES)})")
+    if scale not in SCALES:
+        fail(f"--scale: scale must be one of {', '.join(SCALES)}, not {scale!r}")
+    thresholds = CalibrationThresholds(
+        min_spearman=min_spearman, min_kappa=min_kappa, min_n=min_n, min_position_consistency=min_consistency
+    )
+
+    def make_adapter(spec: str) -> Any:
+        from llm_connect.adapters import adapter_from_spec
+
+        return adapter_from_spec(spec, base_url=base_url, api_key=api_key)
+
+    context = JudgeContext(make_llm_adapter=make_adapter)
+    ledger = open_ledger(db)
+    try:
+        needs_judge = not no_grade or (probes is not None and "position" in probes)
+        judge_obj = rebuild_judge(ledger, judge, context, task=task, since=since) if needs_judge else None
+        judge_id = judge_obj.grader_id if judge_obj is not None else judge
+        references: list[str] = []
+        fill = None
+        if no_grade:
+            references = list(against)
+        else:
+            ref_judges = [rebuild_judge(ledger, text, context, task=task, since=since) for text in against]
+            references = [r.grader_id for r in ref_judges]
+            assert judge_obj is not None
+            progress = None
+            if not json_out and stdout_is_tty():
+
+                def progress(gid: str, done: int, total: int) -> None:
+                    echo_err(f"grading with {gid}: {done}/{total}")
+
+            fill = fill_missing_grades(
+                ledger,
+                [judge_obj, *ref_judges],
+                task=task,
+                since=since,
+                concurrency=concurrency,
+                progress=progress,
+            )
+        report = calibrate(
+            ledger,
+            judge=judge_id,
+            against=references,
+            task=task,
+            since=since,
+            threshold=threshold,
+            thresholds=thresholds,
+            probes=probes,
+            judge_adapter=judge_obj if probes is not None and "position" in probes else None,
+            sample=sample,
+            scale=scale,
+            concurrency=concurrency,
+            record=not no_store,
+        )
+    finally:
+        ledger.close()
+
+    if plot is not None:
+        write_plot(report, plot)
+    if json_out:
+        out = report.to_dict()
+        out["grading"] = None if fill is None else fill.to_dict()
+        typer.echo(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        _print_human(report, fill)
+        if plot is not None:
+            echo_err(f"plot written to {plot}")
+    failed = sum(len(v) for v in (fill.errors.values() if fill is not None else []))
+    if failed:
+        assert fill is not None
+        for gid, messages in sorted(fill.errors.items()):
+            for message in messages[:5]:
+                echo_err(f"error: {gid}: {message}")
+            if len(messages) > 5:
+                echo_err(f"error: {gid}: ... and {len(messages) - 5} more")
+        raise typer.Exit(EXIT_FAILURES)
+    raise typer.Exit(EXIT_OK if report.passed else EXIT_GATE)
