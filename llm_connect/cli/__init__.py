@@ -12,7 +12,11 @@ fast; every command imports what it needs when it runs.
 
 from __future__ import annotations
 
+from typing import Any
+
+import click
 import typer
+from typer.core import TyperGroup
 
 from llm_connect._version import __version__
 from llm_connect.cli._common import set_debug
@@ -23,10 +27,66 @@ from llm_connect.cli.route import route
 
 __all__ = ["app", "main"]
 
+_LAZY_GROUPS = {
+    # name -> (module holding a Typer ``app``, short help shown before it is imported)
+    "calibrate": (
+        "llm_connect.cli.calibrate",
+        "Calibrate an LLM judge against reference judges before routing trusts it.",
+    ),
+}
+
+
+class _LazyGroup(TyperGroup):
+    """The root group: command groups in ``_LAZY_GROUPS`` are imported only when run.
+
+    ``--help`` lists them from a stub, so heavy modules behind them never load
+    for help or ``--version``.
+    """
+
+    def _available(self) -> list[str]:
+        import importlib.util
+
+        found = []
+        for name, (module, _) in _LAZY_GROUPS.items():
+            if name not in self.commands and importlib.util.find_spec(module) is not None:
+                found.append(name)
+        return found
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *self._available()]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and cmd_name in self._available():
+            return click.Command(
+                cmd_name, help=_LAZY_GROUPS[cmd_name][1], short_help=_LAZY_GROUPS[cmd_name][1]
+            )
+        return cmd
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] in _LAZY_GROUPS and args[0] not in self.commands and args[0] in self._available():
+            return args[0], _load_group(args[0]), args[1:]
+        return super().resolve_command(ctx, args)
+
+
+def _load_group(name: str) -> click.Command:
+    import importlib
+
+    module = importlib.import_module(_LAZY_GROUPS[name][0])
+    sub: Any = module.app
+    command = typer.main.get_command(sub)
+    command.name = name
+    return command
+
+
 app = typer.Typer(
+    cls=_LazyGroup,
     name="llm-connect",
     help="Grade a candidate LLM against a baseline, keep the grades in SQL, route on them.",
     no_args_is_help=True,
+    rich_markup_mode=None,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -55,22 +115,6 @@ app.command("grade", no_args_is_help=False)(grade)
 app.command("route")(route)
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(db_app, name="db")
-
-
-def _mount_calibrate() -> None:
-    """``llm-connect calibrate ...`` when the calibration module is present."""
-    import importlib.util
-
-    if importlib.util.find_spec("llm_connect.cli.calibrate") is None:
-        return
-    try:
-        from llm_connect.cli.calibrate import app as calibrate_app
-    except ImportError:  # calibration's optional dependencies missing
-        return
-    app.add_typer(calibrate_app, name="calibrate")
-
-
-_mount_calibrate()
 
 
 def main() -> None:

@@ -51,6 +51,7 @@ DbOption: Any = typer.Option(
     envvar="LLM_CONNECT_DATABASE_URL",
     help="Ledger database URL (default: sqlite:///llm_connect.db).",
     show_envvar=True,
+    metavar="URL",
 )
 JsonOption: Any = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 

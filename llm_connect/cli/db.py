@@ -10,7 +10,9 @@ from llm_connect.cli._common import DbOption, JsonOption, handle_errors
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Ledger database schema: migrate it, show its revision.", no_args_is_help=True)
+app = typer.Typer(
+    help="Ledger database schema: migrate it, show its revision.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 def _display(db: str | None) -> str:

@@ -85,7 +85,6 @@ def grade(
     suite_path: Annotated[
         Path | None,
         typer.Argument(
-            metavar="SUITE",
             help="Suite file (JSONL or YAML). Omit with --prompt / --prompt-file.",
             show_default=False,
         ),
@@ -97,6 +96,7 @@ def grade(
             "-b",
             help=f"Baseline: {_SPEC_HELP}. Default: recorded:baseline.",
             show_default=False,
+            metavar="SPEC",
         ),
     ] = None,
     candidate: Annotated[
@@ -106,6 +106,7 @@ def grade(
             "-c",
             help=f"Candidate (repeatable): {_SPEC_HELP}. Default: recorded:candidate.",
             show_default=False,
+            metavar="SPEC",
         ),
     ] = None,
     judge: Annotated[
@@ -116,12 +117,16 @@ def grade(
             help="Judge spec NAME[:ARG][,k=v...] (repeatable): exact, embedding, llm, vrty, format, "
             "schema, correctness, length, relevance, completeness, persona, safety, plugins. Default: exact.",
             show_default=False,
+            metavar="JUDGE",
         ),
     ] = None,
     judge_model: Annotated[
         str | None,
         typer.Option(
-            "--judge-model", help="Model for LLM judges that name none (provider:model).", show_default=False
+            "--judge-model",
+            help="Model for LLM judges that name none (provider:model).",
+            show_default=False,
+            metavar="SPEC",
         ),
     ] = None,
     task: Annotated[
@@ -131,40 +136,60 @@ def grade(
             "-t",
             help="Task of cases that name none (default: the suite's, else 'default').",
             show_default=False,
+            metavar="TASK",
         ),
     ] = None,
     prompt: Annotated[
-        str | None, typer.Option("--prompt", "-p", help="Grade this one prompt instead of a suite.")
+        str | None,
+        typer.Option("--prompt", "-p", help="Grade this one prompt instead of a suite.", metavar="TEXT"),
     ] = None,
     prompt_file: Annotated[
         str | None,
         typer.Option(
-            "--prompt-file", help="Grade the prompt in this file ('-' reads stdin).", show_default=False
+            "--prompt-file",
+            help="Grade the prompt in this file ('-' reads stdin).",
+            show_default=False,
+            metavar="PATH",
         ),
     ] = None,
     system_prompt: Annotated[
         str | None,
-        typer.Option("--system-prompt", help="System prompt for cases that set none.", show_default=False),
+        typer.Option(
+            "--system-prompt",
+            help="System prompt for cases that set none.",
+            show_default=False,
+            metavar="TEXT",
+        ),
     ] = None,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, max=1024, help="Model calls in flight.")
+        int, typer.Option("--concurrency", min=1, max=1024, help="Model calls in flight.", metavar="N")
     ] = 8,
     rpm: Annotated[
         float | None,
         typer.Option(
-            "--rpm", min=0.001, help="At most this many model calls start per minute.", show_default=False
+            "--rpm",
+            min=0.001,
+            help="At most this many model calls start per minute.",
+            show_default=False,
+            metavar="N",
         ),
     ] = None,
     run_id: Annotated[
         str | None,
         typer.Option(
-            "--run-id", help="Id of this run (default: a fresh run-DATE-TIME-xxxxxx).", show_default=False
+            "--run-id",
+            help="Id of this run (default: a fresh run-DATE-TIME-xxxxxx).",
+            show_default=False,
+            metavar="ID",
         ),
     ] = None,
     resume: Annotated[
         str | None,
         typer.Option(
-            "--resume", help="Continue this run: grade only what it is missing.", show_default=False
+            "--resume",
+            help="Continue this run: grade only what it is missing.",
+            show_default=False,
+            metavar="RUN_ID",
         ),
     ] = None,
     db: str | None = DbOption,
@@ -177,6 +202,7 @@ def grade(
             help="Quality gate: exit 1 when a candidate's mean quality on a judge is below this "
             f"(also the routing and verdict threshold; default {DEFAULT_MIN_QUALITY}).",
             show_default=False,
+            metavar="Q",
         ),
     ] = None,
     min_samples: Annotated[
@@ -187,6 +213,7 @@ def grade(
             help="Grades routing needs per candidate "
             f"(default: min({MAX_DEFAULT_MIN_SAMPLES}, cases of the task)).",
             show_default=False,
+            metavar="N",
         ),
     ] = None,
     allow_uncalibrated: Annotated[
@@ -203,7 +230,10 @@ def grade(
     base_url: Annotated[
         str | None,
         typer.Option(
-            "--base-url", help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL).", show_default=False
+            "--base-url",
+            help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL).",
+            show_default=False,
+            metavar="URL",
         ),
     ] = None,
     api_key: Annotated[
@@ -212,21 +242,31 @@ def grade(
             "--api-key",
             help="API key (default: $OPENAI_API_KEY). Never printed or stored.",
             show_default=False,
+            metavar="KEY",
         ),
     ] = None,
-    temperature: Annotated[float | None, typer.Option("--temperature", min=0.0, show_default=False)] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, show_default=False)] = None,
+    temperature: Annotated[
+        float | None, typer.Option("--temperature", min=0.0, show_default=False, metavar="T")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, show_default=False, metavar="N")
+    ] = None,
     seed: Annotated[
-        int | None, typer.Option("--seed", help="Sent as model_params.seed.", show_default=False)
+        int | None, typer.Option("--seed", help="Sent as model_params.seed.", show_default=False, metavar="N")
     ] = None,
     timeout: Annotated[
         float | None,
-        typer.Option("--timeout", min=0.001, help="Per-call timeout in seconds.", show_default=False),
+        typer.Option(
+            "--timeout", min=0.001, help="Per-call timeout in seconds.", show_default=False, metavar="SECONDS"
+        ),
     ] = None,
     max_retries: Annotated[
         int,
         typer.Option(
-            "--max-retries", min=0, help="Retries of a failed call (429, timeouts, connection errors, 5xx)."
+            "--max-retries",
+            min=0,
+            help="Retries of a failed call (429, timeouts, connection errors, 5xx).",
+            metavar="N",
         ),
     ] = 4,
 ) -> None:

@@ -14,19 +14,41 @@ from llm_connect.cli._common import DbOption, JsonOption, fail, handle_errors, s
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="Read the quality ledger: summaries, grades, failures, export, SQL.", no_args_is_help=True
+    help="Read the quality ledger: summaries, grades, failures, export, SQL.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
-_TaskOpt: Any = typer.Option(None, "--task", "-t", help="Only this task (repeatable).", show_default=False)
-_RunOpt: Any = typer.Option(None, "--run-id", help="Only this run (repeatable).", show_default=False)
+_TaskOpt: Any = typer.Option(
+    None, "--task", "-t", help="Only this task (repeatable).", show_default=False, metavar="TASK"
+)
+_RunOpt: Any = typer.Option(
+    None, "--run-id", help="Only this run (repeatable).", show_default=False, metavar="ID"
+)
 _GraderOpt: Any = typer.Option(
-    None, "--judge", "--grader-id", "-j", help="Only this grader id (repeatable).", show_default=False
+    None,
+    "--judge",
+    "--grader-id",
+    "-j",
+    help="Only this grader id (repeatable).",
+    show_default=False,
+    metavar="JUDGE",
 )
 _CandOpt: Any = typer.Option(
-    None, "--candidate", "-c", help="Only this candidate model (repeatable).", show_default=False
+    None,
+    "--candidate",
+    "-c",
+    help="Only this candidate model (repeatable).",
+    show_default=False,
+    metavar="SPEC",
 )
 _BaseOpt: Any = typer.Option(
-    None, "--baseline", "-b", help="Only this baseline model (repeatable).", show_default=False
+    None,
+    "--baseline",
+    "-b",
+    help="Only this baseline model (repeatable).",
+    show_default=False,
+    metavar="SPEC",
 )
 
 
@@ -66,7 +88,7 @@ def summary(
     baseline: list[str] | None = _BaseOpt,
     candidate: list[str] | None = _CandOpt,
     grader_id: list[str] | None = _GraderOpt,
-    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.9999)] = 0.95,
+    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.9999, metavar="LEVEL")] = 0.95,
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -130,7 +152,7 @@ def show(
     candidate: list[str] | None = _CandOpt,
     grader_id: list[str] | None = _GraderOpt,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=1, help="Show at most this many grades (newest).")
+        int, typer.Option("--limit", "-n", min=1, help="Show at most this many grades (newest).", metavar="N")
     ] = 50,
     db: str | None = DbOption,
     json_out: bool = JsonOption,
@@ -174,7 +196,9 @@ def show(
 @app.command("failures")
 @handle_errors
 def failures(
-    run_id: Annotated[str | None, typer.Option("--run-id", help="Only this run.", show_default=False)] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Only this run.", show_default=False, metavar="ID")
+    ] = None,
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -197,7 +221,7 @@ def failures(
 @handle_errors
 def export(
     path: Annotated[Path, typer.Argument(help="Output file.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv.")] = "jsonl",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv.", metavar="FORMAT")] = "jsonl",
     task: list[str] | None = _TaskOpt,
     run_id: list[str] | None = _RunOpt,
     baseline: list[str] | None = _BaseOpt,
@@ -261,10 +285,10 @@ def _read_only_query(ledger: Any, text: str) -> tuple[list[str], list[tuple[Any,
     engine = ledger.engine
     conn = engine.connect()
     try:
-        if engine.dialect.name == "sqlite":
-            conn.exec_driver_sql("PRAGMA query_only = ON")
         with conn.begin() as tx:
-            if engine.dialect.name == "postgresql":
+            if engine.dialect.name == "sqlite":
+                conn.exec_driver_sql("PRAGMA query_only = ON")
+            else:
                 conn.exec_driver_sql("SET TRANSACTION READ ONLY")
             try:
                 result = conn.exec_driver_sql(text)

@@ -14,11 +14,14 @@ __all__ = ["route"]
 
 @handle_errors
 def route(
-    task: Annotated[str, typer.Option("--task", "-t", help="The task to route.")],
+    task: Annotated[str, typer.Option("--task", "-t", help="The task to route.", metavar="TASK")],
     baseline: Annotated[
-        str, typer.Option("--baseline", "-b", help="Baseline model (as recorded in the grades).")
+        str,
+        typer.Option("--baseline", "-b", help="Baseline model (as recorded in the grades).", metavar="SPEC"),
     ],
-    candidate: Annotated[list[str], typer.Option("--candidate", "-c", help="Candidate model (repeatable).")],
+    candidate: Annotated[
+        list[str], typer.Option("--candidate", "-c", help="Candidate model (repeatable).", metavar="SPEC")
+    ],
     grader_id: Annotated[
         list[str] | None,
         typer.Option(
@@ -27,11 +30,12 @@ def route(
             "-j",
             help="Grader id whose grades count (repeatable; a candidate must pass each).",
             show_default=False,
+            metavar="JUDGE",
         ),
     ] = None,
-    min_quality: Annotated[float, typer.Option("--min-quality", min=0.0, max=1.0)] = 0.9,
-    min_samples: Annotated[int, typer.Option("--min-samples", min=2)] = 30,
-    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.9999)] = 0.95,
+    min_quality: Annotated[float, typer.Option("--min-quality", min=0.0, max=1.0, metavar="Q")] = 0.9,
+    min_samples: Annotated[int, typer.Option("--min-samples", min=2, metavar="N")] = 30,
+    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.9999, metavar="LEVEL")] = 0.95,
     allow_uncalibrated: Annotated[
         bool,
         typer.Option("--allow-uncalibrated", help="Use LLM judges' grades without a passing calibration."),
@@ -39,9 +43,13 @@ def route(
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Choose the cheapest candidate whose lower confidence bound of mean quality
-    reaches --min-quality with --min-samples grades; otherwise keep the baseline.
-    The decision is stored in the ledger."""
+    """Decide which model serves a task, from the grades in the ledger.
+
+    Picks the cheapest candidate whose lower confidence bound of mean quality
+    reaches --min-quality with at least --min-samples grades on every judge;
+    otherwise keeps the baseline. The decision is stored in the ledger. The
+    first output line is the chosen model.
+    """
     from llm_connect.cli._common import open_ledger
     from llm_connect.routing import Router
 

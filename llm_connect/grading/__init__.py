@@ -9,19 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.grading._batch import (
-    BatchGrader,
-    BatchReport,
-    BatchResult,
-    CaseFailure,
-    grade_suite,
-    side_from_spec,
-)
 from llm_connect.grading._paired import PairedGrader, judge_async
 from llm_connect.grading._protocols import BaselineGrader, BatchJudge, Case, Judge, JudgePair
 from llm_connect.grading._results import GradingResult, validate_quality_score
-from llm_connect.grading._retry import RateLimiter, ResilientAdapter, RetryPolicy
-from llm_connect.grading._suite import Suite, load_suite
 from llm_connect.grading.judges import (
     ExactMatchJudge,
     JudgeContext,
@@ -32,6 +22,16 @@ from llm_connect.grading.judges import (
 )
 
 if TYPE_CHECKING:
+    from llm_connect.grading._batch import (
+        BatchGrader,
+        BatchReport,
+        BatchResult,
+        CaseFailure,
+        grade_suite,
+        side_from_spec,
+    )
+    from llm_connect.grading._retry import RateLimiter, ResilientAdapter, RetryPolicy
+    from llm_connect.grading._suite import Suite, load_suite
     from llm_connect.grading.judges import EmbeddingSimilarityJudge, LLMJudge
 
 __all__ = [
@@ -66,9 +66,24 @@ __all__ = [
 ]
 
 
+# The batch engine, retries and suite loading load on first use (``import llm_connect`` stays cheap).
+_LAZY = {
+    **dict.fromkeys(
+        ("BatchGrader", "BatchReport", "BatchResult", "CaseFailure", "grade_suite", "side_from_spec"),
+        "llm_connect.grading._batch",
+    ),
+    **dict.fromkeys(("RateLimiter", "ResilientAdapter", "RetryPolicy"), "llm_connect.grading._retry"),
+    **dict.fromkeys(("Suite", "load_suite"), "llm_connect.grading._suite"),
+}
+
+
 def __getattr__(name: str) -> Any:
     if name in ("EmbeddingSimilarityJudge", "LLMJudge"):
         from llm_connect.grading import judges
 
         return getattr(judges, name)
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,8 @@ async def judge_async(
     case: Case | None = None,
 ) -> GradingResult:
     """Await ``judge.ajudge`` when it exists, else run ``judge.judge`` in a thread."""
+    import asyncio  # here, not at module level: ``llm-connect --help`` never needs it
+
     ajudge = getattr(judge, "ajudge", None)
     if ajudge is not None:
         result: GradingResult = await ajudge(
@@ -112,6 +113,8 @@ class PairedGrader:
         run_config: RunConfig,
     ) -> tuple[LLMResponse, LLMResponse]:
         """Call both adapters concurrently with the same prompt and config."""
+        import asyncio
+
         baseline, candidate = await asyncio.gather(
             baseline_adapter.acomplete(prompt, run_config),
             candidate_adapter.acomplete(prompt, run_config),
@@ -144,6 +147,8 @@ class PairedGrader:
         case: Case | None = None,
     ) -> list[GradingResult]:
         """Async :meth:`grade_with`: adapters concurrently, then each judge."""
+        import asyncio
+
         baseline, candidate = await self.arun_pair(
             baseline_adapter, candidate_adapter, prompt, run_config
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 
@@ -74,6 +73,8 @@ class ExactMatchJudge:
         case: Case | None = None,
     ) -> GradingResult:
         """Same as :meth:`judge` (cheap enough to run on the event loop)."""
+        import asyncio
+
         await asyncio.sleep(0)
         return self.judge(
             baseline_response, candidate_response, prompt=prompt, run_config=run_config, case=case

@@ -23,7 +23,6 @@ import importlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,6 +194,8 @@ def register_judge(
 
 
 def _plugin_entries() -> dict[str, _Entry]:
+    from importlib.metadata import entry_points  # costly import, only when judges are listed/built
+
     found: dict[str, _Entry] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found[ep.name] = _Entry(ep.value, None, f"plugin from {ep.value}")

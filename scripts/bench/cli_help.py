@@ -1,0 +1,54 @@
+"""How long ``llm-connect --help`` takes, against ``python -c pass`` measured in the same run.
+
+Usage: python scripts/bench/cli_help.py [--repeat 15]
+
+Target (issue 4): ``llm-connect --help`` under 0.3 s wall on the project machine.
+Prints the median wall time of each command and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def wall(cmd: list[str], repeat: int) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    script = Path(sys.executable).with_name("llm-connect")
+    cli = [str(script)] if script.exists() else [shutil.which("llm-connect") or "llm-connect"]
+    wall(cli + ["--help"], 2)  # warm the page cache and .pyc files
+    rows = []
+    for label, cmd in (
+        ("python -c pass", [sys.executable, "-c", "pass"]),
+        ("llm-connect --version", cli + ["--version"]),
+        ("llm-connect --help", cli + ["--help"]),
+        ("llm-connect grade --help", cli + ["grade", "--help"]),
+    ):
+        times = wall(cmd, args.repeat)
+        rows.append((label, statistics.median(times), min(times)))
+    base = rows[0][1]
+    print(f"{'command':28} {'median s':>9} {'min s':>7} {'x python':>9}")
+    for label, med, low in rows:
+        print(f"{label:28} {med:9.3f} {low:7.3f} {med / base:9.1f}")
+    help_median = rows[2][1]
+    print(f"llm-connect --help median {help_median:.3f} s: {'within' if help_median < 0.3 else 'ABOVE'} the 0.3 s target")
+
+
+if __name__ == "__main__":
+    main()
