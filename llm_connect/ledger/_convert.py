@@ -2,7 +2,7 @@
 
 Secrets never reach a row: the run config is stored via ``RunConfig.to_dict()``
 (no budget tracker, no secret-named model parameter) and then, like the
-judge's details, passed through :func:`~llm_connect.types.redact_secrets`;
+judge's details, passed through :func:`scrub` (``redact_secrets`` plus masking);
 free text (notes, failure messages) has API-key-shaped tokens masked.
 """
 
@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -20,12 +20,14 @@ from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError
 from llm_connect.grading._results import GradingResult
 from llm_connect.ledger._rows import GradeRow, RecordItem
-from llm_connect.types import LLMResponse, RunConfig, redact_secrets
+from llm_connect.types import LLMResponse, _is_secret_key
 
 __all__ = [
     "GRADE_COLUMNS",
+    "INSERT_COLUMNS",
+    "KEY_POSITIONS",
     "grade_row",
-    "item_to_row",
+    "item_values",
     "mask_secret_text",
     "scrub",
     "sha256_text",
@@ -38,6 +40,10 @@ _SECRET_TEXT = re.compile(
 )
 
 
+# Cheap pre-check before the full pattern runs on a stored string.
+_MAYBE_SECRET = re.compile(r"(?i)sk-|bearer|api|authorization|password|secret|token")
+
+
 def mask_secret_text(text: str) -> str:
     """``text`` with API-key-shaped tokens (``sk-...``, ``Bearer ...``, ``api_key=...``) masked."""
     return _SECRET_TEXT.sub("[REDACTED]", text)
@@ -46,15 +52,16 @@ def mask_secret_text(text: str) -> str:
 def scrub(value: Any) -> Any:
     """``redact_secrets(value)`` with API-key-shaped strings inside it masked too.
 
-    Catches secrets under names the key markers miss (``X-Api-Key`` headers).
+    One pass: secret-named keys are dropped (as :func:`~llm_connect.types.redact_secrets`
+    does) and strings under other names are masked by :func:`mask_secret_text`,
+    catching secrets under names the key markers miss (``X-Api-Key`` headers).
     """
-    value = redact_secrets(value)
-    if isinstance(value, Mapping):
-        return {k: scrub(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v) for v in value]
     if isinstance(value, str):
-        return mask_secret_text(value)
+        return mask_secret_text(value) if _MAYBE_SECRET.search(value) else value
+    if isinstance(value, Mapping):
+        return {str(k): scrub(v) for k, v in value.items() if not _secret_key(str(k))}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v) for v in value]
     return value
 
 
@@ -82,58 +89,149 @@ def validate_item(index: int, item: object) -> RecordItem:
     return item
 
 
-def _side(prefix: str, response: LLMResponse, adapter_id: str | None, store_text: bool) -> dict[str, Any]:
-    usage = response.usage
-    return {
-        f"{prefix}_adapter_id": adapter_id or f"{response.provider}:{response.model}",
-        f"{prefix}_provider": response.provider,
-        f"{prefix}_model": response.model,
-        f"{prefix}_text": response.text if store_text else None,
-        f"{prefix}_text_sha256": sha256_text(response.text),
-        f"{prefix}_latency_ms": response.latency_ms,
-        f"{prefix}_prompt_tokens": None if usage is None else usage.prompt_tokens,
-        f"{prefix}_completion_tokens": None if usage is None else usage.completion_tokens,
-        f"{prefix}_cost_usd": response.cost_usd,
-        f"{prefix}_finish_reason": response.finish_reason,
-        f"{prefix}_tool_calls": [{"name": t.name, "arguments": t.arguments} for t in response.tool_calls]
-        or None,
-    }
+@lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    return _is_secret_key(key)
 
 
-def _stored_config(config: RunConfig | None, memo: dict[int, Any]) -> Any:
-    if config is None:
+# Any secret marker or API-key shape; JSON text without one needs no scrubbing.
+_MAYBE_SECRET_JSON = re.compile(r"(?i)sk-|bearer|api.?key|authorization|password|secret|token|credential")
+
+
+def _scrubbed_json(value: Any) -> str:
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_not_json)
+    if _MAYBE_SECRET_JSON.search(text) is None:
+        return text
+    return json.dumps(scrub(value), separators=(",", ":"), ensure_ascii=False, default=_not_json)
+
+
+def _not_json(value: Any) -> Any:
+    if isinstance(value, Mapping):  # a read-only mapping (MappingProxyType) nested in details
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def _tool_calls_json(response: LLMResponse) -> str | None:
+    if not response.tool_calls:
         return None
-    key = id(config)
-    if key not in memo:
-        # to_json() drops the tracker and secret-named params and stringifies the unserialisable.
-        memo[key] = (scrub(json.loads(config.to_json())), config)
-    return memo[key][0]
+    return json.dumps(
+        [{"name": t.name, "arguments": t.arguments} for t in response.tool_calls],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
 
 
-def item_to_row(item: RecordItem, *, store_text: bool, now: datetime, memo: dict[int, Any]) -> dict[str, Any]:
-    """The ``grades`` row for one validated item."""
+#: Columns of ``grades`` written on insert, in the order of :func:`item_values`.
+INSERT_COLUMNS: tuple[str, ...] = (
+    "created_at",
+    "run_id",
+    "case_id",
+    "task",
+    "tags",
+    "prompt",
+    "prompt_sha256",
+    "system_prompt_sha256",
+    "baseline_adapter_id",
+    "baseline_provider",
+    "baseline_model",
+    "baseline_text",
+    "baseline_text_sha256",
+    "baseline_latency_ms",
+    "baseline_prompt_tokens",
+    "baseline_completion_tokens",
+    "baseline_cost_usd",
+    "baseline_finish_reason",
+    "baseline_tool_calls",
+    "candidate_adapter_id",
+    "candidate_provider",
+    "candidate_model",
+    "candidate_text",
+    "candidate_text_sha256",
+    "candidate_latency_ms",
+    "candidate_prompt_tokens",
+    "candidate_completion_tokens",
+    "candidate_cost_usd",
+    "candidate_finish_reason",
+    "candidate_tool_calls",
+    "grader_id",
+    "quality_score",
+    "notes",
+    "details",
+    "run_config",
+    "llm_connect_version",
+)
+#: Positions of the idempotency key (run_id, case_id, grader_id, candidate_model) in a values tuple.
+KEY_POSITIONS: tuple[int, ...] = tuple(
+    INSERT_COLUMNS.index(c) for c in ("run_id", "case_id", "grader_id", "candidate_model")
+)
+
+
+def item_values(item: RecordItem, *, store_text: bool, now: Any, memo: dict[Any, Any]) -> tuple[Any, ...]:
+    """The ``grades`` values of one validated item, in :data:`INSERT_COLUMNS` order.
+
+    JSON columns are encoded here (compact JSON text), so the driver's
+    ``executemany`` gets plain values; ``now`` is passed through as given.
+    """
     result = item.result
     config = result.run_config
-    system_prompt = None if config is None else config.system_prompt
-    row: dict[str, Any] = {
-        "created_at": now,
-        "run_id": item.run_id,
-        "case_id": item.case_id,
-        "task": item.task,
-        "tags": list(item.tags),
-        "prompt": result.prompt if store_text else None,
-        "prompt_sha256": sha256_text(result.prompt),
-        "system_prompt_sha256": None if system_prompt is None else sha256_text(system_prompt),
-        "grader_id": result.grader_id,
-        "quality_score": result.quality_score,
-        "notes": mask_secret_text(result.notes),
-        "details": scrub(result.details),
-        "run_config": _stored_config(config, memo),
-        "llm_connect_version": __version__,
-    }
-    row.update(_side("baseline", result.baseline_response, item.baseline_adapter_id, store_text))
-    row.update(_side("candidate", result.candidate_response, item.candidate_adapter_id, store_text))
-    return row
+    if config is None:
+        config_json = system_sha = None
+    else:
+        cached = memo.get(id(config))
+        if cached is None or cached[0] is not config:
+            system = config.system_prompt
+            # to_json() drops the tracker and secret-named params; scrub masks the rest.
+            cached = (
+                config,
+                _scrubbed_json(json.loads(config.to_json())),
+                None if system is None else sha256_text(system),
+            )
+            memo[id(config)] = cached
+        config_json, system_sha = cached[1], cached[2]
+    tags = item.tags
+    b = result.baseline_response
+    c = result.candidate_response
+    bu = b.usage
+    cu = c.usage
+    notes = result.notes
+    return (
+        now,
+        item.run_id,
+        item.case_id,
+        item.task,
+        json.dumps(list(tags), ensure_ascii=False) if tags else "[]",
+        result.prompt if store_text else None,
+        sha256_text(result.prompt),
+        system_sha,
+        item.baseline_adapter_id or f"{b.provider}:{b.model}",
+        b.provider,
+        b.model,
+        b.text if store_text else None,
+        sha256_text(b.text),
+        b.latency_ms,
+        None if bu is None else bu.prompt_tokens,
+        None if bu is None else bu.completion_tokens,
+        b.cost_usd,
+        b.finish_reason,
+        _tool_calls_json(b),
+        item.candidate_adapter_id or f"{c.provider}:{c.model}",
+        c.provider,
+        c.model,
+        c.text if store_text else None,
+        sha256_text(c.text),
+        c.latency_ms,
+        None if cu is None else cu.prompt_tokens,
+        None if cu is None else cu.completion_tokens,
+        c.cost_usd,
+        c.finish_reason,
+        _tool_calls_json(c),
+        result.grader_id,
+        result.quality_score,
+        mask_secret_text(notes) if _MAYBE_SECRET.search(notes) else notes,
+        _scrubbed_json(result.details),
+        config_json,
+        __version__,
+    )
 
 
 GRADE_COLUMNS: tuple[str, ...] = tuple(name for name in GradeRow.__dataclass_fields__)

@@ -98,7 +98,7 @@ class RecordsMixin:
         """Cache ``response`` under ``key``; an existing entry is kept as it is."""
         row = {"key": key, "adapter_id": adapter_id, "response": response.to_dict(), "created_at": utcnow()}
         stmt = self._insert(_CACHE).on_conflict_do_nothing(index_elements=["key"])
-        self._write("writing the response cache", lambda conn: conn.execute(stmt, [row]))
+        self._write("writing the response cache", lambda conn: conn.execute(stmt, row))
 
     # -- runs and failures -----------------------------------------------------
 
@@ -120,10 +120,12 @@ class RecordsMixin:
         }
 
         def write(conn: Connection) -> None:
-            inserted = conn.execute(
-                self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]), [row]
+            stmt = (
+                self._insert(_RUNS)
+                .on_conflict_do_nothing(index_elements=["run_id"])
+                .returning(_RUNS.c.run_id)
             )
-            if inserted.rowcount == 0:
+            if conn.execute(stmt, row).first() is None:  # the run exists: resume it
                 conn.execute(
                     update(_RUNS).where(_RUNS.c.run_id == run_id).values(status="running", finished_at=None)
                 )
@@ -182,7 +184,7 @@ class RecordsMixin:
         }
 
         def write(conn: Connection) -> int:
-            conn.execute(self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]), [run_row])
+            conn.execute(self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]), run_row)
             return int(conn.execute(_FAILURES.insert().returning(_FAILURES.c.id), row).scalar_one())
 
         return self._write("recording a failure", write)  # type: ignore[no-any-return]

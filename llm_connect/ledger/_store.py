@@ -9,13 +9,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, and_, func, select, tuple_
+from sqlalchemy import ColumnElement, Engine, and_, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from llm_connect.errors import LedgerError
 from llm_connect.grading._results import GradingResult
-from llm_connect.ledger._convert import GRADE_COLUMNS, grade_row, item_to_row, validate_item
+from llm_connect.ledger._convert import GRADE_COLUMNS, grade_row, item_values, validate_item
 from llm_connect.ledger._engine import display_url, ledger_errors, make_engine, resolve_url, write_transaction
+from llm_connect.ledger._insert import created_value, insert_grades
 from llm_connect.ledger._migrate import ensure_schema
 from llm_connect.ledger._models import Grade, utcnow
 from llm_connect.ledger._records import RecordsMixin
@@ -149,48 +150,10 @@ class QualityLedger(RecordsMixin):
         items = [validate_item(i, item) for i, item in enumerate(items)]
         if not items:
             return []
-        now = utcnow()
-        memo: dict[int, Any] = {}
-        rows = [item_to_row(item, store_text=self.store_text, now=now, memo=memo) for item in items]
-        return self._write("recording grades", lambda conn: self._insert_rows(conn, rows))  # type: ignore[no-any-return]
-
-    def _insert_rows(self, conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
-        ids: list[int | None] = [None] * len(rows)
-        plain = [i for i, row in enumerate(rows) if row["run_id"] is None or row["case_id"] is None]
-        if plain:
-            stmt = _G.insert().returning(_G.c.id, sort_by_parameter_order=True)
-            for start in range(0, len(plain), _CHUNK):
-                chunk = plain[start : start + _CHUNK]
-                result = conn.execute(stmt, [rows[i] for i in chunk])
-                for i, new_id in zip(chunk, result.scalars(), strict=True):
-                    ids[i] = new_id
-        # Keyed rows: insert what is new, then look up the ids of keys that already existed.
-        first: dict[tuple[Any, ...], int] = {}
-        for i, row in enumerate(rows):
-            if ids[i] is None:
-                first.setdefault(tuple(row[k] for k in _KEY), i)
-        if first:
-            stmt = (
-                self._insert(_G)
-                .on_conflict_do_nothing(index_elements=list(_KEY))
-                .returning(_G.c.id, *_KEY_COLUMNS)
-            )
-            found: dict[tuple[Any, ...], int] = {}
-            pending = [rows[i] for i in first.values()]
-            for start in range(0, len(pending), _CHUNK):
-                for rec in conn.execute(stmt, pending[start : start + _CHUNK]):
-                    found[tuple(rec[1:])] = rec[0]
-            missing = [key for key in first if key not in found]
-            for start in range(0, len(missing), _CHUNK):
-                query = select(_G.c.id, *_KEY_COLUMNS).where(
-                    tuple_(*_KEY_COLUMNS).in_(missing[start : start + _CHUNK])
-                )
-                for rec in conn.execute(query):
-                    found[tuple(rec[1:])] = rec[0]
-            for i, row in enumerate(rows):
-                if ids[i] is None:
-                    ids[i] = found[tuple(row[k] for k in _KEY)]
-        return [int(i) for i in ids if i is not None]
+        now = created_value(utcnow(), self.dialect)
+        memo: dict[Any, Any] = {}
+        rows = [item_values(item, store_text=self.store_text, now=now, memo=memo) for item in items]
+        return self._write("recording grades", lambda conn: insert_grades(conn, rows))  # type: ignore[no-any-return]
 
     # -- reading grades --------------------------------------------------------
 

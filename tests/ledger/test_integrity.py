@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, event, inspect, text
+from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from llm_connect.errors import GradingValidationError, LedgerError
@@ -69,31 +70,59 @@ def test_check_constraint_enforces_the_score_range_in_sql(ledger: QualityLedger)
 
 @pytest.mark.postgres
 def test_a_dropped_connection_mid_batch_leaves_nothing(postgres_url: str, make_result: MakeResult) -> None:
-    killer = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
     with QualityLedger(postgres_url) as ledger:
         ledger.record(make_result(), task="t")
-        inserts = 0
+        with admin.connect() as conn:  # a trigger that stalls on one row, half-way through the batch
+            conn.execute(text(STALL_FUNCTION))
+            conn.execute(
+                text("CREATE TRIGGER stall BEFORE INSERT ON grades FOR EACH ROW EXECUTE FUNCTION stall()")
+            )
+        killed: list[int] = []
 
-        @event.listens_for(ledger.engine, "before_cursor_execute")
-        def _kill(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-            nonlocal inserts
-            if statement.startswith("INSERT INTO grades"):
-                inserts += 1
-                if inserts == 2:  # the first chunk of the batch is already written, uncommitted
-                    with killer.connect() as admin:
-                        admin.execute(
-                            text("SELECT pg_terminate_backend(:pid)"),
-                            {"pid": cursor.connection.info.backend_pid},
+        def kill_when_stalled() -> None:
+            deadline = time.monotonic() + 30
+            with admin.connect() as conn:
+                while time.monotonic() < deadline and not killed:
+                    pids = (
+                        conn.execute(
+                            text(
+                                "SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND pid <> pg_backend_pid()"
+                            )
                         )
+                        .scalars()
+                        .all()
+                    )
+                    for pid in pids:
+                        conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+                        killed.append(pid)
+                    time.sleep(0.05)
 
-        with pytest.raises(LedgerError, match="recording grades failed"):
-            ledger.record_many([make_result(i / 1000) for i in range(800)], task="t")
-        event.remove(ledger.engine, "before_cursor_execute", _kill)
-        assert inserts == 2
+        killer = threading.Thread(target=kill_when_stalled)
+        killer.start()
+        items = [RecordItem(make_result(i / 1000), "t", run_id="r", case_id=str(i)) for i in range(800)]
+        items[400] = RecordItem(make_result(), "t", run_id="r", case_id="stall")
+        try:
+            with pytest.raises(LedgerError, match="recording grades failed"):
+                ledger.record_batch(items)
+        finally:
+            killer.join()
+        assert killed
+        with admin.connect() as conn:
+            conn.execute(text("DROP TRIGGER stall ON grades"))
         assert ledger.count() == 1
-        assert len(ledger.record_many([make_result()] * 3, task="t")) == 3  # the ledger recovers
-        assert ledger.count() == 4
-    killer.dispose()
+        assert len(ledger.record_batch(items)) == 800  # the ledger recovers with a new connection
+        assert ledger.count() == 801
+    admin.dispose()
+
+
+STALL_FUNCTION = """
+CREATE FUNCTION stall() RETURNS trigger AS $$
+BEGIN
+    IF NEW.case_id = 'stall' THEN PERFORM pg_sleep(60); END IF;
+    RETURN NEW;
+END $$ LANGUAGE plpgsql
+"""
 
 
 SECRET = "sk-test-THISMUSTNEVERBESTORED0123456789"

@@ -1,0 +1,150 @@
+"""The fast path that writes grades: the driver's own ``executemany``, inside the ledger's transaction.
+
+Rows arrive as value tuples (:func:`~llm_connect.ledger._convert.item_values`);
+the idempotency key is (run_id, case_id, grader_id, candidate_model) when
+run_id and case_id are both given. Duplicates within a batch share one row;
+a key already stored returns the stored row's id and writes nothing.
+
+* SQLite: the transaction holds the write lock (``BEGIN IMMEDIATE``), so the
+  stored keys are looked up first and only new rows are inserted with
+  ``sqlite3`` ``executemany``. New ids are consecutive after the current
+  maximum (SQLite's rowid rule for a table written by one writer); the count
+  is verified after the insert.
+* PostgreSQL: psycopg ``executemany(..., returning=True)`` (pipeline mode) with
+  ``ON CONFLICT DO NOTHING RETURNING id``; keys that conflicted (a concurrent
+  writer or an earlier run) are looked up afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
+
+from llm_connect.errors import LedgerError
+from llm_connect.ledger._convert import INSERT_COLUMNS, KEY_POSITIONS
+
+__all__ = ["created_value", "insert_grades", "sqlite_timestamp"]
+
+_COLS = ", ".join(INSERT_COLUMNS)
+_KEY_COLS = "run_id, case_id, grader_id, candidate_model"
+_SQLITE_INSERT = f"INSERT INTO grades ({_COLS}) VALUES ({', '.join('?' for _ in INSERT_COLUMNS)})"
+_PG_INSERT = (
+    f"INSERT INTO grades ({_COLS}) VALUES ({', '.join('%s' for _ in INSERT_COLUMNS)}) "
+    f"ON CONFLICT ({_KEY_COLS}) DO NOTHING RETURNING id"
+)
+_LOOKUP_CHUNK = 200  # keys per lookup statement (4 parameters each)
+
+Key = tuple[Any, ...]
+
+
+def sqlite_timestamp(moment: datetime) -> str:
+    """``moment`` in the text form SQLAlchemy stores SQLite timestamps in (naive UTC)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def created_value(moment: datetime, dialect: str) -> Any:
+    """``moment`` as the ``created_at`` value the driver gets for ``dialect``."""
+    return sqlite_timestamp(moment) if dialect == "sqlite" else moment
+
+
+def _key(values: Sequence[Any]) -> Key | None:
+    key = tuple(values[i] for i in KEY_POSITIONS)
+    return key if key[0] is not None and key[1] is not None else None
+
+
+def _lookup(cursor: Any, keys: list[Key], placeholder: str) -> dict[Key, int]:
+    found: dict[Key, int] = {}
+    one = f"({', '.join(placeholder for _ in range(4))})"
+    for start in range(0, len(keys), _LOOKUP_CHUNK):
+        chunk = keys[start : start + _LOOKUP_CHUNK]
+        sql = (
+            f"SELECT id, {_KEY_COLS} FROM grades WHERE ({_KEY_COLS}) IN "
+            f"(VALUES {', '.join(one for _ in chunk)})"
+        )
+        cursor.execute(sql, [v for key in chunk for v in key])
+        for rec in cursor.fetchall():
+            found[tuple(rec[1:])] = rec[0]
+    return found
+
+
+def _plan(rows: list[tuple[Any, ...]]) -> tuple[list[Key | None], dict[Key, int]]:
+    """Each row's key, and the first row index of each distinct key."""
+    keys = [_key(r) for r in rows]
+    first: dict[Key, int] = {}
+    for i, key in enumerate(keys):
+        if key is not None:
+            first.setdefault(key, i)
+    return keys, first
+
+
+def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
+    keys, first = _plan(rows)
+    cursor = dbapi.cursor()
+    try:
+        existing = _lookup(cursor, list(first), "?") if first else {}
+        fresh = [i for i, key in enumerate(keys) if key is None or (first[key] == i and key not in existing)]
+        cursor.execute("SELECT COALESCE(MAX(id), 0) FROM grades")
+        start = int(cursor.fetchone()[0])
+        cursor.executemany(_SQLITE_INSERT, [rows[i] for i in fresh])
+        cursor.execute("SELECT COALESCE(MAX(id), 0) FROM grades")
+        end = int(cursor.fetchone()[0])
+    finally:
+        cursor.close()
+    if end != start + len(fresh):
+        raise LedgerError(f"unexpected row ids after inserting {len(fresh)} grades ({start} -> {end})")
+    ids: list[int | None] = [None] * len(rows)
+    for offset, i in enumerate(fresh, start=1):
+        ids[i] = start + offset
+    by_key = {**existing, **{key: ids[i] for key, i in first.items() if ids[i] is not None}}
+    return [ids[i] if ids[i] is not None else by_key[keys[i]] for i in range(len(rows))]  # type: ignore[misc]
+
+
+def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
+    keys, first = _plan(rows)
+    sent = [i for i, key in enumerate(keys) if key is None or first[key] == i]
+    ids: list[int | None] = [None] * len(rows)
+    with dbapi.cursor() as cursor:
+        if sent:
+            cursor.executemany(_PG_INSERT, [rows[i] for i in sent], returning=True)
+            position = 0
+            while True:
+                rec = cursor.fetchone()
+                ids[sent[position]] = None if rec is None else rec[0]
+                position += 1
+                if not cursor.nextset():
+                    break
+        conflicted = [key for key, i in first.items() if ids[i] is None]
+        existing = _lookup(cursor, conflicted, "%s") if conflicted else {}
+    by_key = {**existing, **{key: ids[i] for key, i in first.items() if ids[i] is not None}}
+    return [ids[i] if ids[i] is not None else by_key[keys[i]] for i in range(len(rows))]  # type: ignore[misc]
+
+
+def insert_grades(conn: Connection, rows: list[tuple[Any, ...]]) -> list[int]:
+    """Insert value tuples into ``grades`` within ``conn``'s open transaction; ids in row order.
+
+    ``created_at`` must already be in the dialect's form (:func:`created_value`).
+    """
+    dbapi = conn.connection.driver_connection
+    module = conn.dialect.dbapi
+    try:
+        if conn.dialect.name == "sqlite":
+            return _insert_sqlite(dbapi, rows)
+        return _insert_postgres(dbapi, rows)
+    except module.Error as exc:  # type: ignore[union-attr]
+        # Map the driver's error as SQLAlchemy would have (OperationalError, IntegrityError...).
+        disconnected = conn.dialect.is_disconnect(exc, dbapi, None)
+        if disconnected:
+            conn.invalidate(exc)
+        raise DBAPIError.instance(
+            "INSERT INTO grades ...",
+            None,
+            exc,
+            module.Error,  # type: ignore[union-attr]
+            hide_parameters=True,
+            connection_invalidated=disconnected,
+            dialect=conn.dialect,
+        ) from exc

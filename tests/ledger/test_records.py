@@ -1,0 +1,130 @@
+"""Response cache, runs, failures and calibrations (both backends)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_connect.errors import LedgerError
+from llm_connect.ledger import CalibrationRow, FailureRow, QualityLedger
+from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
+
+RESPONSE = LLMResponse(
+    text="Paris.",
+    model="gpt-4o-mini-2024-07-18",
+    provider="openai",
+    latency_ms=123.0,
+    usage=Usage(20, 2),
+    cost_usd=0.00001,
+    tool_calls=(ToolCall("f", "{}"),),
+    finish_reason="stop",
+)
+
+
+def test_cache_key_depends_on_adapter_prompt_system_prompt_and_config() -> None:
+    config = RunConfig(temperature=0.0, max_tokens=10)
+    key = QualityLedger.cache_key("openai:gpt-4o-mini", "Capital of France?", config)
+    assert len(key) == 64 and key == QualityLedger.cache_key(
+        "openai:gpt-4o-mini", "Capital of France?", config
+    )
+    assert key != QualityLedger.cache_key("openai:gpt-4o", "Capital of France?", config)
+    assert key != QualityLedger.cache_key("openai:gpt-4o-mini", "Capital of Spain?", config)
+    assert key != QualityLedger.cache_key(
+        "openai:gpt-4o-mini", "Capital of France?", config.replace(system_prompt="Be terse.")
+    )
+    assert key != QualityLedger.cache_key(
+        "openai:gpt-4o-mini", "Capital of France?", config.replace(temperature=0.5)
+    )
+    # secrets are not part of the config's identity
+    assert key == QualityLedger.cache_key(
+        "openai:gpt-4o-mini", "Capital of France?", config.replace(model_params={"api_key": "sk-x"})
+    )
+
+
+def test_cache_put_get_and_duplicates(ledger: QualityLedger) -> None:
+    key = QualityLedger.cache_key("openai:gpt-4o-mini", "q", RunConfig())
+    assert ledger.cache_get(key) is None
+    ledger.cache_put(key, "openai:gpt-4o-mini", RESPONSE)
+    ledger.cache_put(key, "openai:gpt-4o-mini", LLMResponse("other", "m", "openai"))  # ignored
+    assert ledger.cache_get(key) == RESPONSE
+    keys = [f"{i:064x}" for i in range(1200)]
+    for k in keys[:3]:
+        ledger.cache_put(k, "a", RESPONSE)
+    found = ledger.cache_get_many([*keys, key])
+    assert set(found) == {*keys[:3], key}
+
+
+def test_runs_are_idempotent_and_finish_with_a_status(ledger: QualityLedger) -> None:
+    ledger.start_run("r1", suite="examples/support.jsonl", config={"judges": ["exact"], "concurrency": 8})
+    ledger.start_run("r1", suite="ignored.jsonl", config={"judges": ["other"]})
+    run = ledger.run("r1")
+    assert run is not None and run.status == "running" and run.suite == "examples/support.jsonl"
+    assert run.config == {"judges": ["exact"], "concurrency": 8} and run.finished_at is None
+    ledger.finish_run("r1", "completed")
+    run = ledger.run("r1")
+    assert run is not None and run.status == "completed" and run.finished_at is not None
+    ledger.start_run("r1")  # resumed
+    assert ledger.run("r1").status == "running"  # type: ignore[union-attr]
+    assert ledger.run("nope") is None
+    with pytest.raises(LedgerError, match="no run 'nope'"):
+        ledger.finish_run("nope", "completed")
+
+
+def test_failures_are_recorded_per_run(ledger: QualityLedger) -> None:
+    ledger.start_run("r1")
+    first = ledger.record_failure(
+        run_id="r1",
+        case_id="c1",
+        task="t",
+        stage="candidate",
+        error_type="RateLimitError",
+        message="429 after 5 retries",
+        adapter_id="openai:gpt-4o-mini",
+    )
+    ledger.record_failure(
+        run_id="r2", case_id="c9", task="t", stage="judge", error_type="JudgeOutputError", message="no grade"
+    )  # run r2 is registered on the fly
+    failures = ledger.failures("r1")
+    assert [f.id for f in failures] == [first] and isinstance(failures[0], FailureRow)
+    assert failures[0].adapter_id == "openai:gpt-4o-mini" and failures[0].stage == "candidate"
+    assert len(ledger.failures()) == 2 and ledger.run("r2") is not None
+
+
+def test_calibrations_latest_with_task_fallback(ledger: QualityLedger) -> None:
+    judge = "llm:openai:gpt-4o-mini"
+    assert ledger.latest_calibration(judge) is None
+    a = ledger.record_calibration(
+        judge_grader_id=judge,
+        references=["embedding", "vrty"],
+        task=None,
+        figures={"embedding": {"spearman": 0.7, "kappa": None}},
+        verdict="ok",
+        passed=True,
+    )
+    row = ledger.latest_calibration(judge, task="support")
+    assert isinstance(row, CalibrationRow) and row.id == a and row.task is None  # falls back to task-less
+    assert row.references == ("embedding", "vrty") and row.figures["embedding"]["kappa"] is None
+    assert row.passed is True and row.created_at.tzinfo is not None
+    b = ledger.record_calibration(
+        judge_grader_id=judge,
+        references=["embedding"],
+        task="support",
+        figures={},
+        verdict="bad",
+        passed=False,
+    )
+    assert ledger.latest_calibration(judge, task="support").id == b  # type: ignore[union-attr]
+    assert ledger.latest_calibration(judge).id == a  # type: ignore[union-attr]
+    assert [c.id for c in ledger.calibrations(judge)] == [a, b]
+
+
+def test_calibration_figures_never_hold_nan(ledger: QualityLedger) -> None:
+    with pytest.raises(LedgerError, match="NaN"):
+        ledger.record_calibration(
+            judge_grader_id="llm:x",
+            references=["exact"],
+            task=None,
+            figures={"pearson": float("nan")},
+            verdict="?",
+            passed=False,
+        )
+    assert ledger.calibrations() == []
