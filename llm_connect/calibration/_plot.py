@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,8 +58,10 @@ def render_png(report: CalibrationReport, *, dpi: int = 110) -> bytes:
         ax.legend(loc="lower right", fontsize=7)
     if not refs:
         axes[0].text(0.5, 0.5, "no reference", ha="center", va="center")
-    fig.suptitle(f"{report.judge}: {report.verdict}", fontsize=10)
-    fig.tight_layout()
+    title = textwrap.fill(f"{report.judge}: {report.verdict}", width=60 * panels)
+    lines = title.count("\n") + 1
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.045 * lines))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -141,3 +142,14 @@ def test_fill_missing_grades_makes_no_model_calls_for_the_pair_and_is_idempotent
     assert len(openai_server.requests_to("/chat/completions")) == 12
     rows = list(ledger.results(grader_id=judge.grader_id))
     assert {(r.run_id, r.case_id, r.task) for r in rows} == {("run-1", f"c{i}", w.TASK) for i in range(12)}
+
+
+def test_a_regraded_pair_counts_once_with_its_latest_grade(ledger: QualityLedger, openai_server: Any) -> None:
+    judge = _world(ledger, openai_server, "fair", n=12)
+    first = next(iter(ledger.results(grader_id=judge.grader_id)))
+    regraded = dataclasses.replace(first.to_result(), quality_score=0.0)
+    ledger.record(regraded, task=w.TASK)  # no run/case id: a second grade of the same pair
+    report = calibrate(ledger, judge=judge.grader_id, against=["oracle"], record=False)
+    assert report.reference("oracle:v1").agreement.n == 12
+    oracle = next(r for r in ledger.results(grader_id="oracle:v1") if r.case_id == first.case_id)
+    assert (0.0, oracle.quality_score) in report.scores["oracle:v1"]
