@@ -72,7 +72,7 @@ class GradingResult:
         if not isinstance(self.details, Mapping):
             raise GradingValidationError("details must be a mapping")
         try:
-            json.dumps(self.details, allow_nan=False)
+            json.dumps(dict(self.details), allow_nan=False)  # a MappingProxyType (dataclasses.replace) too
         except (TypeError, ValueError) as exc:
             raise GradingValidationError(f"details must be JSON-serialisable: {exc}") from None
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
