@@ -38,7 +38,8 @@ def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
     matrix = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0.0] = 1.0
-    return matrix / norms
+    unit: np.ndarray = matrix / norms
+    return unit
 
 
 class _Prepared:
@@ -105,7 +106,8 @@ class PersonaScorer:
         with self._lock:
             if self._embedder is None:
                 source = self._embedder_source
-                self._embedder = source if hasattr(source, "embed") else cast(Callable[[], Any], source)()
+                made = source if hasattr(source, "embed") else cast(Callable[[], Any], source)()
+                self._embedder = cast("EmbeddingAdapter", made)
             embedder = self._embedder
         return _unit_rows(embedder.embed(texts))
 
