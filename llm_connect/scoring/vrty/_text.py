@@ -13,14 +13,19 @@ The rules (all fixed by VRTY 1.0.1):
   the next one would push the running total past the cap (that piece and all
   later ones are dropped whole).
 
-Speed: pure-ASCII text (the common case) skips normalisation, and its token
-list is the concatenation of its sentences' tokens, so it is tokenised once.
+Speed: pure-ASCII text (the common case) skips normalisation and regular
+expressions per token: one ``str.translate`` lowercases it, turns sentence
+punctuation and whitespace into two distinct whitespace marks and every other
+character into a space; one split at the marks gives the sentences and
+``str.split()`` each sentence's tokens. The text's tokens are then the
+sentences' tokens in order, so it is tokenised once.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import chain, islice
 from typing import Final
 
 __all__ = ["MAX_TOKENS", "capped_tokens", "fold", "split_text", "tokens"]
@@ -28,26 +33,66 @@ __all__ = ["MAX_TOKENS", "capped_tokens", "fold", "split_text", "tokens"]
 MAX_TOKENS: Final[int] = 2048
 """Tokens beyond this many are not scored (VRTY's fixed cap)."""
 
-_find_words = re.compile(r"[a-z]+").findall
-_split_sentences = re.compile(r"(?<=[.!?])\s+").split
+# Tokens are runs of a-z after lowercasing, so on ASCII text one C-level
+# ``translate`` (A-Z -> a-z, every other ASCII character -> space) followed by
+# ``split()`` yields exactly the matches of ``[a-z]+``, about 3x faster.
+_LETTERS: Final = str.maketrans(
+    {i: (chr(i).lower() if chr(i).isalpha() else " ") for i in range(128) if not "a" <= chr(i) <= "z"}
+)
+# A sentence break is a run of whitespace right after ., ! or ?. Consuming
+# the punctuation too (rather than a look-behind) cuts at the same places and
+# changes no token, since punctuation is never part of one.
+_split_sentences = re.compile(r"[.!?]\s+").split
+
+
+def _marked_table() -> dict[int, str]:
+    r"""ASCII translation marking sentence breaks while splitting tokens.
+
+    Letters are lowercased; ``.!?`` become ``\x1f`` and the characters ``\s``
+    matches become ``\n`` (both whitespace to ``str.split``); everything else
+    becomes a space. A break is then ``\x1f`` followed by ``\n``s, and
+    ``split()`` of each piece gives its tokens.
+    """
+    table: dict[int, str] = {}
+    for code in range(128):
+        char = chr(code)
+        if "a" <= char <= "z":
+            continue
+        if "A" <= char <= "Z":
+            table[code] = char.lower()
+        elif char in ".!?":
+            table[code] = "\x1f"
+        elif re.match(r"\s", char):
+            table[code] = "\n"
+        else:
+            table[code] = " "
+    return table
+
+
+_MARKED: Final = str.maketrans(_marked_table())
+_split_marked = re.compile("\x1f\n+").split
 _normalize = unicodedata.normalize
+_join = chain.from_iterable
+
+
+def _ascii(text: str) -> str:
+    """NFKD, then drop every non-ASCII character (case kept)."""
+    return text if text.isascii() else _normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
 
 
 def fold(text: str) -> str:
     """``text`` NFKD-normalised, stripped to ASCII and lowercased."""
-    if text.isascii():  # NFKD leaves ASCII unchanged
-        return text.lower()
-    return _normalize("NFKD", text).encode("ascii", "ignore").decode("ascii").lower()
+    return _ascii(text).lower()
 
 
 def tokens(text: str) -> list[str]:
     """Every token of ``text`` (no cap)."""
-    return _find_words(fold(text))
+    return _ascii(text).translate(_LETTERS).split()
 
 
 def capped_tokens(text: str) -> list[str]:
     """The first :data:`MAX_TOKENS` tokens of ``text``."""
-    words = _find_words(fold(text))
+    words = _ascii(text).translate(_LETTERS).split()
     return words if len(words) <= MAX_TOKENS else words[:MAX_TOKENS]
 
 
@@ -58,41 +103,23 @@ def split_text(text: str) -> tuple[list[str], list[list[str]]]:
     coherence, the token list for every other dimension.
     """
     cap = MAX_TOKENS
-    sentences: list[list[str]] = []
-    total = 0
     if text.isascii():
-        lowered = text.lower()
-        pieces = _split_sentences(lowered)
-        if len(pieces) == 1:
-            words = _find_words(lowered)
-            if words and len(words) <= cap:
-                sentences.append(words)
-            return (words if len(words) <= cap else words[:cap]), sentences
-        # The cut points are whitespace after punctuation, which no token can
-        # span, so the whole text's tokens are the pieces' tokens in order.
-        words = []
-        full = True  # still collecting sentences
-        for piece in pieces:
-            found = _find_words(piece)
-            if not found:
-                continue
-            words += found
-            if full:
-                total += len(found)
-                if total > cap:
-                    full = False
-                else:
-                    sentences.append(found)
-            if len(words) >= cap:  # no later piece can add a sentence or a token
-                break
-        return (words if len(words) <= cap else words[:cap]), sentences
-    words = _find_words(fold(text))
-    for piece in _split_sentences(text):
-        found = _find_words(fold(piece))
-        if not found:
-            continue
+        sentences = [found for found in [piece.split() for piece in _split_marked(text.translate(_MARKED))]
+                     if found]
+        total = 0
+        for found in sentences:
+            total += len(found)
+        if total <= cap:
+            # The cut points are whitespace after punctuation, which no token
+            # can span, so the text's tokens are its sentences' tokens in order.
+            return (sentences[0] if len(sentences) == 1 else list(_join(sentences))), sentences
+        words = list(islice(_join(sentences), cap))
+    else:
+        words = capped_tokens(text)
+        sentences = [found for found in [tokens(piece) for piece in _split_sentences(text)] if found]
+    total = 0
+    for kept, found in enumerate(sentences):
         total += len(found)
         if total > cap:
-            break
-        sentences.append(found)
-    return (words if len(words) <= cap else words[:cap]), sentences
+            return words, sentences[:kept]
+    return words, sentences
