@@ -41,6 +41,8 @@ DEFAULT_URL = "sqlite:///llm_connect.db"
 
 #: Milliseconds a SQLite connection waits for another writer before giving up.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+#: Bytes of a SQLite ledger file mapped into memory for reading.
+SQLITE_MMAP_BYTES = 256 * 1024 * 1024
 #: Attempts of one write transaction that meets "database is locked".
 WRITE_ATTEMPTS = 8
 
@@ -113,6 +115,9 @@ def _configure_sqlite(engine: Engine, *, memory: bool) -> None:
             if not memory:
                 cursor.execute("PRAGMA journal_mode = WAL")
                 cursor.execute("PRAGMA synchronous = NORMAL")
+                # Reads of large ledgers (routing, summaries) come from the OS page cache
+                # directly instead of being copied into each connection's cache.
+                cursor.execute(f"PRAGMA mmap_size = {SQLITE_MMAP_BYTES}")
         finally:
             cursor.close()
 
