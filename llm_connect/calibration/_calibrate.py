@@ -132,8 +132,8 @@ def resolve_grader(
     exact: list[tuple[str, dict[str, Any]]] = []
     partial: list[tuple[str, dict[str, Any]]] = []
     for gid in grader_ids:
-        row = next(iter(ledger.results(grader_id=gid, task=task, since=since_dt, limit=1)), None)
-        spec = None if row is None else _spec_of(row)
+        first = next(iter(ledger.results(grader_id=gid, task=task, since=since_dt, limit=1)), None)
+        spec = None if first is None else _spec_of(first)
         if spec is None or spec["name"] != wanted["name"]:
             continue
         if spec["args"] == wanted["args"]:

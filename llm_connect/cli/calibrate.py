@@ -152,6 +152,34 @@ def _print_human(report: CalibrationReport, fill: FillReport | None) -> None:
     console.print(f"verdict: [{style}]{report.verdict}[/{style}]{stored}", highlight=False)
 
 
+class _CachedAdapter:
+    """An LLM adapter whose calls go through the ledger's response cache.
+
+    Re-running a calibration then pays for no judge call twice (the position
+    probe's swapped gradings included). Keyed like every cached call:
+    ``QualityLedger.cache_key(adapter_id, prompt, run_config)``.
+    """
+
+    def __init__(self, adapter: Any, ledger: Any) -> None:
+        self.adapter = adapter
+        self.adapter_id: str = adapter.adapter_id
+        self.ledger = ledger
+
+    def complete(self, prompt: str, run_config: Any) -> Any:
+        key = self.ledger.cache_key(self.adapter_id, prompt, run_config)
+        cached = self.ledger.cache_get(key)
+        if cached is not None:
+            return cached
+        response = self.adapter.complete(prompt, run_config)
+        self.ledger.cache_put(key, self.adapter_id, response)
+        return response
+
+    async def acomplete(self, prompt: str, run_config: Any) -> Any:
+        import asyncio
+
+        return await asyncio.to_thread(self.complete, prompt, run_config)
+
+
 @app.callback(invoke_without_command=True)
 @handle_errors
 def calibrate_command(
@@ -203,6 +231,9 @@ def calibrate_command(
         bool, typer.Option("--no-grade", help="Use only the grades already in the ledger; call no judge.")
     ] = False,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not store the calibration.")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Neither read nor fill the response cache for judge calls.")
+    ] = False,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=256, help="Judge calls in flight.")
     ] = 8,
@@ -232,7 +263,8 @@ def calibrate_command(
     """Calibrate an LLM judge against reference judges on the pairs already in the ledger.
 
     Missing grades are filled in first (the judge and each reference grade every
-    stored pair they have not graded; no baseline or candidate model is called),
+    stored pair they have not graded; no baseline or candidate model is called;
+    judge calls go through the ledger's response cache),
     then agreement (Pearson, Spearman, Kendall tau, MAD, Cohen's kappa, each with
     a bootstrap 95% interval) and the bias probes are computed, stored in the
     ledger's calibrations table and printed. Routing uses an LLM judge's grades
@@ -267,13 +299,15 @@ def calibrate_command(
         min_spearman=min_spearman, min_kappa=min_kappa, min_n=min_n, min_position_consistency=min_consistency
     )
 
+    ledger = open_ledger(db)
+
     def make_adapter(spec: str) -> Any:
         from llm_connect.adapters import adapter_from_spec
 
-        return adapter_from_spec(spec, base_url=base_url, api_key=api_key)
+        adapter = adapter_from_spec(spec, base_url=base_url, api_key=api_key)
+        return adapter if no_cache else _CachedAdapter(adapter, ledger)
 
     context = JudgeContext(make_llm_adapter=make_adapter)
-    ledger = open_ledger(db)
     try:
         needs_judge = not no_grade or (probes is not None and "position" in probes)
         judge_obj = rebuild_judge(ledger, judge, context, task=task, since=since) if needs_judge else None

@@ -65,15 +65,42 @@ def test_one_command_grades_what_is_missing_calibrates_and_stores(world: tuple[s
     assert SECRET not in everything and SECRET not in result.output
 
 
-def test_rerun_with_the_grader_id_grades_nothing_new(world: tuple[str, Any]) -> None:
+def test_rerun_with_the_grader_id_calls_no_model_again(world: tuple[str, Any]) -> None:
     url, server = world
     server.responder = w.judge_responder("fair")
-    assert _run(url, server, "--judge", f"llm:openai:{w.JUDGE_MODEL}", "--against", "oracle").exit_code == 0
+    first = _run(
+        url, server, "--judge", f"llm:openai:{w.JUDGE_MODEL}", "--against", "oracle", "--probe", "position"
+    )
+    assert first.exit_code == 0, first.output
     before = len(server.requests_to("/chat/completions"))
-    again = _run(url, server, "--judge", f"llm:openai:{w.JUDGE_MODEL}:rubric-v1", "--against", "oracle:v1")
+    assert before == 110
+    # the stored grades and the response cache (swapped gradings included) answer everything
+    again = _run(
+        url,
+        server,
+        "--judge",
+        f"llm:openai:{w.JUDGE_MODEL}:rubric-v1",
+        "--against",
+        "oracle:v1",
+        "--probe",
+        "position",
+    )
     assert again.exit_code == 0, again.output
     assert len(server.requests_to("/chat/completions")) == before
     assert "graded 0 missing pair(s)" in again.stdout
+    uncached = _run(
+        url,
+        server,
+        "--judge",
+        f"llm:openai:{w.JUDGE_MODEL}",
+        "--against",
+        "oracle",
+        "--probe",
+        "position",
+        "--no-cache",
+    )
+    assert uncached.exit_code == 0
+    assert len(server.requests_to("/chat/completions")) == before + 50
 
 
 def test_human_output_table_and_plots(world: tuple[str, Any], tmp_path: Path) -> None:
