@@ -201,3 +201,55 @@ def test_help_is_reachable_and_light() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert "--against" in out and "--probe" in out
     assert "HEAVY []" in out
+
+
+@pytest.mark.embeddings
+@pytest.mark.slow
+def test_embedding_and_vrty_references_with_the_real_minilm_weights(world: tuple[str, Any]) -> None:
+    url, server = world
+    server.responder = w.judge_responder("fair")
+    result = _run(
+        url,
+        server,
+        "--judge",
+        f"llm:openai:{w.JUDGE_MODEL}",
+        "--against",
+        "embedding",
+        "--against",
+        "vrty",
+        "--json",
+    )
+    assert result.exit_code in (0, 1), result.output
+    out = json.loads(result.stdout)
+    graded = out["grading"]["graded"]
+    assert graded["embedding:all-MiniLM-L6-v2"] == 60 and out["grading"]["errors"] == {}
+    refs = {r["reference"]: r for r in out["references"]}
+    assert (
+        refs["embedding:all-MiniLM-L6-v2"]["n"] == 60 and refs["embedding:all-MiniLM-L6-v2"]["status"] != ""
+    )
+
+
+def test_the_installed_command_calibrates_from_stored_grades(world: tuple[str, Any]) -> None:
+    url, server = world
+    server.responder = w.judge_responder("fair")
+    with QualityLedger(url) as ledger:
+        judge = w.llm_judge(server.base_url)
+        for p in w.make_pairs(60):
+            ledger.record(w.as_result(judge, p), task=w.TASK)
+    exe = Path(sys.executable).with_name("llm-connect")
+    cmd = [
+        str(exe),
+        "calibrate",
+        "--judge",
+        judge.grader_id,
+        "--against",
+        "oracle:v1",
+        "--no-grade",
+        "--json",
+        "--db",
+        url,
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["verdict"] == "pass" and out["grading"] is None
