@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
 from math import sqrt
 from types import MappingProxyType
 from typing import Any, Final
@@ -133,8 +134,11 @@ def analyse_prompt(prompt: str, table: IdfTable) -> PromptTerms:
     return PromptTerms(weights, keys, sqrt(norm_sq), terms, total)
 
 
-def _coherence(sentences: list[list[str]], idf_get: Any, oov: float) -> float:
-    """Mean cosine of adjacent sentence vectors (the caller ensures >= 2 sentences)."""
+def _coherence(sentences: list[list[str]], idf_of: dict[str, float]) -> float:
+    """Mean cosine of adjacent sentence vectors (the caller ensures >= 2 sentences).
+
+    ``idf_of`` holds the idf of every token of ``sentences``.
+    """
     total = 0.0
     prev_vec: dict[str, float] = {}
     prev_keys: list[str] = []
@@ -143,7 +147,7 @@ def _coherence(sentences: list[list[str]], idf_get: Any, oov: float) -> float:
     for words in sentences:
         if len(words) == 1:
             key = words[0]
-            w = idf_get(key, oov)
+            w = idf_of[key]
             vec = {key: w}
             keys = words
             norm = sqrt(w * w)
@@ -153,7 +157,7 @@ def _coherence(sentences: list[list[str]], idf_get: Any, oov: float) -> float:
             keys = sorted(vec)
             norm_sq = 0.0
             for key in keys:
-                w = vec[key] * idf_get(key, oov)
+                w = vec[key] * idf_of[key]
                 vec[key] = w
                 norm_sq += w * w
             norm = sqrt(norm_sq)
@@ -181,32 +185,40 @@ def score_response(prompt: PromptTerms, response: str, table: IdfTable) -> VrtyR
     n_words = len(words)
     if not n_words:
         return EMPTY_RESULT
-    idf_get = table.idf.get
-    oov = table.oov
     counts: dict[str, int] = {}
     _count_elements(counts, words)
+    keys = sorted(counts)
+    # Each distinct token's idf, looked up once (a plain dict subscript is the
+    # cheapest lookup in the loops below).
+    idf_of = dict(zip(keys, map(table.idf.get, keys, repeat(table.oov)), strict=True))
+    if not response.isascii():  # sentences are tokenised apart from the text there
+        idf_get = table.idf.get
+        oov = table.oov
+        for found in sentences:
+            for key in found:
+                if key not in idf_of:
+                    idf_of[key] = idf_get(key, oov)
 
     relevance = 0.0
     if prompt.norm != 0.0:
-        keys = sorted(counts)
         norm_sq = 0.0
         for key in keys:
-            w = counts[key] * idf_get(key, oov)
+            w = counts[key] * idf_of[key]
             norm_sq += w * w
         p_weights = prompt.weights
         dot = 0.0
         if len(prompt.keys) <= len(keys):
             for key in prompt.keys:
                 if key in counts:
-                    dot += p_weights[key] * (counts[key] * idf_get(key, oov))
+                    dot += p_weights[key] * (counts[key] * idf_of[key])
         else:
             for key in keys:
                 if key in p_weights:
-                    dot += p_weights[key] * (counts[key] * idf_get(key, oov))
+                    dot += p_weights[key] * (counts[key] * idf_of[key])
         cos = dot / (prompt.norm * sqrt(norm_sq))
         relevance = 1.0 if cos > 1.0 else cos
 
-    coherence = _coherence(sentences, idf_get, oov) if len(sentences) > 1 else 1.0
+    coherence = _coherence(sentences, idf_of) if len(sentences) > 1 else 1.0
 
     completeness = 0.0
     if prompt.terms_total != 0.0:
