@@ -226,6 +226,22 @@ def test_corrupted_or_missing_table_is_rejected(tmp_path: Path) -> None:
         read_idf_table(tmp_path / "missing.json.gz")
 
 
+def test_scoring_with_a_modified_shipped_table_fails_before_any_score(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llm_connect.scoring.vrty import _idf
+
+    tampered = tmp_path / "idf.json.gz"
+    tampered.write_bytes(IDF_PATH.read_bytes() + b"\0")
+    monkeypatch.setattr(_idf, "IDF_PATH", tampered)
+    monkeypatch.setattr(_idf, "_table", None)  # as in a fresh process: not loaded yet
+    scorer = VrtyScorer()  # building the scorer reads nothing
+    with pytest.raises(ScorerDataError, match="integrity check"):
+        scorer.score("Paris.", prompt=FRANCE)
+    with pytest.raises(ScorerDataError):
+        build_judge("vrty").judge(_response("a"), _response("b"), prompt="p", run_config=RunConfig())
+
+
 def _run(code: str, seed: str) -> str:
     env = {**os.environ, "PYTHONHASHSEED": seed}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
