@@ -48,6 +48,11 @@ def test_case_expected_string_is_the_ground_truth() -> None:
     assert CorrectnessScorer().score("paris", prompt=case.prompt, case=case).value == 1.0
 
 
+def test_case_expected_number_is_the_ground_truth() -> None:
+    case = Case(id="c2", prompt="6 x 7?", expected=42)
+    assert CorrectnessScorer().score("42", prompt=case.prompt, case=case).value == 1.0
+
+
 def test_case_mapping_answer_wins_over_keywords_unless_mode_says_otherwise() -> None:
     case = Case(id="c1", prompt="p", expected={"answer": "blue", "keywords": ["sky", "blue"]})
     assert CorrectnessScorer().score("The sky is blue", prompt="p", case=case).details["mode"] == "answer"

@@ -59,11 +59,11 @@ def check_string_list(judge: str, option: str, value: Any, *, allow_empty: bool 
 
 
 def case_field(case: Case | None, key: str) -> Any:
-    """``case.expected[key]`` (``None`` when absent). A string ``expected`` is the ``answer``."""
+    """``case.expected[key]`` (``None`` when absent). A string or number ``expected`` is the ``answer``."""
     if case is None or case.expected is None:
         return None
     expected = case.expected
-    if isinstance(expected, str):
+    if isinstance(expected, (str, int, float)) and not isinstance(expected, bool):
         return expected if key == "answer" else None
     if isinstance(expected, Mapping):
         return expected.get(key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 from collections.abc import Callable, Mapping
@@ -84,12 +85,16 @@ def _check_yaml(body: str) -> dict[str, Any]:
     return {"valid": True, "yaml_type": "mapping" if isinstance(value, dict) else "list"}
 
 
-def _check_markdown(body: str) -> dict[str, Any]:
+@functools.cache
+def _markdown_parser() -> Any:
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark").enable("table")
+    return MarkdownIt("commonmark").enable("table")
+
+
+def _check_markdown(body: str) -> dict[str, Any]:
     found: dict[str, int] = {}
-    stack = list(md.parse(body))
+    stack = list(_markdown_parser().parse(body))
     while stack:
         token = stack.pop()
         kind = _MARKDOWN_TOKENS.get(token.type)
