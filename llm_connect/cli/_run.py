@@ -45,6 +45,7 @@ class GradeOptions:
     seed: int | None = None
     timeout: float | None = None
     max_retries: int = 4
+    pricing: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def run_info(self, grader_ids: list[str]) -> dict[str, Any]:
         """What is stored with the run (never the API key or the base URL's credentials)."""
@@ -59,6 +60,7 @@ class GradeOptions:
             "rpm": self.rpm,
             "use_cache": self.use_cache,
             "max_retries": self.max_retries,
+            "pricing": self.pricing,
         }
 
 
@@ -184,7 +186,9 @@ def execute(
     def make_adapter(spec: str) -> Any:
         from llm_connect.adapters import adapter_from_spec
 
-        adapter = adapter_from_spec(spec, base_url=opts.base_url, api_key=opts.api_key)
+        adapter = adapter_from_spec(
+            spec, base_url=opts.base_url, api_key=opts.api_key, pricing=opts.pricing or None
+        )
         return ResilientAdapter(adapter, policy=policy, limiter=limiter, semaphore=semaphore)
 
     baseline = side_from_spec(baseline_spec, suite, make_adapter=make_adapter)

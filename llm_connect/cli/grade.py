@@ -46,6 +46,24 @@ def _read_prompt_file(value: str) -> str:
         fail(f"--prompt-file {value}: cannot read ({exc})")
 
 
+def _parse_prices(values: list[str]) -> dict[str, dict[str, float]]:
+    """``MODEL=IN,OUT`` options -> ``{model: {"input": IN, "output": OUT}}`` (USD per 1M tokens)."""
+    prices: dict[str, dict[str, float]] = {}
+    for value in values:
+        model, eq, rest = value.rpartition("=")
+        parts = rest.split(",")
+        try:
+            if not eq or not model or len(parts) != 2:
+                raise ValueError
+            numbers = [float(p) for p in parts]
+            if any(n < 0 for n in numbers):
+                raise ValueError
+        except ValueError:
+            fail(f"--price {value!r}: expected MODEL=INPUT,OUTPUT in USD per 1M tokens (e.g. gpt-4o=2.5,10)")
+        prices[model] = {"input": numbers[0], "output": numbers[1]}
+    return prices
+
+
 def _pick_sides(
     baseline: str | None, candidates: list[str], recorded_names: set[str]
 ) -> tuple[str, list[str]]:
@@ -245,6 +263,16 @@ def grade(
             metavar="KEY",
         ),
     ] = None,
+    price: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--price",
+            metavar="MODEL=IN,OUT",
+            help="Price of a model in USD per 1M input and output tokens (repeatable), "
+            "e.g. gpt-4o-mini=0.15,0.6; live responses then carry their cost.",
+            show_default=False,
+        ),
+    ] = None,
     temperature: Annotated[
         float | None, typer.Option("--temperature", min=0.0, show_default=False, metavar="T")
     ] = None,
@@ -284,6 +312,7 @@ def grade(
         fail("give a SUITE file or --prompt/--prompt-file, not both")
     if single is None and suite_path is None:
         fail("missing SUITE (a JSONL or YAML file), or use --prompt TEXT")
+    pricing = _parse_prices(price or [])
     if run_id is not None and resume is not None and run_id != resume:
         fail("--run-id and --resume name different runs")
 
@@ -309,6 +338,7 @@ def grade(
         seed=seed,
         timeout=timeout,
         max_retries=max_retries,
+        pricing=pricing,
     )
     show_progress = stdout_is_tty() and not json_out
     outcome = execute(opts, pick_sides=_pick_sides, progress=show_progress)

@@ -32,13 +32,13 @@ def main() -> None:
     args = parser.parse_args()
     script = Path(sys.executable).with_name("llm-connect")
     cli = [str(script)] if script.exists() else [shutil.which("llm-connect") or "llm-connect"]
-    wall(cli + ["--help"], 2)  # warm the page cache and .pyc files
+    wall([*cli, "--help"], 2)  # warm the page cache and .pyc files
     rows = []
     for label, cmd in (
         ("python -c pass", [sys.executable, "-c", "pass"]),
-        ("llm-connect --version", cli + ["--version"]),
-        ("llm-connect --help", cli + ["--help"]),
-        ("llm-connect grade --help", cli + ["grade", "--help"]),
+        ("llm-connect --version", [*cli, "--version"]),
+        ("llm-connect --help", [*cli, "--help"]),
+        ("llm-connect grade --help", [*cli, "grade", "--help"]),
     ):
         times = wall(cmd, args.repeat)
         rows.append((label, statistics.median(times), min(times)))
@@ -47,7 +47,8 @@ def main() -> None:
     for label, med, low in rows:
         print(f"{label:28} {med:9.3f} {low:7.3f} {med / base:9.1f}")
     help_median = rows[2][1]
-    print(f"llm-connect --help median {help_median:.3f} s: {'within' if help_median < 0.3 else 'ABOVE'} the 0.3 s target")
+    verdict = "within" if help_median < 0.3 else "ABOVE"
+    print(f"llm-connect --help median {help_median:.3f} s: {verdict} the 0.3 s target")
 
 
 if __name__ == "__main__":

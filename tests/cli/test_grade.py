@@ -300,3 +300,31 @@ def test_unexpected_errors_are_one_line_unless_debug(
     )
     debug = invoke("--debug", "grade", str(suite), "--judge", "explodes-on-build", "--db", db)
     assert debug.exit_code == 4 and "Traceback" in debug.stderr
+
+
+def test_prices_give_live_responses_a_cost(tmp_path: Path, db: str, openai_server: OpenAIServer) -> None:
+    suite = live_suite(tmp_path / "s.jsonl", 2)
+    result = invoke("grade", str(suite), "-b", "openai:big", "-c", "openai:small", "--price", "big=10,30",
+                    "--price", "small=1,3", "--db", db, "--json", *live_args(openai_server))  # fmt: skip
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["stats"][0]["cost_ratio"] == pytest.approx(0.1)
+    bad = invoke(
+        "grade", str(suite), "-b", "openai:big", "-c", "openai:small", "--price", "big=10", "--db", db
+    )
+    assert bad.exit_code == 2 and "--price" in bad.stderr
+
+
+def test_rpm_spaces_the_calls(tmp_path: Path, db: str, openai_server: OpenAIServer) -> None:
+    suite = live_suite(tmp_path / "s.jsonl", 2)
+    result = invoke("grade", str(suite), "-b", "openai:a", "-c", "openai:b", "--rpm", "300", "--db", db,
+                    "--json", *live_args(openai_server))  # fmt: skip
+    assert result.exit_code == 0 and len(openai_server.requests) == 4
+    # 300 calls/min = one call slot every 0.2 s: the 4th call cannot start before 0.6 s
+    assert json.loads(result.stdout)["elapsed_s"] >= 0.6
+
+
+def test_no_progress_bar_or_table_when_not_a_terminal(tmp_path: Path, db: str) -> None:
+    suite = pair_suite(tmp_path / "s.jsonl", 3)
+    result = invoke("grade", str(suite), "--db", db)
+    assert result.exit_code == 0
+    assert "grading" not in result.output and "━" not in result.output and "│" not in result.output
