@@ -95,6 +95,12 @@ def cost_usd(
     return None
 
 
+def _malformed(message: str, adapter_id: str, info: ResponseInfo) -> MalformedResponseError:
+    return MalformedResponseError(
+        message, adapter_id=adapter_id, status_code=info.status_code, request_id=info.request_id
+    )
+
+
 def _parse(raw: Any, adapter_id: str, info: ResponseInfo) -> Any:
     """``raw.parse()``; a body the SDK cannot parse is a :class:`MalformedResponseError`."""
     try:
@@ -259,19 +265,14 @@ class OpenAIAdapter:
         return [self._clients.api_key] + [str(v) for k, v in params.items() if k not in kept]
 
     def _to_response(self, completion: Any, latency_ms: float, info: ResponseInfo) -> LLMResponse:
-        where = {
-            "adapter_id": self.adapter_id,
-            "status_code": info.status_code,
-            "request_id": info.request_id,
-        }
         try:
             choices = completion.choices
             if not choices:
-                raise MalformedResponseError(f"{self.adapter_id}: the response has no choices", **where)
+                raise _malformed(f"{self.adapter_id}: the response has no choices", self.adapter_id, info)
             choice = choices[0]
             message = choice.message
             if message is None:
-                raise MalformedResponseError(f"{self.adapter_id}: the first choice has no message", **where)
+                raise _malformed(f"{self.adapter_id}: the first choice has no message", self.adapter_id, info)
             calls = [
                 ToolCall(str(tc.function.name), tc.function.arguments or "")
                 for tc in (message.tool_calls or ())
@@ -282,7 +283,7 @@ class OpenAIAdapter:
                 calls.append(ToolCall(str(legacy.name), legacy.arguments or ""))
             text = message.content
             if text is not None and not isinstance(text, str):
-                raise MalformedResponseError(f"{self.adapter_id}: message content is not text", **where)
+                raise _malformed(f"{self.adapter_id}: message content is not text", self.adapter_id, info)
             raw_usage = completion.usage
             usage = (
                 None
@@ -291,8 +292,8 @@ class OpenAIAdapter:
             )
             model = completion.model or self.model
         except (AttributeError, TypeError, ValueError) as exc:
-            raise MalformedResponseError(
-                f"{self.adapter_id}: the response is not a chat completion ({exc})", **where
+            raise _malformed(
+                f"{self.adapter_id}: the response is not a chat completion ({exc})", self.adapter_id, info
             ) from exc
         return LLMResponse(
             text=text or "",
@@ -411,20 +412,17 @@ class OpenAIEmbeddingAdapter:
             raw = client.embeddings.with_raw_response.create(**kwargs)
             info.note(raw)
             result = _parse(raw, self.adapter_id, info)
-            where = {
-                "adapter_id": self.adapter_id,
-                "status_code": info.status_code,
-                "request_id": info.request_id,
-            }
             try:
                 data = sorted(result.data, key=lambda d: d.index)
                 vectors = [[float(x) for x in d.embedding] for d in data]
             except (AttributeError, TypeError, ValueError) as exc:
-                raise MalformedResponseError(
-                    f"{self.adapter_id}: not an embeddings response ({exc})", **where
+                raise _malformed(
+                    f"{self.adapter_id}: not an embeddings response ({exc})", self.adapter_id, info
                 ) from exc
             if len(vectors) != len(texts):
-                raise MalformedResponseError(
-                    f"{self.adapter_id}: asked for {len(texts)} embeddings, got {len(vectors)}", **where
+                raise _malformed(
+                    f"{self.adapter_id}: asked for {len(texts)} embeddings, got {len(vectors)}",
+                    self.adapter_id,
+                    info,
                 )
         return vectors
