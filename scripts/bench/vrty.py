@@ -146,7 +146,7 @@ def run(calls: int, sizes: list[int], seed: int, clock: str) -> list[dict[str, A
             b_score, c_score = scorer.score_pair(b, c, prompt=p)
             assert b_score.value == vrty.score(p, b).composite
             assert c_score.value == vrty.score(p, c).composite
-        tokens = sum(analyse(p, b).tokens for p, b, _ in pairs) / len(pairs)
+        tokens = sum(analyse(p, b).response_tokens for p, b, _ in pairs) / len(pairs)
         for label, ours, theirs, name in (
             ("analyse", "ours", "vrty", "vrty.score"),
             ("VrtyScorer.score", "scorer", "vrty", "vrty.score"),

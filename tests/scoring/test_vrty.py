@@ -28,7 +28,7 @@ from llm_connect.scoring.vrty import (
     analyse,
 )
 from llm_connect.scoring.vrty._idf import IDF_PATH, idf_table, read_idf_table
-from llm_connect.types import LLMResponse, RunConfig
+from llm_connect.types import LLMResponse, RunConfig, redact_secrets
 
 FRANCE = "What is the capital of France?"
 WORDS = ["model", "answer", "latency", "river", "whale", "kubernetes", "the", "of", "captain", "ocean",
@@ -75,7 +75,7 @@ def test_golden_values_are_reproduced_exactly(prompt: str, response: str, expect
 def test_response_without_tokens_scores_zero_everywhere(response: str) -> None:
     result = analyse(FRANCE, response)
     assert _dims(result) == (0.0, 0.0, 0.0, 0.0, 0.0)
-    assert result.tokens == 0
+    assert result.response_tokens == 0
 
 
 @pytest.mark.parametrize("prompt", ["", "   ", "?!", "東京"])
@@ -102,7 +102,7 @@ def test_tokens_past_the_cap_are_not_scored() -> None:
     head = " ".join(WORDS[i % 12] for i in range(MAX_TOKENS))
     capped = analyse(LONG_PROMPT, head)
     longer = analyse(LONG_PROMPT, head + " capital france paris " * 200)
-    assert longer.tokens == capped.tokens == MAX_TOKENS
+    assert longer.response_tokens == capped.response_tokens == MAX_TOKENS
     assert (longer.relevance, longer.completeness, longer.conciseness) == (
         capped.relevance, capped.completeness, capped.conciseness)
 
@@ -139,7 +139,7 @@ def test_scorer_follows_the_scorer_protocol() -> None:
     assert score.details["vrty_version"] == "1.0.1"
     assert score.details["idf_sha256"] == IDF_SHA256 == scorer.idf_sha256
     assert score.details["relevance"] == 0.8295310065985426
-    assert score.details["tokens"] == 6
+    assert score.details["response_tokens"] == 6
 
 
 def test_score_pair_equals_two_single_scores_and_analyses_the_prompt_once() -> None:
@@ -169,6 +169,7 @@ def test_vrty_judge_is_built_from_the_registry_and_grades_relative_to_the_baseli
     assert details["idf_sha256"] == IDF_SHA256
     assert details["weights"] == {"relevance": 0.35, "coherence": 0.2, "completeness": 0.3, "conciseness": 0.15}
     assert isinstance(build_judge(details["judge_spec"]), VrtyJudge)
+    assert redact_secrets(details) == details  # the ledger's redaction drops nothing
 
 
 def test_candidate_at_least_as_good_gets_full_quality() -> None:

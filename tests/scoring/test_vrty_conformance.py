@@ -161,7 +161,7 @@ def test_score_pair_equals_vrty_for_both_sides() -> None:
 
 def test_generated_pairs_cover_the_edge_cases() -> None:
     results = [(kind, analyse(p, r)) for kind, p, r in _pairs()]
-    assert any(r.tokens == MAX_TOKENS for _, r in results), "some response must hit the cap"
+    assert any(r.response_tokens == MAX_TOKENS for _, r in results), "some response must hit the cap"
     assert any(k == "empty_response" and r.composite == 0.0 for k, r in results)
     assert any(k == "empty_prompt" and r.relevance == 0.0 and r.conciseness > 0 for k, r in results)
     assert any(r.sentences > 50 for _, r in results)

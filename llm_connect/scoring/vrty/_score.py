@@ -74,8 +74,10 @@ class VrtyResult:
     """IDF-weighted share of the prompt's content terms found in the response."""
     conciseness: float
     """Distinct content tokens over all tokens."""
-    tokens: int
-    """Response tokens scored (at most the 2,048-token cap)."""
+    response_tokens: int
+    """Response tokens scored (at most the 2,048-token cap). Named so that the
+    ledger's secret redaction, which drops keys containing "token" unless they
+    end in "_tokens", keeps it."""
     sentences: int
     """Response sentences that fit under the cap (what coherence compared)."""
 
@@ -87,7 +89,7 @@ class VrtyResult:
             "coherence": self.coherence,
             "completeness": self.completeness,
             "conciseness": self.conciseness,
-            "tokens": self.tokens,
+            "response_tokens": self.response_tokens,
             "sentences": self.sentences,
         }
 
