@@ -110,3 +110,20 @@ def test_plot_path_must_be_png_or_html_checked_before_matplotlib_loads(tmp_path:
     assert ("matplotlib" in sys.modules) == loaded
     out = write_plot(_report(), tmp_path / "plot.png")
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_public_names_are_sorted_resolve_and_import_light() -> None:
+    import subprocess
+
+    import llm_connect.calibration as calibration
+
+    exported = list(calibration.__all__)
+    order = sorted(exported, key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n))
+    assert exported == order
+    assert all(getattr(calibration, name) is not None for name in exported)
+    probe = (
+        "import sys, llm_connect.calibration\n"
+        "print(sorted(m for m in ('scipy.stats', 'openai', 'matplotlib', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
