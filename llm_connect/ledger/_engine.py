@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from llm_connect.errors import LedgerError
@@ -32,6 +32,7 @@ __all__ = [
     "display_url",
     "ledger_errors",
     "make_engine",
+    "read_connection",
     "resolve_url",
     "write_transaction",
 ]
@@ -43,10 +44,13 @@ DEFAULT_URL = "sqlite:///llm_connect.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: Bytes of a SQLite ledger file mapped into memory for reading.
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
+#: Seconds a pooled PostgreSQL connection may sit idle before it is pinged on checkout.
+PG_IDLE_PING_S = 5.0
 #: Attempts of one write transaction that meets "database is locked".
 WRITE_ATTEMPTS = 8
 
 _WRITE_OPTION = "llm_connect_write"
+_LAST_USED = "llm_connect_last_used"
 T = TypeVar("T")
 
 
@@ -92,15 +96,35 @@ def make_engine(url: URL) -> Engine:
                 parent = os.path.dirname(os.path.abspath(url.database))
                 if not os.path.isdir(parent):
                     raise LedgerError(f"cannot open {display_url(url)}: directory {parent!r} does not exist")
-    else:
-        kwargs["pool_pre_ping"] = True
     try:
         engine = create_engine(url, **kwargs)
     except (ArgumentError, ImportError) as exc:
         raise LedgerError(f"cannot create an engine for {display_url(url)}: {exc}") from None
     if url.get_backend_name() == "sqlite":
         _configure_sqlite(engine, memory=_is_memory(url))
+    else:
+        _configure_postgres(engine)
     return engine
+
+
+def _configure_postgres(engine: Engine) -> None:
+    """Ping a pooled connection before use only when it sat idle (a server restart,
+    an idle timeout): back-to-back calls (routing) pay no extra round trip."""
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_LAST_USED] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        last = record.info.get(_LAST_USED)
+        if last is None or time.monotonic() - last < PG_IDLE_PING_S:
+            return
+        try:
+            dbapi_connection.execute("SELECT 1")
+            dbapi_connection.rollback()
+        except Exception as exc:
+            raise DisconnectionError(f"stale pooled connection: {exc}") from exc
 
 
 def _configure_sqlite(engine: Engine, *, memory: bool) -> None:
@@ -143,7 +167,16 @@ def ledger_errors(what: str, url: URL) -> Iterator[None]:
         raise LedgerError(f"{what} failed on {display_url(url)}: {detail}") from exc
 
 
-def write_transaction(engine: Engine, fn: Callable[[Connection], T]) -> T:
+def read_connection(engine: Engine) -> Connection:
+    """A connection for one-statement reads: autocommit on PostgreSQL (no BEGIN/ROLLBACK
+    round trips; a single statement sees one snapshot anyway), a deferred ``BEGIN`` on SQLite."""
+    conn = engine.connect()
+    if engine.dialect.name == "postgresql":
+        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+    return conn
+
+
+def write_transaction(engine: Engine, fn: Callable[[Connection], T], *, single_statement: bool = False) -> T:
     """Run ``fn(connection)`` in one write transaction, committed when it returns.
 
     On SQLite the transaction starts with ``BEGIN IMMEDIATE``; when it still

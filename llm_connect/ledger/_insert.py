@@ -10,6 +10,8 @@ a key already stored returns the stored row's id and writes nothing.
   ``sqlite3`` ``executemany``. New ids are consecutive after the current
   maximum (SQLite's rowid rule for a table written by one writer); the count
   is verified after the insert.
+* Both: the running totals in ``grade_stats`` are upserted for the rows
+  actually inserted, in the same transaction.
 * PostgreSQL: psycopg ``executemany(..., returning=True)`` (pipeline mode) with
   ``ON CONFLICT DO NOTHING RETURNING id``; keys that conflicted (a concurrent
   writer or an earlier run) are looked up afterwards.
@@ -36,7 +38,87 @@ _PG_INSERT = (
     f"INSERT INTO grades ({_COLS}) VALUES ({', '.join('%s' for _ in INSERT_COLUMNS)}) "
     f"ON CONFLICT ({_KEY_COLS}) DO NOTHING RETURNING id"
 )
-_LOOKUP_CHUNK = 200  # keys per lookup statement (4 parameters each)
+_LOOKUP_CHUNK = 200
+
+_STAT_KEY = ("task", "baseline_model", "grader_id", "candidate_model")
+_STAT_COLS = (
+    *_STAT_KEY,
+    "n",
+    "sum_quality",
+    "sum_quality_sq",
+    "baseline_cost_sum",
+    "baseline_cost_n",
+    "candidate_cost_sum",
+    "candidate_cost_n",
+    "baseline_latency_sum",
+    "baseline_latency_n",
+    "candidate_latency_sum",
+    "candidate_latency_n",
+    "first_at",
+    "last_at",
+)
+_ADDED = _STAT_COLS[4:-2]
+_POS = {name: INSERT_COLUMNS.index(name) for name in INSERT_COLUMNS}
+
+
+def _stats_upsert(placeholder: str, least: str, greatest: str) -> str:
+    updates = ", ".join(f"{c} = grade_stats.{c} + excluded.{c}" for c in _ADDED)
+    return (
+        f"INSERT INTO grade_stats ({', '.join(_STAT_COLS)}) "
+        f"VALUES ({', '.join(placeholder for _ in _STAT_COLS)}) "
+        f"ON CONFLICT ({', '.join(_STAT_KEY)}) DO UPDATE SET {updates}, "
+        f"first_at = {least}(grade_stats.first_at, excluded.first_at), "
+        f"last_at = {greatest}(grade_stats.last_at, excluded.last_at)"
+    )
+
+
+_SQLITE_STATS = _stats_upsert("?", "min", "max")
+_PG_STATS = _stats_upsert("%s", "LEAST", "GREATEST")
+
+
+def _stats(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Totals per (task, baseline model, grader id, candidate model) of newly inserted rows."""
+    p = _POS
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for r in rows:
+        key = (r[p["task"]], r[p["baseline_model"]], r[p["grader_id"]], r[p["candidate_model"]])
+        acc = groups.get(key)
+        if acc is None:
+            acc = groups[key] = [
+                0,
+                0.0,
+                0.0,
+                0.0,
+                0,
+                0.0,
+                0,
+                0.0,
+                0,
+                0.0,
+                0,
+                r[p["created_at"]],
+                r[p["created_at"]],
+            ]
+        q = r[p["quality_score"]]
+        acc[0] += 1
+        acc[1] += q
+        acc[2] += q * q
+        for slot, column in (
+            (3, "baseline_cost_usd"),
+            (5, "candidate_cost_usd"),
+            (7, "baseline_latency_ms"),
+            (9, "candidate_latency_ms"),
+        ):
+            value = r[p[column]]
+            if value is not None:
+                acc[slot] += value
+                acc[slot + 1] += 1
+        created = r[p["created_at"]]
+        acc[11] = min(acc[11], created)
+        acc[12] = max(acc[12], created)
+    # A fixed order of upserts: concurrent writers lock the totals rows in the same order.
+    return [(*key, *groups[key]) for key in sorted(groups)]  # keys per lookup statement (4 parameters each)
+
 
 Key = tuple[Any, ...]
 
@@ -96,6 +178,8 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
         cursor.close()
     if end != start + len(fresh):
         raise LedgerError(f"unexpected row ids after inserting {len(fresh)} grades ({start} -> {end})")
+    if fresh:
+        dbapi.executemany(_SQLITE_STATS, _stats([rows[i] for i in fresh]))
     ids: list[int | None] = [None] * len(rows)
     for offset, i in enumerate(fresh, start=1):
         ids[i] = start + offset
@@ -117,6 +201,9 @@ def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
                 position += 1
                 if not cursor.nextset():
                     break
+        inserted = [rows[i] for i in sent if ids[i] is not None]
+        if inserted:
+            cursor.executemany(_PG_STATS, _stats(inserted))
         conflicted = [key for key, i in first.items() if ids[i] is None]
         existing = _lookup(cursor, conflicted, "%s") if conflicted else {}
     by_key = {**existing, **{key: ids[i] for key, i in first.items() if ids[i] is not None}}

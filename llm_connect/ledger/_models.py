@@ -33,11 +33,13 @@ from sqlalchemy.types import TypeDecorator
 from llm_connect._version import __version__
 
 __all__ = [
+    "GRADE_STATS_REBUILD_SQL",
     "NAMING_CONVENTION",
     "QUALITY_SUMMARY_VIEW_SQL",
     "Base",
     "Calibration",
     "Grade",
+    "GradeStats",
     "ResponseCacheEntry",
     "RoutingDecisionRecord",
     "Run",
@@ -165,6 +167,37 @@ class Grade(Base):
     llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
 
 
+class GradeStats(Base):
+    """Running totals of ``grades`` per (task, baseline model, grader id, candidate model).
+
+    Maintained by every write of the ledger in the same transaction as the
+    grades themselves, so routing and unfiltered summaries read a handful of
+    rows however large the ledger grows. Averages are ``*_sum / *_n`` (``*_n``
+    counts the grades where the value is known). Grades inserted behind the
+    ledger's back (raw SQL) are counted after :meth:`QualityLedger.rebuild_stats`.
+    """
+
+    __tablename__ = "grade_stats"
+
+    task: Mapped[str] = mapped_column(String(200), primary_key=True)
+    baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    grader_id: Mapped[str] = mapped_column(String(300), primary_key=True)
+    candidate_model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    n: Mapped[int] = mapped_column(Integer)
+    sum_quality: Mapped[float] = mapped_column(Float)
+    sum_quality_sq: Mapped[float] = mapped_column(Float)
+    baseline_cost_sum: Mapped[float] = mapped_column(Float)
+    baseline_cost_n: Mapped[int] = mapped_column(Integer)
+    candidate_cost_sum: Mapped[float] = mapped_column(Float)
+    candidate_cost_n: Mapped[int] = mapped_column(Integer)
+    baseline_latency_sum: Mapped[float] = mapped_column(Float)
+    baseline_latency_n: Mapped[int] = mapped_column(Integer)
+    candidate_latency_sum: Mapped[float] = mapped_column(Float)
+    candidate_latency_n: Mapped[int] = mapped_column(Integer)
+    first_at: Mapped[datetime] = mapped_column()
+    last_at: Mapped[datetime] = mapped_column()
+
+
 class ResponseCacheEntry(Base):
     """A cached model response, keyed by :meth:`QualityLedger.cache_key`."""
 
@@ -257,3 +290,19 @@ SELECT task,
        MAX(created_at) AS last_at
 FROM grades
 GROUP BY task, baseline_model, candidate_model, grader_id"""
+
+
+#: Recomputes ``grade_stats`` from ``grades`` (portable SQL; run after deleting its rows).
+GRADE_STATS_REBUILD_SQL = """\
+INSERT INTO grade_stats (task, baseline_model, grader_id, candidate_model, n, sum_quality,
+    sum_quality_sq, baseline_cost_sum, baseline_cost_n, candidate_cost_sum, candidate_cost_n,
+    baseline_latency_sum, baseline_latency_n, candidate_latency_sum, candidate_latency_n,
+    first_at, last_at)
+SELECT task, baseline_model, grader_id, candidate_model, COUNT(*), SUM(quality_score),
+    SUM(quality_score * quality_score), COALESCE(SUM(baseline_cost_usd), 0.0), COUNT(baseline_cost_usd),
+    COALESCE(SUM(candidate_cost_usd), 0.0), COUNT(candidate_cost_usd),
+    COALESCE(SUM(baseline_latency_ms), 0.0), COUNT(baseline_latency_ms),
+    COALESCE(SUM(candidate_latency_ms), 0.0), COUNT(candidate_latency_ms),
+    MIN(created_at), MAX(created_at)
+FROM grades
+GROUP BY task, baseline_model, grader_id, candidate_model"""

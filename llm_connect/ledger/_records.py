@@ -61,7 +61,8 @@ class RecordsMixin:
         engine: Engine
 
         def _insert(self, table: Any) -> Any: ...
-        def _write(self, what: str, fn: Any) -> Any: ...
+        def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any: ...
+        def _connect(self) -> Connection: ...
         def _read(self, what: str) -> Any: ...
 
     # -- response cache --------------------------------------------------------
@@ -85,7 +86,7 @@ class RecordsMixin:
         """The cached responses among ``keys`` (absent keys are simply missing)."""
         wanted = list(dict.fromkeys(keys))
         out: dict[str, LLMResponse] = {}
-        with self._read("reading the response cache"), self.engine.connect() as conn:
+        with self._read("reading the response cache"), self._connect() as conn:
             for start in range(0, len(wanted), _CHUNK):
                 stmt = select(_CACHE.c.key, _CACHE.c.response).where(
                     _CACHE.c.key.in_(wanted[start : start + _CHUNK])
@@ -98,7 +99,7 @@ class RecordsMixin:
         """Cache ``response`` under ``key``; an existing entry is kept as it is."""
         row = {"key": key, "adapter_id": adapter_id, "response": response.to_dict(), "created_at": utcnow()}
         stmt = self._insert(_CACHE).on_conflict_do_nothing(index_elements=["key"])
-        self._write("writing the response cache", lambda conn: conn.execute(stmt, row))
+        self._write("writing the response cache", lambda conn: conn.execute(stmt, row), single_statement=True)
 
     # -- runs and failures -----------------------------------------------------
 
@@ -146,7 +147,7 @@ class RecordsMixin:
 
     def run(self, run_id: str) -> RunRow | None:
         """The stored run ``run_id``, or ``None``."""
-        with self._read("reading a run"), self.engine.connect() as conn:
+        with self._read("reading a run"), self._connect() as conn:
             rec = conn.execute(select(_RUNS).where(_RUNS.c.run_id == run_id)).mappings().first()
         return None if rec is None else RunRow(**dict(rec))
 
@@ -194,7 +195,7 @@ class RecordsMixin:
         stmt = select(_FAILURES).order_by(_FAILURES.c.id)
         if run_id is not None:
             stmt = stmt.where(_FAILURES.c.run_id == run_id)
-        with self._read("reading failures"), self.engine.connect() as conn:
+        with self._read("reading failures"), self._connect() as conn:
             return [FailureRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]
 
     # -- calibrations ----------------------------------------------------------
@@ -230,14 +231,14 @@ class RecordsMixin:
             stmt = _CALIBRATIONS.insert().returning(_CALIBRATIONS.c.id)
             return int(conn.execute(stmt, row).scalar_one())
 
-        return self._write("recording a calibration", write)  # type: ignore[no-any-return]
+        return self._write("recording a calibration", write, single_statement=True)  # type: ignore[no-any-return]
 
     def calibrations(self, judge_grader_id: str | None = None) -> list[CalibrationRow]:
         """Stored calibrations, oldest first (of one judge when given)."""
         stmt = select(_CALIBRATIONS).order_by(_CALIBRATIONS.c.id)
         if judge_grader_id is not None:
             stmt = stmt.where(_CALIBRATIONS.c.judge_grader_id == judge_grader_id)
-        with self._read("reading calibrations"), self.engine.connect() as conn:
+        with self._read("reading calibrations"), self._connect() as conn:
             return [_calibration_row(rec) for rec in conn.execute(stmt).mappings()]
 
     def latest_calibration(self, judge_grader_id: str, *, task: str | None = None) -> CalibrationRow | None:
@@ -248,7 +249,7 @@ class RecordsMixin:
         exists.
         """
         c = _CALIBRATIONS.c
-        with self._read("reading calibrations"), self.engine.connect() as conn:
+        with self._read("reading calibrations"), self._connect() as conn:
             for wanted in [task, None] if task is not None else [None]:
                 cond = c.task.is_(None) if wanted is None else c.task == wanted
                 stmt = (
@@ -282,7 +283,7 @@ class RecordsMixin:
         def write(conn: Connection) -> int:
             return int(conn.execute(_DECISIONS.insert().returning(_DECISIONS.c.id), row).scalar_one())
 
-        return self._write("recording a routing decision", write)  # type: ignore[no-any-return]
+        return self._write("recording a routing decision", write, single_statement=True)  # type: ignore[no-any-return]
 
     def decisions(self, task: str | None = None, *, limit: int | None = None) -> list[RoutingDecision]:
         """Stored routing decisions, oldest first (the newest ``limit`` when given)."""
@@ -293,7 +294,7 @@ class RecordsMixin:
             stmt = stmt.where(_DECISIONS.c.task == task)
         if limit is not None:
             stmt = stmt.limit(limit)
-        with self._read("reading routing decisions"), self.engine.connect() as conn:
+        with self._read("reading routing decisions"), self._connect() as conn:
             recs = conn.execute(stmt).all()
         return [RoutingDecision.from_dict(evidence, decision_id=rid) for rid, evidence in reversed(recs)]
 

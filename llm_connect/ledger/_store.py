@@ -9,16 +9,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, and_, func, select
+from sqlalchemy import ColumnElement, Connection, Engine, and_, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from llm_connect.errors import LedgerError
 from llm_connect.grading._results import GradingResult
 from llm_connect.ledger._convert import GRADE_COLUMNS, grade_row, item_values, validate_item
-from llm_connect.ledger._engine import display_url, ledger_errors, make_engine, resolve_url, write_transaction
+from llm_connect.ledger._engine import (
+    display_url,
+    ledger_errors,
+    make_engine,
+    read_connection,
+    resolve_url,
+    write_transaction,
+)
 from llm_connect.ledger._insert import created_value, insert_grades
 from llm_connect.ledger._migrate import ensure_schema
-from llm_connect.ledger._models import Grade, utcnow
+from llm_connect.ledger._models import GRADE_STATS_REBUILD_SQL, Grade, GradeStats, utcnow
 from llm_connect.ledger._records import RecordsMixin
 from llm_connect.ledger._rows import GradeRow, RecordItem, SummaryRow
 from llm_connect.ledger._stats import mean_std, t_interval
@@ -26,6 +33,7 @@ from llm_connect.ledger._stats import mean_std, t_interval
 __all__ = ["QualityLedger"]
 
 _G = Grade.__table__
+_S = GradeStats.__table__
 _KEY = ("run_id", "case_id", "grader_id", "candidate_model")
 _KEY_COLUMNS = [_G.c[name] for name in _KEY]
 # Parameters per statement stay well under SQLite's and PostgreSQL's limits.
@@ -100,9 +108,13 @@ class QualityLedger(RecordsMixin):
         """A dialect-specific INSERT (supports ``on_conflict_do_nothing``)."""
         return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
 
-    def _write(self, what: str, fn: Any) -> Any:
+    def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any:
         with ledger_errors(what, self._url):
-            return write_transaction(self.engine, fn)
+            return write_transaction(self.engine, fn, single_statement=single_statement)
+
+    def _connect(self) -> Connection:
+        """A connection for one-statement reads (autocommit on PostgreSQL)."""
+        return read_connection(self.engine)
 
     def _read(self, what: str) -> Any:
         return ledger_errors(what, self._url)
@@ -240,36 +252,12 @@ class QualityLedger(RecordsMixin):
         """
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
-        keys = (_G.c.task, _G.c.baseline_model, _G.c.candidate_model, _G.c.grader_id)
-        q = _G.c.quality_score
-        stmt = (
-            select(
-                *keys,
-                func.count(),
-                func.sum(q),
-                func.sum(q * q),
-                func.avg(_G.c.baseline_cost_usd),
-                func.avg(_G.c.candidate_cost_usd),
-                func.avg(_G.c.baseline_latency_ms),
-                func.avg(_G.c.candidate_latency_ms),
-                func.min(_G.c.created_at),
-                func.max(_G.c.created_at),
+        if since is None and until is None:
+            records = self._summary_from_totals(task, baseline_model, candidate_model, grader_id)
+        else:
+            records = self._summary_from_grades(
+                task, baseline_model, candidate_model, grader_id, since, until
             )
-            .where(
-                *self._filters(
-                    task=task,
-                    baseline_model=baseline_model,
-                    candidate_model=candidate_model,
-                    grader_id=grader_id,
-                    since=since,
-                    until=until,
-                )
-            )
-            .group_by(*keys)
-            .order_by(*keys)
-        )
-        with self._read("summarising grades"), self.engine.connect() as conn:
-            records = conn.execute(stmt).all()
         out = []
         for rec in records:
             n = int(rec[4])
@@ -296,6 +284,101 @@ class QualityLedger(RecordsMixin):
                 )
             )
         return out
+
+    def _summary_from_totals(
+        self, task: Filter, baseline: Filter, candidate: Filter, grader: Filter
+    ) -> list[Any]:
+        c = _S.c
+        conditions = [
+            cond
+            for cond in (
+                _match(c.task, task),
+                _match(c.baseline_model, baseline),
+                _match(c.candidate_model, candidate),
+                _match(c.grader_id, grader),
+            )
+            if cond is not None
+        ]
+        keys = (c.task, c.baseline_model, c.candidate_model, c.grader_id)
+        stmt = (
+            select(
+                *keys,
+                c.n,
+                c.sum_quality,
+                c.sum_quality_sq,
+                c.baseline_cost_sum,
+                c.baseline_cost_n,
+                c.candidate_cost_sum,
+                c.candidate_cost_n,
+                c.baseline_latency_sum,
+                c.baseline_latency_n,
+                c.candidate_latency_sum,
+                c.candidate_latency_n,
+                c.first_at,
+                c.last_at,
+            )
+            .where(*conditions)
+            .order_by(*keys)
+        )
+        with self._read("summarising grades"), self._connect() as conn:
+            rows = conn.execute(stmt).all()
+        return [
+            (*r[:7], *(r[i] / r[i + 1] if r[i + 1] else None for i in (7, 9, 11, 13)), r[15], r[16])
+            for r in rows
+        ]
+
+    def _summary_from_grades(
+        self,
+        task: Filter,
+        baseline: Filter,
+        candidate: Filter,
+        grader: Filter,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[Any]:
+        keys = (_G.c.task, _G.c.baseline_model, _G.c.candidate_model, _G.c.grader_id)
+        q = _G.c.quality_score
+        stmt = (
+            select(
+                *keys,
+                func.count(),
+                func.sum(q),
+                func.sum(q * q),
+                func.avg(_G.c.baseline_cost_usd),
+                func.avg(_G.c.candidate_cost_usd),
+                func.avg(_G.c.baseline_latency_ms),
+                func.avg(_G.c.candidate_latency_ms),
+                func.min(_G.c.created_at),
+                func.max(_G.c.created_at),
+            )
+            .where(
+                *self._filters(
+                    task=task,
+                    baseline_model=baseline,
+                    candidate_model=candidate,
+                    grader_id=grader,
+                    since=since,
+                    until=until,
+                )
+            )
+            .group_by(*keys)
+            .order_by(*keys)
+        )
+        with self._read("summarising grades"), self._connect() as conn:
+            return list(conn.execute(stmt).all())
+
+    def rebuild_stats(self) -> None:
+        """Recompute the running totals (``grade_stats``) from ``grades``.
+
+        Only needed after grades were inserted or deleted with plain SQL
+        behind the ledger's back; every ledger write keeps them current.
+        """
+
+        def write(conn: Connection) -> None:
+            conn.execute(_S.delete())
+            conn.execute(text(GRADE_STATS_REBUILD_SQL))
+
+        self._write("rebuilding grade totals", write)
 
     def export(
         self,
@@ -354,7 +437,7 @@ class QualityLedger(RecordsMixin):
     def count(self, **filters: Any) -> int:
         """How many stored grades match the filters of :meth:`results`."""
         stmt = select(func.count()).select_from(_G).where(*self._filters(**filters))
-        with self._read("counting grades"), self.engine.connect() as conn:
+        with self._read("counting grades"), self._connect() as conn:
             return int(conn.execute(stmt).scalar_one())
 
     def completed_keys(self, run_id: str) -> set[tuple[str, str, str]]:
@@ -362,5 +445,5 @@ class QualityLedger(RecordsMixin):
         stmt = select(_G.c.case_id, _G.c.grader_id, _G.c.candidate_model).where(
             and_(_G.c.run_id == run_id, _G.c.case_id.is_not(None))
         )
-        with self._read("reading completed cases"), self.engine.connect() as conn:
+        with self._read("reading completed cases"), self._connect() as conn:
             return {(r[0], r[1], r[2]) for r in conn.execute(stmt)}

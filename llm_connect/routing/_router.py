@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from llm_connect.errors import ConfigurationError
 from llm_connect.grading.judges._registry import is_llm_grader_id
-from llm_connect.ledger._models import Grade
+from llm_connect.ledger._models import GradeStats
 from llm_connect.ledger._stats import mean_std, t_interval
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Router"]
 
-_G = Grade.__table__
+_S = GradeStats.__table__
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
@@ -97,33 +97,38 @@ class Router:
         return used, ignored
 
     def _aggregate(self, task: str, baseline: str, candidates: list[str], graders: list[str]) -> list[Any]:
-        q = _G.c.quality_score
-        stmt = (
-            select(
-                _G.c.candidate_model,
-                _G.c.grader_id,
-                func.count(),
-                func.sum(q),
-                func.sum(q * q),
-                func.avg(_G.c.candidate_cost_usd),
-                func.count(_G.c.candidate_cost_usd),
-                func.avg(_G.c.candidate_latency_ms),
-                func.count(_G.c.candidate_latency_ms),
-                func.avg(_G.c.baseline_cost_usd),
-                func.count(_G.c.baseline_cost_usd),
-                func.avg(_G.c.baseline_latency_ms),
-                func.count(_G.c.baseline_latency_ms),
-            )
-            .where(
-                _G.c.task == task,
-                _G.c.baseline_model == baseline,
-                _G.c.grader_id.in_(graders),
-                _G.c.candidate_model.in_(candidates),
-            )
-            .group_by(_G.c.candidate_model, _G.c.grader_id)
+        """Per (candidate, grader): n, Σq, Σq², then (mean, known count) of candidate cost,
+        candidate latency, baseline cost, baseline latency — from the running totals."""
+        s = _S.c
+        stmt = select(
+            s.candidate_model,
+            s.grader_id,
+            s.n,
+            s.sum_quality,
+            s.sum_quality_sq,
+            s.candidate_cost_sum,
+            s.candidate_cost_n,
+            s.candidate_latency_sum,
+            s.candidate_latency_n,
+            s.baseline_cost_sum,
+            s.baseline_cost_n,
+            s.baseline_latency_sum,
+            s.baseline_latency_n,
+        ).where(
+            s.task == task,
+            s.baseline_model == baseline,
+            s.grader_id.in_(graders),
+            s.candidate_model.in_(candidates),
         )
-        with self.ledger._read("reading grades for routing"), self.ledger.engine.connect() as conn:
-            return list(conn.execute(stmt).all())
+        with self.ledger._read("reading grades for routing"), self.ledger._connect() as conn:
+            records = conn.execute(stmt).all()
+        out = []
+        for r in records:
+            means = []
+            for total, count in ((r[5], r[6]), (r[7], r[8]), (r[9], r[10]), (r[11], r[12])):
+                means += [total / count if count else None, count]
+            out.append((r[0], r[1], r[2], r[3], r[4], *means))
+        return out
 
     def decide(
         self,

@@ -2,8 +2,8 @@
 
 Every process opens the same fresh database (so they also race to migrate it),
 writes its grades as single records and batches, and re-records 50 of its
-neighbour's grades: afterwards every grade is present exactly once and no
-"database is locked" escaped.
+neighbour's grades: afterwards every grade is present exactly once, the
+running totals count each once, and no "database is locked" escaped.
 """
 
 from __future__ import annotations
@@ -70,8 +70,10 @@ def _hammer(url: str) -> None:
             text("SELECT COUNT(*) FROM (SELECT DISTINCT run_id, case_id FROM grades) AS k")
         ).scalar_one()
         per_run = dict(conn.execute(text("SELECT run_id, COUNT(*) FROM grades GROUP BY run_id")).all())
+        totals = conn.execute(text("SELECT SUM(n) FROM grade_stats")).scalar_one()
     assert total == distinct == PROCESSES * GRADES
     assert per_run == {f"p{i}": GRADES for i in range(PROCESSES)}
+    assert totals == total  # the running totals saw every insert exactly once
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from llm_connect.ledger._models import QUALITY_SUMMARY_VIEW_SQL, Base
 TABLES = {
     "alembic_version",
     "calibrations",
+    "grade_stats",
     "grades",
     "response_cache",
     "routing_decisions",
@@ -121,3 +122,17 @@ def test_postgres_url_without_driver_uses_psycopg(postgres_url: str) -> None:
     plain = postgres_url.replace("postgresql+psycopg://", "postgresql://")
     with QualityLedger(plain) as ledger:
         assert ledger.engine.dialect.driver == "psycopg"
+
+
+def test_upgrading_from_the_first_revision_backfills_the_running_totals(
+    ledger_url: str, make_result: Callable[..., GradingResult]
+) -> None:
+    with QualityLedger(ledger_url) as ledger:
+        ledger.record_many([make_result(0.5), make_result(1.0, candidate_model="m2")], task="t")
+        expected = ledger.summary()
+        with ledger.engine.begin() as conn:
+            command.downgrade(alembic_config(conn), "0001_initial")
+    assert current_revision(ledger_url) == "0001_initial"
+    with QualityLedger(ledger_url) as ledger:  # auto-migrates 0001 -> head
+        assert ledger.revision == head_revision()
+        assert ledger.summary() == expected

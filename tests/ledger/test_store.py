@@ -224,3 +224,38 @@ def test_usage_round_trips_zero_tokens(ledger: QualityLedger, make_result: MakeR
     ledger.record(result, task="t")
     (row,) = ledger.results()
     assert row.candidate_response.usage == Usage(0, 0)
+
+
+def _totals(ledger: QualityLedger) -> list[tuple]:
+    with ledger.engine.connect() as conn:
+        return [tuple(r) for r in conn.exec_driver_sql("SELECT * FROM grade_stats ORDER BY 1, 2, 3, 4").all()]
+
+
+def test_running_totals_match_the_grades(ledger: QualityLedger, make_result: MakeResult) -> None:
+    ledger.record_many(
+        [make_result(0.5), make_result(0.9, candidate_cost=None)], task="a", run_id="r", case_id="1"
+    )
+    ledger.record_batch(
+        [
+            RecordItem(make_result(s / 10, candidate_model=m, grader_id=g), "b", run_id="r", case_id=str(s))
+            for s in range(10)
+            for m in ("m1", "m2")
+            for g in ("exact", "embedding")
+        ]
+    )
+    ledger.record(make_result(0.1), task="b", run_id="r", case_id="3", tags=None)  # a new key
+    ledger.record(make_result(0.0, candidate_model="m1"), task="b", run_id="r", case_id="3")  # duplicate
+    incremental = _totals(ledger)
+    ledger.rebuild_stats()
+    rebuilt = _totals(ledger)
+    assert [r[:6] for r in incremental] == [r[:6] for r in rebuilt]
+    assert [pytest.approx(r[6:15]) for r in incremental] == [r[6:15] for r in rebuilt]
+    from_totals = ledger.summary()
+    from_grades = ledger.summary(since=datetime(2000, 1, 1, tzinfo=UTC))
+    assert [(r.task, r.candidate_model, r.grader_id, r.n) for r in from_totals] == [
+        (r.task, r.candidate_model, r.grader_id, r.n) for r in from_grades
+    ]
+    for a, b in zip(from_totals, from_grades, strict=True):
+        assert a.mean == pytest.approx(b.mean) and a.first_at == b.first_at and a.last_at == b.last_at
+        assert a.candidate_mean_cost_usd == pytest.approx(b.candidate_mean_cost_usd)
+        assert a.baseline_mean_latency_ms == pytest.approx(b.baseline_mean_latency_ms)

@@ -1,0 +1,262 @@
+"""Benchmark: Router.decide and QualityLedger.summary over a ledger of 1,000,000 grades.
+
+The ledger holds 100 tasks x 5 candidates x 2 graders x 1,000 grades (one
+baseline), generated with fast raw bulk inserts (sqlite3 ``executemany`` /
+PostgreSQL ``COPY``) into a migrated schema. Timed in the same run:
+
+* ``Router.decide`` for a random task, all 5 candidates, both graders (each
+  call also stores its decision): median and p95 over ``--calls`` calls;
+* ``summary(task=...)`` for one task;
+* baseline: a bare ``SELECT COUNT(*) FROM grades WHERE task = ?`` on the same connection pool.
+
+After the raw fill, ``ledger.rebuild_stats()`` computes the running totals
+(``grade_stats``) that every ledger write otherwise keeps current.
+
+Targets: decide median < 20 ms, summary < 50 ms, on SQLite and PostgreSQL.
+
+    python scripts/bench/routing_decide.py [--rows 1000000] [--calls 200] [--backend sqlite|postgres|both]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, text
+
+from llm_connect.ledger import QualityLedger, upgrade
+from llm_connect.ledger._convert import INSERT_COLUMNS
+from llm_connect.ledger._insert import sqlite_timestamp
+from llm_connect.ledger._models import Grade
+from llm_connect.routing import Router
+
+TASKS = [f"task-{i:03d}" for i in range(100)]
+CANDIDATES = ["cand-a", "cand-b", "cand-c", "cand-d", "cand-e"]
+GRADERS = ["exact", "embedding"]
+QUALITY = {"cand-a": 0.97, "cand-b": 0.95, "cand-c": 0.91, "cand-d": 0.85, "cand-e": 0.99}
+COST = {"cand-a": 0.0004, "cand-b": 0.0002, "cand-c": 0.0001, "cand-d": 0.00005, "cand-e": 0.002}
+
+
+def rows(total: int, timestamp: Callable[[datetime], Any]) -> Iterator[tuple[Any, ...]]:
+    """``total`` grade rows in INSERT_COLUMNS order (short texts; digests are fixed strings)."""
+    per_group = max(1, total // (len(TASKS) * len(CANDIDATES) * len(GRADERS)))
+    rng = random.Random(7)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    digest = "0" * 64
+    details = json.dumps({"judge_spec": {"name": "exact", "args": {}}})
+    config = json.dumps({"temperature": 0.0, "max_tokens": 256})
+    n = 0
+    for task in TASKS:
+        for cand in CANDIDATES:
+            for grader in GRADERS:
+                for i in range(per_group):
+                    n += 1
+                    score = min(1.0, max(0.0, rng.gauss(QUALITY[cand], 0.05)))
+                    values = {
+                        "created_at": timestamp(start + timedelta(seconds=n)),
+                        "run_id": "bulk",
+                        "case_id": f"{task}/{i}",
+                        "task": task,
+                        "tags": "[]",
+                        "prompt": f"prompt {i}",
+                        "prompt_sha256": digest,
+                        "system_prompt_sha256": None,
+                        "baseline_adapter_id": "openai:gpt-4o",
+                        "baseline_provider": "openai",
+                        "baseline_model": "gpt-4o",
+                        "baseline_text": "baseline answer",
+                        "baseline_text_sha256": digest,
+                        "baseline_latency_ms": 800.0 + rng.random() * 100,
+                        "baseline_prompt_tokens": 50,
+                        "baseline_completion_tokens": 80,
+                        "baseline_cost_usd": 0.002,
+                        "baseline_finish_reason": "stop",
+                        "baseline_tool_calls": None,
+                        "candidate_adapter_id": f"openai:{cand}",
+                        "candidate_provider": "openai",
+                        "candidate_model": cand,
+                        "candidate_text": "candidate answer",
+                        "candidate_text_sha256": digest,
+                        "candidate_latency_ms": 300.0 + rng.random() * 100,
+                        "candidate_prompt_tokens": 50,
+                        "candidate_completion_tokens": 70,
+                        "candidate_cost_usd": COST[cand],
+                        "candidate_finish_reason": "stop",
+                        "candidate_tool_calls": None,
+                        "grader_id": grader,
+                        "quality_score": score,
+                        "notes": "",
+                        "details": details,
+                        "run_config": config,
+                        "llm_connect_version": "0.1.0",
+                    }
+                    yield tuple(values[c] for c in INSERT_COLUMNS)
+
+
+def _drop_indexes(conn: Any) -> None:
+    for index in Grade.__table__.indexes:
+        conn.execute(text(f"DROP INDEX {index.name}"))
+
+
+def _create_indexes(conn: Any) -> None:
+    for index in Grade.__table__.indexes:
+        index.create(conn)
+
+
+def fill_sqlite(path: Path, total: int) -> None:
+    import sqlite3
+
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        _drop_indexes(conn)
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("PRAGMA journal_mode=WAL")
+    raw.execute("PRAGMA synchronous=OFF")
+    sql = (
+        f"INSERT INTO grades ({', '.join(INSERT_COLUMNS)}) VALUES ({', '.join('?' for _ in INSERT_COLUMNS)})"
+    )
+    raw.execute("BEGIN")
+    raw.executemany(sql, rows(total, sqlite_timestamp))
+    raw.execute("COMMIT")
+    raw.close()
+    with engine.begin() as conn:
+        _create_indexes(conn)
+        conn.execute(text("ANALYZE"))
+    engine.dispose()
+    with QualityLedger(url) as ledger:  # the raw inserts bypassed the running totals
+        ledger.rebuild_stats()
+
+
+def fill_postgres(url: str, total: int) -> None:
+    import psycopg
+
+    upgrade(url)
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        _drop_indexes(conn)
+    sa_url = engine.url
+    schema = sa_url.query["options"].split("=", 1)[1]
+    with (
+        psycopg.connect(
+            host=sa_url.host,
+            port=sa_url.port,
+            user=sa_url.username,
+            password=sa_url.password,
+            dbname=sa_url.database,
+            options=f"-csearch_path={schema}",
+        ) as conn,
+        conn.cursor() as cur,
+        cur.copy(f"COPY grades ({', '.join(INSERT_COLUMNS)}) FROM STDIN") as copy,
+    ):
+        for row in rows(total, lambda d: d):
+            copy.write_row(row)
+    with engine.connect() as conn:
+        _create_indexes(conn)
+    with QualityLedger(url) as ledger:  # the raw inserts bypassed the running totals
+        ledger.rebuild_stats()
+    with engine.connect() as conn:
+        conn.execute(text("VACUUM ANALYZE"))
+    engine.dispose()
+
+
+def measure(url: str, calls: int) -> dict[str, float]:
+    rng = random.Random(11)
+    with QualityLedger(url) as ledger:
+        router = Router(ledger)
+        count = ledger.count()
+
+        def decide() -> Any:
+            return router.decide(
+                rng.choice(TASKS),
+                baseline="gpt-4o",
+                candidates=CANDIDATES,
+                grader_id=GRADERS,
+                min_quality=0.9,
+            )
+
+        def summary() -> Any:
+            return ledger.summary(task=rng.choice(TASKS))
+
+        def bare() -> Any:
+            with ledger.engine.connect() as conn:
+                return conn.execute(
+                    text("SELECT COUNT(*) FROM grades WHERE task = :t"), {"t": rng.choice(TASKS)}
+                ).scalar_one()
+
+        example = decide()
+        timings = {}
+        for name, fn in (("decide", decide), ("summary", summary), ("bare_count", bare)):
+            for _ in range(5):
+                fn()  # warm caches
+            samples = []
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                fn()
+                samples.append((time.perf_counter() - t0) * 1000)
+            samples.sort()
+            timings[f"{name}_median_ms"] = statistics.median(samples)
+            timings[f"{name}_p95_ms"] = samples[int(len(samples) * 0.95) - 1]
+    print(f"  grades in ledger: {count:,}; example decision: {example.model} — {example.reason[:160]}...")
+    return timings
+
+
+def report(name: str, timings: dict[str, float]) -> None:
+    d, s, b = timings["decide_median_ms"], timings["summary_median_ms"], timings["bare_count_median_ms"]
+    print(
+        f"{name}: decide median {d:.2f} ms (p95 {timings['decide_p95_ms']:.2f}; target < 20) "
+        f"| summary median {s:.2f} ms (p95 {timings['summary_p95_ms']:.2f}; target < 50) "
+        f"| bare COUNT(*) per task {b:.2f} ms; decide/bare {d / b:.1f}x, summary/bare {s / b:.1f}x"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
+    args = parser.parse_args()
+
+    if args.backend in ("sqlite", "both"):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "ledger.db"
+            t0 = time.perf_counter()
+            fill_sqlite(path, args.rows)
+            print(f"SQLite: filled {args.rows:,} rows in {time.perf_counter() - t0:.1f} s")
+            report("SQLite", measure(f"sqlite:///{path}", args.calls))
+
+    base = os.environ.get("LLM_CONNECT_BENCH_POSTGRES_URL") or os.environ.get("LLM_CONNECT_TEST_POSTGRES_URL")
+    if args.backend in ("postgres", "both"):
+        if not base:
+            print("PostgreSQL: skipped (set LLM_CONNECT_TEST_POSTGRES_URL)")
+            return
+        schema = f"bench_{uuid.uuid4().hex[:12]}"
+        admin = create_engine(base, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        try:
+            sep = "&" if "?" in base else "?"
+            url = f"{base}{sep}options=-csearch_path%3D{schema}"
+            t0 = time.perf_counter()
+            fill_postgres(url, args.rows)
+            print(f"PostgreSQL: filled {args.rows:,} rows in {time.perf_counter() - t0:.1f} s")
+            report("PostgreSQL", measure(url, args.calls))
+        finally:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            admin.dispose()
+
+
+if __name__ == "__main__":
+    main()
