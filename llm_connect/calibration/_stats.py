@@ -24,8 +24,8 @@ Undefined statistics are ``None`` with a reason, never NaN.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -111,6 +111,8 @@ class ConfusionMatrix:
     judge_pass_ref_fail: int
     judge_fail_ref_pass: int
     both_fail: int
+    rates: Mapping[str, Estimate] = field(default_factory=dict)
+    """Each cell as a fraction of ``n`` with its bootstrap interval (keys as the cell names)."""
 
     @property
     def n(self) -> int:
@@ -129,6 +131,7 @@ class ConfusionMatrix:
                 [self.both_pass, self.judge_pass_ref_fail],
                 [self.judge_fail_ref_pass, self.both_fail],
             ],
+            "rates": {k: v.to_dict() for k, v in self.rates.items()},
         }
 
 
@@ -419,8 +422,21 @@ def agreement(
             kap, _kappa_rows(jps, rps) if kap is not None else [], reason=kap_why
         ),
         agreement_rate=estimate_from_replicates(float(np.mean(jp == rp)), np.mean(jps == rps, axis=1)),
-        confusion=confusion_matrix(xa, ya, threshold),
+        confusion=replace(confusion_matrix(xa, ya, threshold), rates=_cell_rates(jp, rp, idx)),
     )
+
+
+def _cell_rates(jp: NDArray[np.bool_], rp: NDArray[np.bool_], idx: NDArray[np.intp]) -> dict[str, Estimate]:
+    cells = {
+        "both_pass": jp & rp,
+        "judge_pass_ref_fail": jp & ~rp,
+        "judge_fail_ref_pass": ~jp & rp,
+        "both_fail": ~jp & ~rp,
+    }
+    return {
+        name: estimate_from_replicates(float(mask.mean()), mask[idx].mean(axis=1))
+        for name, mask in cells.items()
+    }
 
 
 def spearman_with_ci(

@@ -157,3 +157,13 @@ def test_bad_input_is_rejected() -> None:
         agreement([0.1, 0.2], [0.1])
     with pytest.raises(ValueError, match="finite"):
         agreement([0.1, float("nan")], [0.1, 0.2], min_pairs=1)
+
+
+def test_confusion_cells_carry_rates_with_intervals() -> None:
+    cm = agreement(JUDGE, REF).confusion
+    assert cm is not None
+    assert cm.rates["both_pass"].value == pytest.approx(cm.both_pass / cm.n)
+    assert sum(e.value for e in cm.rates.values() if e.value is not None) == pytest.approx(1.0)
+    for est in cm.rates.values():
+        assert est.ci_low is not None and est.ci_high is not None
+        assert est.ci_low <= est.value <= est.ci_high  # type: ignore[operator]
