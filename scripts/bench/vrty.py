@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import os
 import platform
 import random
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -111,11 +113,15 @@ def _pct(samples: list[float], q: float) -> float:
 
 def run(calls: int, sizes: list[int], seed: int, clock: str) -> list[dict[str, Any]]:
     """Time every variant; returns one row per (size, comparison)."""
-    import vrty
     from rouge_score import rouge_scorer
+
+    vrty: Any = importlib.import_module("vrty")  # the package, not this script
 
     from llm_connect.scoring.vrty import VrtyScorer, analyse
     from llm_connect.scoring.vrty._score import analyse_prompt
+
+    def vrty_pair(prompt: str, baseline: str, candidate: str) -> tuple[Any, Any]:
+        return vrty.score(prompt, baseline), vrty.score(prompt, candidate)
 
     timed = _timer(clock)
     cold = analyse_prompt.cache_clear  # every prompt is new to us: no cache hits
@@ -131,15 +137,15 @@ def run(calls: int, sizes: list[int], seed: int, clock: str) -> list[dict[str, A
         gc.disable()
         try:
             for p, b, c in pairs:
-                t["vrty"].append(timed(lambda p=p, b=b: vrty.score(p, b)))
+                t["vrty"].append(timed(partial(vrty.score, p, b)))
                 cold()
-                t["ours"].append(timed(lambda p=p, b=b: analyse(p, b)))
-                t["vrty2"].append(timed(lambda p=p, b=b, c=c: (vrty.score(p, b), vrty.score(p, c))))
+                t["ours"].append(timed(partial(analyse, p, b)))
+                t["vrty2"].append(timed(partial(vrty_pair, p, b, c)))
                 cold()
-                t["pair"].append(timed(lambda p=p, b=b, c=c: scorer.score_pair(b, c, prompt=p)))
+                t["pair"].append(timed(partial(scorer.score_pair, b, c, prompt=p)))
                 cold()
-                t["scorer"].append(timed(lambda p=p, b=b: scorer.score(b, prompt=p)))
-                t["rouge"].append(timed(lambda p=p, b=b: rouge.score(p, b)))
+                t["scorer"].append(timed(partial(scorer.score, b, prompt=p)))
+                t["rouge"].append(timed(partial(rouge.score, p, b)))
         finally:
             gc.enable()
         for p, b, c in pairs[:50]:  # the timed code computes vrty's numbers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from llm_connect.scoring._base import RelativeJudge, Score
@@ -48,7 +49,7 @@ class VrtyScorer:
     name: str = GRADER_ID
 
     def __init__(self) -> None:
-        self.spec: dict[str, Any] = {"name": "vrty", "args": {}}
+        self.spec: Mapping[str, Any] = {"name": "vrty", "args": {}}
 
     def __repr__(self) -> str:
         return "VrtyScorer()"
