@@ -28,7 +28,7 @@ import unicodedata
 from itertools import chain, islice
 from typing import Final
 
-__all__ = ["MAX_TOKENS", "capped_tokens", "fold", "split_text", "tokens"]
+__all__ = ["MAX_TOKENS", "capped_tokens", "split_text", "tokens"]
 
 MAX_TOKENS: Final[int] = 2048
 """Tokens beyond this many are not scored (VRTY's fixed cap)."""
@@ -78,11 +78,6 @@ _join = chain.from_iterable
 def _ascii(text: str) -> str:
     """NFKD, then drop every non-ASCII character (case kept)."""
     return text if text.isascii() else _normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
-
-
-def fold(text: str) -> str:
-    """``text`` NFKD-normalised, stripped to ASCII and lowercased."""
-    return _ascii(text).lower()
 
 
 def tokens(text: str) -> list[str]:
