@@ -41,8 +41,9 @@ app = typer.Typer(
     help="Calibrate an LLM judge against reference judges before routing trusts it.",
     add_completion=False,
     pretty_exceptions_enable=False,
-    invoke_without_command=True,
 )
+# One command and no callback: ``typer.main.get_command(app)`` is that command itself, so the
+# root mounts it as ``llm-connect calibrate [OPTIONS]`` (no sub-command level).
 
 
 def _est(e: Estimate, digits: int = 2) -> str:
@@ -180,7 +181,7 @@ class _CachedAdapter:
         return await asyncio.to_thread(self.complete, prompt, run_config)
 
 
-@app.callback(invoke_without_command=True)
+@app.command("calibrate")
 @handle_errors
 def calibrate_command(
     judge: Annotated[
@@ -262,16 +263,15 @@ def calibrate_command(
 ) -> None:
     """Calibrate an LLM judge against reference judges on the pairs already in the ledger.
 
-    Missing grades are filled in first (the judge and each reference grade every
-    stored pair they have not graded; no baseline or candidate model is called;
-    judge calls go through the ledger's response cache),
-    then agreement (Pearson, Spearman, Kendall tau, MAD, Cohen's kappa, each with
-    a bootstrap 95% interval) and the bias probes are computed, stored in the
-    ledger's calibrations table and printed. Routing uses an LLM judge's grades
-    only after a passing calibration.
+    First the judge and each reference grade every stored pair they have not graded yet
+    (no baseline or candidate model is called; judge calls go through the ledger's response
+    cache). Then agreement (Pearson, Spearman, Kendall tau, MAD, Cohen's kappa, each with a
+    bootstrap 95% interval) and the bias probes are computed, stored in the ledger's
+    calibrations table and printed. Routing uses an LLM judge's grades only after a passing
+    calibration.
 
-    Exit codes: 0 pass, 1 fail or insufficient data, 2 usage or input error,
-    3 some pairs could not be graded.
+    Exit codes: 0 pass, 1 fail or insufficient data, 2 usage or input error, 3 some pairs
+    could not be graded.
     """
     from llm_connect.calibration import (
         PROBES,
