@@ -16,10 +16,9 @@ from typing import Any
 
 import click
 import typer
-from typer.core import TyperGroup
 
 from llm_connect._version import __version__
-from llm_connect.cli._common import set_debug
+from llm_connect.cli._common import FastHelpCommand, FastHelpGroup, set_debug
 from llm_connect.cli.db import app as db_app
 from llm_connect.cli.grade import grade
 from llm_connect.cli.ledger import app as ledger_app
@@ -36,7 +35,7 @@ _LAZY_GROUPS = {
 }
 
 
-class _LazyGroup(TyperGroup):
+class _LazyGroup(FastHelpGroup):
     """The root group: command groups in ``_LAZY_GROUPS`` are imported only when run.
 
     ``--help`` lists them from a stub, so heavy modules behind them never load
@@ -104,15 +103,15 @@ def _root(
         False, "--version", callback=_version_callback, is_eager=True, help="Show the version and exit."
     ),
     debug: bool = typer.Option(
-        False, "--debug", envvar="LLM_CONNECT_DEBUG", help="Show tracebacks for errors."
+        False, "--debug", help="Show tracebacks for errors (also LLM_CONNECT_DEBUG=1)."
     ),
 ) -> None:
     """llm-connect: is the candidate model as good as the baseline on our prompts?"""
     set_debug(debug)
 
 
-app.command("grade", no_args_is_help=False)(grade)
-app.command("route")(route)
+app.command("grade", cls=FastHelpCommand)(grade)
+app.command("route", cls=FastHelpCommand)(route)
 app.add_typer(ledger_app, name="ledger")
 app.add_typer(db_app, name="db")
 

@@ -6,12 +6,15 @@ import json
 
 import typer
 
-from llm_connect.cli._common import DbOption, JsonOption, handle_errors
+from llm_connect.cli._common import DbOption, FastHelpCommand, FastHelpGroup, JsonOption, handle_errors
 
 __all__ = ["app"]
 
 app = typer.Typer(
-    help="Ledger database schema: migrate it, show its revision.", no_args_is_help=True, rich_markup_mode=None
+    cls=FastHelpGroup,
+    help="Ledger database schema: migrate it, show its revision.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 
@@ -21,7 +24,7 @@ def _display(db: str | None) -> str:
     return display_url(resolve_url(db))
 
 
-@app.command("upgrade")
+@app.command("upgrade", cls=FastHelpCommand)
 @handle_errors
 def upgrade(db: str | None = DbOption, json_out: bool = JsonOption) -> None:
     """Migrate the ledger database to the newest schema (safe to repeat)."""
@@ -38,7 +41,7 @@ def upgrade(db: str | None = DbOption, json_out: bool = JsonOption) -> None:
         typer.echo(f"upgraded {_display(db)} from {before or 'an empty database'} to revision {after}")
 
 
-@app.command("current")
+@app.command("current", cls=FastHelpCommand)
 @handle_errors
 def current(db: str | None = DbOption, json_out: bool = JsonOption) -> None:
     """Show the ledger's schema revision and whether it is the newest."""

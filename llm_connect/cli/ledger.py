@@ -9,11 +9,20 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_connect.cli._common import DbOption, JsonOption, fail, handle_errors, stdout_is_tty
+from llm_connect.cli._common import (
+    DbOption,
+    FastHelpCommand,
+    FastHelpGroup,
+    JsonOption,
+    fail,
+    handle_errors,
+    stdout_is_tty,
+)
 
 __all__ = ["app"]
 
 app = typer.Typer(
+    cls=FastHelpGroup,
     help="Read the quality ledger: summaries, grades, failures, export, SQL.",
     no_args_is_help=True,
     rich_markup_mode=None,
@@ -81,7 +90,7 @@ def _num(value: float | None, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
-@app.command("summary")
+@app.command("summary", cls=FastHelpCommand)
 @handle_errors
 def summary(
     task: list[str] | None = _TaskOpt,
@@ -143,7 +152,7 @@ def summary(
     )
 
 
-@app.command("show")
+@app.command("show", cls=FastHelpCommand)
 @handle_errors
 def show(
     task: list[str] | None = _TaskOpt,
@@ -193,7 +202,7 @@ def show(
     )
 
 
-@app.command("failures")
+@app.command("failures", cls=FastHelpCommand)
 @handle_errors
 def failures(
     run_id: Annotated[
@@ -217,7 +226,7 @@ def failures(
     )
 
 
-@app.command("export")
+@app.command("export", cls=FastHelpCommand)
 @handle_errors
 def export(
     path: Annotated[Path, typer.Argument(help="Output file.")],
@@ -249,7 +258,7 @@ def export(
 _ONE_STATEMENT = re.compile(r";\s*\S")
 
 
-@app.command("sql")
+@app.command("sql", cls=FastHelpCommand)
 @handle_errors
 def sql(
     query: Annotated[str, typer.Argument(help="One read-only SQL statement (SELECT, WITH, EXPLAIN...).")],

@@ -9,6 +9,8 @@ Prints the median wall time of each command and the ratio.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -17,13 +19,26 @@ import time
 from pathlib import Path
 
 
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def wall(cmd: list[str], repeat: int) -> list[float]:
-    times = []
+    times, _ = measure(cmd, repeat)
+    return times
+
+
+def measure(cmd: list[str], repeat: int) -> tuple[list[float], list[float]]:
+    """Wall times and CPU times (user + sys of the child) of ``repeat`` runs."""
+    times, cpus = [], []
     for _ in range(repeat):
+        cpu0 = _child_cpu()
         start = time.perf_counter()
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - start)
-    return times
+        cpus.append(_child_cpu() - cpu0)
+    return times, cpus
 
 
 def main() -> None:
@@ -40,12 +55,13 @@ def main() -> None:
         ("llm-connect --help", [*cli, "--help"]),
         ("llm-connect grade --help", [*cli, "grade", "--help"]),
     ):
-        times = wall(cmd, args.repeat)
-        rows.append((label, statistics.median(times), min(times)))
+        times, cpus = measure(cmd, args.repeat)
+        rows.append((label, statistics.median(times), min(times), statistics.median(cpus)))
     base = rows[0][1]
-    print(f"{'command':28} {'median s':>9} {'min s':>7} {'x python':>9}")
-    for label, med, low in rows:
-        print(f"{label:28} {med:9.3f} {low:7.3f} {med / base:9.1f}")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(f"{'command':28} {'median s':>9} {'min s':>7} {'cpu s':>7} {'x python':>9}")
+    for label, med, low, cpu in rows:
+        print(f"{label:28} {med:9.3f} {low:7.3f} {cpu:7.3f} {med / base:9.1f}")
     help_median = rows[2][1]
     verdict = "within" if help_median < 0.3 else "ABOVE"
     print(f"llm-connect --help median {help_median:.3f} s: {verdict} the 0.3 s target")

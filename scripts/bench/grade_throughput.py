@@ -110,6 +110,12 @@ def main() -> None:
     runs_bare = ", ".join(f"{t:.2f}" for t in bare_times)
     runs_grade = ", ".join(f"{t:.2f}" for t in grade_times)
     print(f"{calls} calls, concurrency {args.concurrency}, delay {args.delay_ms:g} ms, {args.repeat} runs")
+    import os
+
+    print(
+        f"load average after the runs: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        f" on {os.cpu_count()} cores"
+    )
     print(f"ideal (calls x delay / concurrency)  {ideal:7.2f} s")
     print(f"bare AsyncOpenAI script (process)    {bare:7.2f} s   runs: {runs_bare}")
     print(f"llm-connect grade (process)          {grade:7.2f} s   runs: {runs_grade}")

@@ -10,7 +10,7 @@ import pytest
 from llm_connect import __version__
 from tests.cli._util import invoke
 
-HEAVY = ("torch", "sentence_transformers", "openai", "scipy", "sqlalchemy")
+HEAVY = ("torch", "sentence_transformers", "openai", "scipy", "sqlalchemy", "pydantic", "rich")
 
 
 def imported_modules(*args: str) -> tuple[int, set[str], str]:
@@ -33,8 +33,9 @@ def imported_modules(*args: str) -> tuple[int, set[str], str]:
         ["--version"],
         ["grade", "--help"],
         ["ledger", "--help"],
+        ["ledger", "sql", "--help"],
         ["route", "--help"],
-        ["db", "--help"],
+        ["db", "upgrade", "--help"],
     ],
 )
 def test_help_and_version_import_nothing_heavy(args: list[str]) -> None:
