@@ -11,7 +11,8 @@ raised inside the block                     leaves as
 ==========================================  =================================
 ``openai.APITimeoutError``, httpx timeouts  ``AdapterTimeoutError``
 ``openai.APIConnectionError``, transport    ``AdapterConnectionError``
-status 429 (``openai.RateLimitError``)      ``RateLimitError`` (+ retry_after)
+status 429 (``openai.RateLimitError``)      ``RateLimitError`` (+ retry_after;
+                                            not retryable for ``insufficient_quota``)
 status 401, 403                             ``AuthenticationError``
 any other 4xx                               ``BadRequestError``
 5xx, other statuses, stream error events    ``ServerError``
@@ -161,7 +162,10 @@ def translate_exception(
         if isinstance(exc, openai.APIResponseValidationError):
             return MalformedResponseError(message, **kw)
         if isinstance(exc, openai.APIStatusError):
-            return _status_error(exc.status_code, message, headers, **kw)
+            mapped = _status_error(exc.status_code, message, headers, **kw)
+            if exc.code == "insufficient_quota":  # a 429 that waiting will not cure
+                mapped.retryable = False
+            return mapped
         if isinstance(exc, openai.APIError):  # e.g. an error event inside a stream
             return ServerError(message, **kw)
         if isinstance(exc, (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError)):

@@ -174,6 +174,20 @@ def test_429_becomes_rate_limit_error_with_retry_after_and_request_id(adapter, o
     assert err.adapter_id == "openai:gpt-test"
 
 
+def test_exhausted_quota_is_a_rate_limit_that_is_not_retryable(adapter, openai_server):
+    quota = {
+        "error": {
+            "message": "You exceeded your current quota",
+            "type": "insufficient_quota",
+            "code": "insufficient_quota",
+        }
+    }
+    openai_server.queue_fault(429, body=quota)
+    with pytest.raises(RateLimitError) as info:
+        adapter.complete("hi", RunConfig())
+    assert info.value.retryable is False
+
+
 def test_retry_after_as_http_date(adapter, openai_server):
     when = email.utils.formatdate(time.time() + 30, usegmt=True)
     openai_server.queue_fault(429, headers={"Retry-After": when})
