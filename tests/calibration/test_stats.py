@@ -167,3 +167,16 @@ def test_confusion_cells_carry_rates_with_intervals() -> None:
     for est in cm.rates.values():
         assert est.ci_low is not None and est.ci_high is not None
         assert est.ci_low <= est.value <= est.ci_high  # type: ignore[operator]
+
+
+def test_kendall_replicates_above_the_pairwise_limit_use_scipy_per_resample() -> None:
+    from llm_connect.calibration._stats import _PAIRWISE_LIMIT
+
+    rng = np.random.default_rng(4)
+    n = _PAIRWISE_LIMIT + 100
+    x = np.round(rng.random(n), 2)
+    y = np.round(x + rng.normal(0, 0.3, n), 2)
+    idx = bootstrap_indices(n, n_boot=5, seed=2)
+    reps = _kendall_rows(x, y, idx)
+    for b in range(5):
+        assert reps[b] == pytest.approx(stats.kendalltau(x[idx[b]], y[idx[b]]).statistic, abs=1e-12)
