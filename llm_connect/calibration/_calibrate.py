@@ -364,8 +364,8 @@ def calibrate(
 
     The verdict follows ``thresholds``; with ``record`` (default) the report
     is stored with ``ledger.record_calibration`` and carries its id.
-    Raises :class:`CalibrationError` for no references, a reference equal to
-    the judge, or a name with no grades; :class:`ConfigurationError` for a
+    Raises :class:`CalibrationError` for no references, only LLM references, a
+    reference equal to the judge, or a name with no grades; :class:`ConfigurationError` for a
     bad option.
     """
     thresholds = thresholds or CalibrationThresholds()
@@ -405,6 +405,11 @@ def calibrate(
         if ref_id not in [r for r, _ in refs]:
             refs.append((ref_id, ref_spec))
     ref_ids = [r for r, _ in refs]
+    if all(is_llm_grader_id(r) for r in ref_ids):
+        raise CalibrationError(
+            f"calibrate {judge_id!r} against at least one non-LLM judge (embedding, vrty, exact, ...): "
+            f"{', '.join(ref_ids)} all ask an LLM"
+        )
     graded = _load(ledger, [judge_id, *ref_ids], task=task, since=since_dt)
     jrows = graded[judge_id]
 

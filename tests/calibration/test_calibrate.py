@@ -122,6 +122,13 @@ def test_errors_name_the_problem(ledger: QualityLedger, openai_server: Any) -> N
         calibrate(ledger, judge=judge.grader_id, against=["embedding"])
     with pytest.raises(CalibrationError, match="is the judge under test"):
         calibrate(ledger, judge=judge.grader_id, against=[judge.grader_id])
+    other_llm = dataclasses.replace(
+        next(iter(ledger.results(grader_id=judge.grader_id))).to_result(),
+        grader_id="llm:openai:other:rubric-v1",
+    )
+    ledger.record(other_llm, task=w.TASK)
+    with pytest.raises(CalibrationError, match="at least one non-LLM judge"):
+        calibrate(ledger, judge=judge.grader_id, against=["llm:openai:other:rubric-v1"])
     with pytest.raises(CalibrationError, match="position probe needs the judge"):
         calibrate(ledger, judge=judge.grader_id, against=["oracle"], probes=["position"])
     with pytest.raises(ConfigurationError, match="unknown probe"):
