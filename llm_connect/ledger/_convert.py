@@ -246,7 +246,7 @@ def _tool_calls(value: Sequence[Mapping[str, str]] | None) -> tuple[Mapping[str,
     return tuple(MappingProxyType(dict(v)) for v in value or ())
 
 
-def grade_row(mapping: Mapping[str, Any]) -> GradeRow:
+def grade_row(mapping: Mapping[Any, Any]) -> GradeRow:
     """A :class:`GradeRow` from a selected ``grades`` row mapping."""
     values = dict(mapping)
     values["tags"] = tuple(values.get("tags") or ())

@@ -184,7 +184,7 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
     for offset, i in enumerate(fresh, start=1):
         ids[i] = start + offset
     by_key = {**existing, **{key: ids[i] for key, i in first.items() if ids[i] is not None}}
-    return [ids[i] if ids[i] is not None else by_key[keys[i]] for i in range(len(rows))]  # type: ignore[misc]
+    return [_id_of(ids[i], keys[i], by_key) for i in range(len(rows))]
 
 
 def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
@@ -207,7 +207,17 @@ def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
         conflicted = [key for key, i in first.items() if ids[i] is None]
         existing = _lookup(cursor, conflicted, "%s") if conflicted else {}
     by_key = {**existing, **{key: ids[i] for key, i in first.items() if ids[i] is not None}}
-    return [ids[i] if ids[i] is not None else by_key[keys[i]] for i in range(len(rows))]  # type: ignore[misc]
+    return [_id_of(ids[i], keys[i], by_key) for i in range(len(rows))]
+
+
+def _id_of(own: int | None, key: Key | None, by_key: dict[Key, int | None]) -> int:
+    """A row's own new id, else the id stored under its key."""
+    if own is not None:
+        return own
+    found = by_key.get(key) if key is not None else None
+    if found is None:  # pragma: no cover - every keyless row is inserted
+        raise LedgerError(f"no row id for grade key {key!r}")
+    return found
 
 
 def insert_grades(conn: Connection, rows: list[tuple[Any, ...]]) -> list[int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.engine import URL
@@ -18,6 +19,10 @@ from sqlalchemy.engine import URL
 import llm_connect
 from llm_connect.errors import LedgerError, SchemaVersionError
 from llm_connect.ledger._engine import display_url, ledger_errors, make_engine, resolve_url, write_transaction
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 __all__ = [
     "alembic_config",
@@ -44,7 +49,7 @@ def migrations_dir() -> Path:
     return source
 
 
-def alembic_config(connection: Connection | None = None):  # type: ignore[no-untyped-def]
+def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic ``Config`` for the ledger's scripts, bound to ``connection`` when given."""
     from alembic.config import Config
 
@@ -55,7 +60,7 @@ def alembic_config(connection: Connection | None = None):  # type: ignore[no-unt
     return cfg
 
 
-def _script_directory():  # type: ignore[no-untyped-def]
+def _script_directory() -> ScriptDirectory:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config())

@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, Table, select, update
 
 from llm_connect._version import __version__
 from llm_connect.errors import LedgerError
@@ -32,11 +32,11 @@ if TYPE_CHECKING:
 
 __all__ = ["RecordsMixin"]
 
-_CACHE = ResponseCacheEntry.__table__
-_RUNS = Run.__table__
-_FAILURES = RunFailure.__table__
-_CALIBRATIONS = Calibration.__table__
-_DECISIONS = RoutingDecisionRecord.__table__
+_CACHE = cast(Table, ResponseCacheEntry.__table__)
+_RUNS = cast(Table, Run.__table__)
+_FAILURES = cast(Table, RunFailure.__table__)
+_CALIBRATIONS = cast(Table, Calibration.__table__)
+_DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
 _CHUNK = 500
 
 
@@ -281,9 +281,13 @@ class RecordsMixin:
         }
 
         def write(conn: Connection) -> int:
+            if conn.dialect.name == "postgresql":
+                # An audit row: skip waiting for the WAL flush (a server crash may lose the
+                # last fraction of a second of decisions, never corrupt them).
+                conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
             return int(conn.execute(_DECISIONS.insert().returning(_DECISIONS.c.id), row).scalar_one())
 
-        return self._write("recording a routing decision", write, single_statement=True)  # type: ignore[no-any-return]
+        return self._write("recording a routing decision", write)  # type: ignore[no-any-return]
 
     def decisions(self, task: str | None = None, *, limit: int | None = None) -> list[RoutingDecision]:
         """Stored routing decisions, oldest first (the newest ``limit`` when given)."""
@@ -299,7 +303,7 @@ class RecordsMixin:
         return [RoutingDecision.from_dict(evidence, decision_id=rid) for rid, evidence in reversed(recs)]
 
 
-def _calibration_row(rec: Mapping[str, Any]) -> CalibrationRow:
+def _calibration_row(rec: Mapping[Any, Any]) -> CalibrationRow:
     return CalibrationRow(
         id=rec["id"],
         created_at=rec["created_at"],

@@ -7,9 +7,9 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Connection, Engine, and_, func, select, text
+from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from llm_connect.errors import LedgerError
@@ -32,8 +32,8 @@ from llm_connect.ledger._stats import mean_std, t_interval
 
 __all__ = ["QualityLedger"]
 
-_G = Grade.__table__
-_S = GradeStats.__table__
+_G = cast(Table, Grade.__table__)
+_S = cast(Table, GradeStats.__table__)
 _KEY = ("run_id", "case_id", "grader_id", "candidate_model")
 _KEY_COLUMNS = [_G.c[name] for name in _KEY]
 # Parameters per statement stay well under SQLite's and PostgreSQL's limits.

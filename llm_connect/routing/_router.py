@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, select
 
 from llm_connect.errors import ConfigurationError
 from llm_connect.grading.judges._registry import is_llm_grader_id
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Router"]
 
-_S = GradeStats.__table__
+_S = cast(Table, GradeStats.__table__)
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
