@@ -14,15 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.calibration._calibrate import (
-    PROBES,
-    FillReport,
-    calibrate,
-    fill_missing_grades,
-    pair_key,
-    rebuild_judge,
-    resolve_grader,
-)
+from llm_connect.calibration._calibrate import PROBES, calibrate, pair_key, resolve_grader
+from llm_connect.calibration._fill import FillReport, fill_missing_grades, rebuild_judge
 from llm_connect.calibration._probes import (
     SCALES,
     LengthProbe,
