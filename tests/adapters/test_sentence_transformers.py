@@ -51,3 +51,19 @@ def test_unknown_model_is_a_configuration_error_naming_it(tmp_path):
     missing.mkdir()
     with pytest.raises(ConfigurationError, match="no-such-model"):
         SentenceTransformerEmbeddingAdapter(str(missing)).embed(["x"])
+
+
+def test_encoding_thread_count_is_set_per_call_and_restored():
+    import torch
+
+    before = torch.get_num_threads()
+    adapter = SentenceTransformerEmbeddingAdapter(num_threads=1)
+    default_threads = SentenceTransformerEmbeddingAdapter(num_threads=None).embed(["z"])
+    np.testing.assert_allclose(adapter.embed(["z"]), default_threads, atol=1e-5)
+    assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("num_threads", [0, -1, 1.5, True])
+def test_bad_thread_count_is_a_configuration_error(num_threads):
+    with pytest.raises(ConfigurationError, match="num_threads"):
+        SentenceTransformerEmbeddingAdapter(num_threads=num_threads)
