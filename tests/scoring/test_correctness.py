@@ -96,3 +96,12 @@ def test_invalid_options_fail_at_build_time(spec: dict, message: str) -> None:
 def test_cli_positional_argument_is_the_answer() -> None:
     judge = build_judge("correctness:Paris")
     assert judge.scorer.spec == {"name": "correctness", "args": {"answer": "Paris"}}
+
+
+def test_json_answer_is_compared_as_json() -> None:
+    scorer = CorrectnessScorer(answer='{"name": "Ada", "total": 490.0, "paid": true}')
+    assert scorer.score('```json\n{"paid": true, "total": 490, "name": "Ada"}\n```', prompt="").value == 1.0
+    result = scorer.score('{"name": "ada", "total": 490, "paid": 1}', prompt="")
+    assert result.value == 0.0
+    assert result.details["differing_keys"] == ["name", "paid"]
+    assert "parse_error" in scorer.score("Ada, 490", prompt="").details

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -18,6 +19,7 @@ from llm_connect.scoring.rules._common import (
     check_string_list,
     compile_phrase,
     normalize_text,
+    unfence,
 )
 
 __all__ = [
@@ -83,6 +85,49 @@ def _as_answer(judge: str, value: Any) -> str:
     return str(value)
 
 
+def _json_container(text: str) -> dict[str, Any] | list[Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) else None
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: ``1 == 1.0`` but ``true != 1``; objects ignore key order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _compare_json(text: str, want: dict[str, Any] | list[Any]) -> Score:
+    body, lang = unfence(text)
+    details: dict[str, Any] = {"mode": "answer", "match_rule": "json", "fenced": lang is not None}
+    try:
+        got = json.loads(body)
+    except ValueError as exc:
+        return Score(0.0, {**details, "match": False, "parse_error": str(exc)})
+    matched = _json_equal(got, want)
+    details["match"] = matched
+    if not matched and isinstance(got, dict) and isinstance(want, dict):
+        missing = object()
+        keys = sorted(set(got) | set(want), key=str)
+        details["differing_keys"] = [
+            k
+            for k in keys
+            if got.get(k, missing) is missing
+            or want.get(k, missing) is missing
+            or not _json_equal(got[k], want[k])
+        ]
+    return Score(1.0 if matched else 0.0, details)
+
+
 class CorrectnessScorer:
     """Ground-truth match (1.0/0.0) or the fraction of expected keywords found.
 
@@ -94,7 +139,11 @@ class CorrectnessScorer:
     * answer: with ``normalize`` (default on) both texts are NFKC-normalised,
       case-folded, stripped of punctuation and whitespace-collapsed;
       ``match="exact"`` (default) needs equality, ``match="contains"`` needs the
-      answer to occur in the response as whole words.
+      answer to occur in the response as whole words. An answer that is a JSON
+      object or array is compared as JSON instead (``match="exact"`` only): the
+      response (unwrapped from one code fence) must parse to an equal value,
+      key order and number spelling aside; ``differing_keys`` lists the
+      top-level keys that differ.
     * keywords: each keyword is searched case-insensitively, word-boundary
       aware (``cat`` is not found in ``concatenate``); score = found / total.
     """
@@ -178,6 +227,9 @@ class CorrectnessScorer:
             missing = [k for k in data if k not in found]
             return Score(len(found) / len(data), {"mode": "keywords", "found": found, "missing": missing})
         assert isinstance(data, str)
+        structured = _json_container(data) if self.match == "exact" else None
+        if structured is not None:
+            return _compare_json(text, structured)
         got, want = (normalize_text(text), normalize_text(data)) if self.normalize else (text, data)
         if self.match == "contains":
             matched = bool(want) and compile_phrase(want).search(got) is not None
