@@ -226,8 +226,17 @@ def execute(
     async def main() -> Any:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def on_sigint() -> None:
+            if stop.is_set():  # a second Ctrl-C aborts at once
+                raise KeyboardInterrupt
+            stop.set()
+            from llm_connect.cli._common import echo_err
+
+            echo_err("stopping: committing finished cases (Ctrl-C again to abort)")
+
         try:
-            loop.add_signal_handler(signal.SIGINT, stop.set)
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
             installed = True
         except (NotImplementedError, RuntimeError, ValueError):
             installed = False

@@ -79,23 +79,41 @@ def _pick_sides(
     return baseline, candidates
 
 
-def _resume_hint(argv: list[str], run_id: str) -> str:
-    """The command line to resume this run (secrets and run-id options dropped)."""
-    out: list[str] = ["llm-connect"]
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in ("--api-key", "--run-id", "--resume"):
-            skip = True
-            continue
-        if arg.startswith(("--api-key=", "--run-id=", "--resume=")):
-            continue
-        out.append(arg)
+def _resume_hint(opts: Any, run_id: str) -> str:
+    """The command that continues this run: same suite, sides, judges and database
+    (never the API key; a database password shows masked)."""
     import shlex
 
-    return " ".join(shlex.quote(a) for a in out) + f" --resume {shlex.quote(run_id)}"
+    parts: list[str] = ["llm-connect", "grade"]
+    if opts.suite_path is not None:
+        parts.append(opts.suite_path)
+    else:
+        parts += ["--prompt", opts.prompt or ""]
+    parts += ["-b", opts.baseline]
+    for cand in opts.candidates:
+        parts += ["-c", cand]
+    for spec in opts.judges:
+        parts += ["-j", spec]
+    for flag, value in (
+        ("--judge-model", opts.judge_model),
+        ("--task", opts.task),
+        ("--base-url", opts.base_url),
+        ("--db", _masked_db(opts.db)),
+    ):
+        if value is not None:
+            parts += [flag, value]
+    return " ".join(shlex.quote(p) for p in parts) + f" --resume {shlex.quote(run_id)}"
+
+
+def _masked_db(db: str | None) -> str | None:
+    if db is None:
+        return None
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(db).render_as_string(hide_password=True)
+    except Exception:
+        return db
 
 
 @handle_errors
@@ -409,7 +427,7 @@ def grade(
 
     if report.interrupted:
         echo_err(f"interrupted: {report.cases_done - report.cases_skipped} case(s) committed.")
-        echo_err("resume with: " + _resume_hint(sys.argv[1:], str(report.run_id)))
+        echo_err("resume with: " + _resume_hint(opts, str(report.run_id)))
     elif report.failures:
         echo_err(f"{len(report.failures)} failure(s); the other grades are recorded. Failed cases:")
         for f in report.failures[:50]:
@@ -417,7 +435,7 @@ def grade(
             echo_err(f"  {f.case_id}{where} [{f.stage} {f.adapter_id}] {f.error_type}: {f.message}")
         if len(report.failures) > 50:
             echo_err(f"  ... and {len(report.failures) - 50} more (llm-connect ledger failures)")
-        echo_err("retry them with: " + _resume_hint(sys.argv[1:], str(report.run_id)))
+        echo_err("retry them with: " + _resume_hint(opts, str(report.run_id)))
     raise typer.Exit(code)
 
 
