@@ -20,7 +20,15 @@ PUBLIC_MODULES = [
     "llm_connect",
     "llm_connect.types",
     "llm_connect.errors",
-    # More modules join this list as they land.
+    "llm_connect.adapters",
+    "llm_connect.grading",
+    "llm_connect.grading.judges",
+    "llm_connect.scoring",
+    "llm_connect.scoring.vrty",
+    "llm_connect.scoring.rules",
+    "llm_connect.ledger",
+    "llm_connect.routing",
+    "llm_connect.calibration",
 ]
 
 
