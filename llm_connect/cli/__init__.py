@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
 import typer
 
 from llm_connect._version import __version__
@@ -51,26 +50,23 @@ class _LazyGroup(FastHelpGroup):
                 found.append(name)
         return found
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:
         return [*super().list_commands(ctx), *self._available()]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is None and cmd_name in self._available():
-            return click.Command(
-                cmd_name, help=_LAZY_GROUPS[cmd_name][1], short_help=_LAZY_GROUPS[cmd_name][1]
-            )
+            summary = _LAZY_GROUPS[cmd_name][1]
+            return FastHelpCommand(name=cmd_name, help=summary, short_help=summary)  # a stub for listings
         return cmd
 
-    def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         if args and args[0] in _LAZY_GROUPS and args[0] not in self.commands and args[0] in self._available():
             return args[0], _load_group(args[0]), args[1:]
         return super().resolve_command(ctx, args)
 
 
-def _load_group(name: str) -> click.Command:
+def _load_group(name: str) -> Any:
     import importlib
 
     module = importlib.import_module(_LAZY_GROUPS[name][0])

@@ -11,9 +11,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
-import click
 import typer
 from typer.core import TyperCommand, TyperGroup
+from typer.exceptions import TyperException
 
 __all__ = [
     "EXIT_FAILURES",
@@ -60,14 +60,14 @@ def _fast_help(option: Any) -> Any:
 class FastHelpCommand(TyperCommand):
     """A Typer command whose ``--help`` flag never triggers Pydantic imports."""
 
-    def get_help_option(self, ctx: click.Context) -> Any:
+    def get_help_option(self, ctx: Any) -> Any:
         return _fast_help(super().get_help_option(ctx))
 
 
 class FastHelpGroup(TyperGroup):
     """A Typer group whose ``--help`` flag never triggers Pydantic imports."""
 
-    def get_help_option(self, ctx: click.Context) -> Any:
+    def get_help_option(self, ctx: Any) -> Any:
         return _fast_help(super().get_help_option(ctx))
 
 
@@ -149,11 +149,9 @@ def handle_errors(fn: F) -> F:
         except KeyboardInterrupt:
             echo_err("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        except TyperException:  # usage errors keep Typer's own message and exit code 2
+            raise
         except Exception as exc:
-            import click
-
-            if isinstance(exc, click.ClickException):
-                raise
             raise typer.Exit(report_exception(exc)) from None
 
     return wrapper  # type: ignore[return-value]

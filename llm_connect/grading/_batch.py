@@ -500,8 +500,8 @@ class BatchGrader:
             if stopper is None:
                 await asyncio.gather(*workers)
             else:
-                all_done = asyncio.gather(*workers)
-                finished, _ = await asyncio.wait({all_done, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                all_done: asyncio.Future[Any] = asyncio.gather(*workers)
+                finished, _ = await asyncio.wait([all_done, stopper], return_when=asyncio.FIRST_COMPLETED)
                 if stopper in finished and not all_done.done():
                     report.interrupted = True
                     for w in workers:
