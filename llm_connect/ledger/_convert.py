@@ -40,8 +40,13 @@ _SECRET_TEXT = re.compile(
 )
 
 
-# Cheap pre-check before the full pattern runs on a stored string.
-_MAYBE_SECRET = re.compile(r"(?i)sk-|bearer|api|authorization|password|secret|token")
+# Cheap pre-check (substring tests on lower-cased text) before the full pattern runs.
+_MARKERS = ("sk-", "bearer", "api", "authoriz", "password", "secret", "token", "credential")
+
+
+def _maybe_secret(text: str) -> bool:
+    low = text.lower()
+    return any(marker in low for marker in _MARKERS)
 
 
 def mask_secret_text(text: str) -> str:
@@ -57,7 +62,7 @@ def scrub(value: Any) -> Any:
     catching secrets under names the key markers miss (``X-Api-Key`` headers).
     """
     if isinstance(value, str):
-        return mask_secret_text(value) if _MAYBE_SECRET.search(value) else value
+        return mask_secret_text(value) if _maybe_secret(value) else value
     if isinstance(value, Mapping):
         return {str(k): scrub(v) for k, v in value.items() if not _secret_key(str(k))}
     if isinstance(value, (list, tuple)):
@@ -94,13 +99,9 @@ def _secret_key(key: str) -> bool:
     return _is_secret_key(key)
 
 
-# Any secret marker or API-key shape; JSON text without one needs no scrubbing.
-_MAYBE_SECRET_JSON = re.compile(r"(?i)sk-|bearer|api.?key|authorization|password|secret|token|credential")
-
-
 def _scrubbed_json(value: Any) -> str:
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_not_json)
-    if _MAYBE_SECRET_JSON.search(text) is None:
+    if not _maybe_secret(text):  # JSON text without any marker needs no scrubbing
         return text
     return json.dumps(scrub(value), separators=(",", ":"), ensure_ascii=False, default=_not_json)
 
@@ -227,7 +228,7 @@ def item_values(item: RecordItem, *, store_text: bool, now: Any, memo: dict[Any,
         _tool_calls_json(c),
         result.grader_id,
         result.quality_score,
-        mask_secret_text(notes) if _MAYBE_SECRET.search(notes) else notes,
+        mask_secret_text(notes) if _maybe_secret(notes) else notes,
         _scrubbed_json(result.details),
         config_json,
         __version__,

@@ -5,11 +5,11 @@ the idempotency key is (run_id, case_id, grader_id, candidate_model) when
 run_id and case_id are both given. Duplicates within a batch share one row;
 a key already stored returns the stored row's id and writes nothing.
 
-* SQLite: the transaction holds the write lock (``BEGIN IMMEDIATE``), so the
-  stored keys are looked up first and only new rows are inserted with
-  ``sqlite3`` ``executemany``. New ids are consecutive after the current
-  maximum (SQLite's rowid rule for a table written by one writer); the count
-  is verified after the insert.
+* SQLite: the transaction holds the write lock (``BEGIN IMMEDIATE``); rows
+  go in with ``sqlite3`` ``executemany`` (``ON CONFLICT DO NOTHING`` for keyed
+  rows). New ids are consecutive after the current maximum (SQLite's rowid
+  rule, with no other writer); when some keys already existed, the ids of the
+  batch's keys are read back instead. The maximum id is verified afterwards.
 * Both: the running totals in ``grade_stats`` are upserted for the rows
   actually inserted, in the same transaction.
 * PostgreSQL: psycopg ``executemany(..., returning=True)`` (pipeline mode) with
@@ -34,11 +34,12 @@ __all__ = ["created_value", "insert_grades", "sqlite_timestamp"]
 _COLS = ", ".join(INSERT_COLUMNS)
 _KEY_COLS = "run_id, case_id, grader_id, candidate_model"
 _SQLITE_INSERT = f"INSERT INTO grades ({_COLS}) VALUES ({', '.join('?' for _ in INSERT_COLUMNS)})"
+_SQLITE_INSERT_KEYED = f"{_SQLITE_INSERT} ON CONFLICT ({_KEY_COLS}) DO NOTHING"
 _PG_INSERT = (
     f"INSERT INTO grades ({_COLS}) VALUES ({', '.join('%s' for _ in INSERT_COLUMNS)}) "
     f"ON CONFLICT ({_KEY_COLS}) DO NOTHING RETURNING id"
 )
-_LOOKUP_CHUNK = 200
+_LOOKUP_CHUNK = 200  # keys per lookup statement (4 parameters each)
 
 _STAT_KEY = ("task", "baseline_model", "grader_id", "candidate_model")
 _STAT_COLS = (
@@ -117,7 +118,7 @@ def _stats(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         acc[11] = min(acc[11], created)
         acc[12] = max(acc[12], created)
     # A fixed order of upserts: concurrent writers lock the totals rows in the same order.
-    return [(*key, *groups[key]) for key in sorted(groups)]  # keys per lookup statement (4 parameters each)
+    return [(*key, *groups[key]) for key in sorted(groups)]
 
 
 Key = tuple[Any, ...]
@@ -165,25 +166,42 @@ def _plan(rows: list[tuple[Any, ...]]) -> tuple[list[Key | None], dict[Key, int]
 
 def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
     keys, first = _plan(rows)
+    plain = [i for i, key in enumerate(keys) if key is None]
+    keyed = list(first.values())
+    ids: list[int | None] = [None] * len(rows)
+    inserted: list[int] = []
     cursor = dbapi.cursor()
     try:
-        existing = _lookup(cursor, list(first), "?") if first else {}
-        fresh = [i for i, key in enumerate(keys) if key is None or (first[key] == i and key not in existing)]
         cursor.execute("SELECT COALESCE(MAX(id), 0) FROM grades")
         start = int(cursor.fetchone()[0])
-        cursor.executemany(_SQLITE_INSERT, [rows[i] for i in fresh])
+        # We hold the write lock: each new row gets max(id) + 1, so ids are consecutive.
+        if plain:
+            cursor.executemany(_SQLITE_INSERT, [rows[i] for i in plain])
+            for offset, i in enumerate(plain, start=1):
+                ids[i] = start + offset
+            inserted += plain
+            start += len(plain)
+        if keyed:
+            cursor.executemany(_SQLITE_INSERT_KEYED, [rows[i] for i in keyed])
+            if cursor.rowcount == len(keyed):  # no key was stored before: consecutive ids
+                for offset, i in enumerate(keyed, start=1):
+                    ids[i] = start + offset
+                inserted += keyed
+            else:  # some keys existed: read every key's id; ids above `start` are new
+                found = _lookup(cursor, [keys[i] for i in keyed], "?")  # type: ignore[misc]
+                for i in keyed:
+                    ids[i] = found[keys[i]]  # type: ignore[index]
+                    if found[keys[i]] > start:  # type: ignore[index]
+                        inserted.append(i)
         cursor.execute("SELECT COALESCE(MAX(id), 0) FROM grades")
         end = int(cursor.fetchone()[0])
+        if end != start + (len(inserted) - len(plain)):
+            raise LedgerError(f"unexpected row ids after inserting {len(inserted)} grades (max id {end})")
+        if inserted:
+            cursor.executemany(_SQLITE_STATS, _stats([rows[i] for i in inserted]))
     finally:
         cursor.close()
-    if end != start + len(fresh):
-        raise LedgerError(f"unexpected row ids after inserting {len(fresh)} grades ({start} -> {end})")
-    if fresh:
-        dbapi.executemany(_SQLITE_STATS, _stats([rows[i] for i in fresh]))
-    ids: list[int | None] = [None] * len(rows)
-    for offset, i in enumerate(fresh, start=1):
-        ids[i] = start + offset
-    by_key = {**existing, **{key: ids[i] for key, i in first.items() if ids[i] is not None}}
+    by_key = {key: ids[i] for key, i in first.items()}
     return [_id_of(ids[i], keys[i], by_key) for i in range(len(rows))]
 
 
