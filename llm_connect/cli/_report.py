@@ -140,9 +140,10 @@ def _fmt_ms(value: float | None) -> str:
 
 def stats_table(stats: Sequence[RunStats], *, title: str, confidence: float) -> Any:
     """A rich table: one row per candidate and judge."""
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
+    table = Table(title=escape(title), title_justify="left")
     for col, justify in (
         ("candidate", "left"),
         ("judge", "left"),
@@ -163,8 +164,8 @@ def stats_table(stats: Sequence[RunStats], *, title: str, confidence: float) -> 
         if s.latency_ratio is not None:
             latency += f" ({_fmt_ms(s.candidate_mean_latency_ms)})"
         table.add_row(
-            s.candidate,
-            s.grader_id,
+            escape(s.candidate),
+            escape(s.grader_id),
             str(s.n),
             f"{s.mean:.3f}{ci}",
             cost,

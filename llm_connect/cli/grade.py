@@ -439,6 +439,27 @@ def grade(
     raise typer.Exit(code)
 
 
+class _Out:
+    """Styled output on a terminal (rich, markup escaped), plain lines otherwise (rich not imported)."""
+
+    def __init__(self) -> None:
+        self.tty = stdout_is_tty()
+        self.console: Any = None
+        if self.tty:
+            from rich.console import Console
+
+            self.console = Console(highlight=False)
+
+    def line(self, *parts: tuple[str, str | None]) -> None:
+        """Print ``parts``: (text, rich style or None); text is never parsed as markup."""
+        if self.console is None:
+            typer.echo("".join(text for text, _ in parts))
+            return
+        from rich.text import Text
+
+        self.console.print(Text.assemble(*[(t, style or "") for t, style in parts]))
+
+
 def _print_human(
     outcome: Any,
     stats: list[Any],
@@ -449,51 +470,48 @@ def _print_human(
     show_cases: bool,
     single: bool,
 ) -> None:
-    from rich.console import Console
-
     from llm_connect.cli import _report
 
     report = outcome.report
-    console = Console(highlight=False, soft_wrap=not stdout_is_tty())
+    out = _Out()
     if single or show_cases:
         for r in report.results:
             res = r.result
-            console.print(
-                f"[bold]{r.case_id}[/] {r.candidate} [cyan]{res.grader_id}[/] "
-                f"quality={res.quality_score:.3f}  {res.notes}",
-                markup=True,
-            )
+            out.line(
+                (r.case_id, "bold"), (f" {r.candidate} ", None), (res.grader_id, "cyan"),
+                (f" quality={res.quality_score:.3f}  {res.notes}", None),
+            )  # fmt: skip
         if single and report.results:
-            first = report.results[0].result
-            console.print(
-                f"[dim]baseline ({first.baseline_response.model}):[/] {first.baseline_response.text}"
-            )
+            first = report.results[0].result.baseline_response
+            out.line((f"baseline ({first.model}): ", "dim"), (first.text, None))
             seen = set()
             for r in report.results:
                 if r.candidate not in seen:
                     seen.add(r.candidate)
                     cr = r.result.candidate_response
-                    console.print(f"[dim]candidate {r.candidate} ({cr.model}):[/] {cr.text}")
+                    out.line((f"candidate {r.candidate} ({cr.model}): ", "dim"), (cr.text, None))
     parts = [f"run {report.run_id}", f"{report.cases_total} cases"]
     if report.cases_skipped:
         parts.append(f"{report.cases_skipped} already graded")
     parts.append(f"{report.model_calls} model calls, {report.cache_hits} cached")
     parts.append(f"{report.elapsed_s:.1f}s")
     title = " · ".join(parts)
-    if stdout_is_tty():
-        console.print(_report.stats_table(stats, title=title, confidence=0.95))
+    if out.console is not None:
+        out.console.print(_report.stats_table(stats, title=title, confidence=0.95))
     else:
-        console.print(title, markup=False)
-        for line in _report.stats_lines(stats, confidence=0.95):
-            console.print(line, markup=False)
+        out.line((title, None))
+        for text in _report.stats_lines(stats, confidence=0.95):
+            out.line((text, None))
     for d in decisions:
         arrow = "route to" if d.routed else "keep baseline"
-        console.print(f"[bold]task {d.task}[/]: {arrow} [bold]{d.model}[/]. {d.reason}", markup=True)
+        out.line(
+            (f"task {d.task}", "bold"), (f": {arrow} ", None), (d.model, "bold"), (f". {d.reason}", None)
+        )
     if routing_error:
-        console.print(f"routing skipped: {routing_error}", markup=False)
+        out.line((f"routing skipped: {routing_error}", None))
     if min_quality is not None:
         if gate_failed:
             names = ", ".join(f"{s.candidate} on {s.grader_id} ({s.mean:.3f})" for s in gate_failed)
-            console.print(f"quality gate FAILED (min {min_quality:g}): {names}", markup=False)
+            out.line((f"quality gate FAILED (min {min_quality:g}): ", "bold red"), (names, None))
         else:
-            console.print(f"quality gate passed (min {min_quality:g})", markup=False)
+            out.line((f"quality gate passed (min {min_quality:g})", "green"))

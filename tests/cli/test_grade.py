@@ -328,3 +328,13 @@ def test_no_progress_bar_or_table_when_not_a_terminal(tmp_path: Path, db: str) -
     result = invoke("grade", str(suite), "--db", db)
     assert result.exit_code == 0
     assert "grading" not in result.output and "━" not in result.output and "│" not in result.output
+
+
+def test_response_text_is_printed_verbatim_never_as_markup(
+    tmp_path: Path, db: str, openai_server: OpenAIServer
+) -> None:
+    openai_server.responder = lambda body: "[bold]not bold[/] [/] [red"
+    result = invoke("grade", "--prompt", "x", "-b", "openai:a", "-c", "openai:b", "--db", db,
+                    *live_args(openai_server))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "[bold]not bold[/] [/] [red" in result.stdout
