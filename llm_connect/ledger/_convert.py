@@ -229,7 +229,7 @@ def item_values(item: RecordItem, *, store_text: bool, now: Any, memo: dict[Any,
         result.grader_id,
         result.quality_score,
         mask_secret_text(notes) if _maybe_secret(notes) else notes,
-        _scrubbed_json(result.details),
+        _scrubbed_json(dict(result.details)),
         config_json,
         __version__,
     )

@@ -70,5 +70,7 @@ def test_installed_wheel_migrates_a_fresh_sqlite_ledger(tmp_path: Path) -> None:
     info = json.loads(run.stdout.strip().splitlines()[-1])
     assert Path(info["package"]).is_relative_to(site), info
     assert Path(info["migrations"]) == site / "llm_connect" / "_migrations"
-    assert info["revision"] == info["head"]
+    from llm_connect.ledger import head_revision
+
+    assert info["revision"] == info["head"] == head_revision()  # every migration script was packaged
     assert (work / "fresh.db").exists()
