@@ -97,6 +97,22 @@ class RelativeJudge:
     ) -> GradingResult:
         """Score both responses and grade the candidate relative to the baseline."""
         base, cand = self._scores(baseline_response.text, candidate_response.text, prompt, case)
+        return self.result(
+            base, cand, baseline_response, candidate_response, prompt=prompt, run_config=run_config
+        )
+
+    def result(
+        self,
+        base: Score,
+        cand: Score,
+        baseline_response: LLMResponse,
+        candidate_response: LLMResponse,
+        *,
+        prompt: str,
+        run_config: RunConfig,
+    ) -> GradingResult:
+        """The grade for two scores already computed (what :meth:`judge` returns);
+        lets a subclass score many pairs at once and still build the same result."""
         quality = relative_quality(base.value, cand.value)
         notes = (
             f"{self.scorer.name}: candidate {cand.value:.3f} vs baseline {base.value:.3f}"

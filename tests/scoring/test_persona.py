@@ -68,15 +68,10 @@ def test_authenticity_is_the_weighted_sum_of_its_parts(scorer: PersonaScorer) ->
     assert d["embedding_model"] == "sentence-transformers:all-MiniLM-L6-v2"
 
 
-def test_an_example_response_is_maximally_similar(scorer: PersonaScorer) -> None:
-    d = scorer.score(load_persona_examples(scorer)[1], prompt="").details
+def test_an_example_response_is_maximally_similar(scorer: PersonaScorer, persona_file: Path) -> None:
+    d = scorer.score(load_persona(persona_file).examples[1], prompt="").details
     assert d["style_similarity"] == pytest.approx(1.0, abs=1e-5)
     assert d["closest_example"] == 1
-
-
-def load_persona_examples(scorer: PersonaScorer) -> tuple[str, ...]:
-    assert scorer._fixed is not None
-    return scorer._fixed.persona.examples
 
 
 def test_on_voice_beats_off_voice(scorer: PersonaScorer) -> None:
@@ -113,6 +108,35 @@ def test_examples_are_embedded_once_and_a_pair_in_one_call(persona_file: Path) -
     scorer.score_pair(ON_VOICE, OFF_VOICE, prompt="")
     scorer.score_pair(OFF_VOICE, ON_VOICE, prompt="")
     assert embedder.calls == [2, 2, 2]  # pair, examples (once), pair
+
+
+def test_judge_many_embeds_a_whole_batch_in_one_call(persona_file: Path) -> None:
+    from llm_connect.grading import JudgePair
+    from llm_connect.scoring.persona import PersonaJudge
+    from llm_connect.types import LLMResponse, RunConfig
+
+    embedder = CountingEmbedder()
+    judge = PersonaJudge(PersonaScorer(load_persona(persona_file), embedder=embedder))
+    texts = [(ON_VOICE, OFF_VOICE), (OFF_VOICE, ON_VOICE), (ON_VOICE, "")]
+    pairs = [
+        JudgePair(
+            LLMResponse(text=a, model="base", provider="test"),
+            LLMResponse(text=b, model="cand", provider="test"),
+            prompt="p",
+            run_config=RunConfig(),
+        )
+        for a, b in texts
+    ]
+    batch = judge.judge_many(pairs)
+    assert embedder.calls == [5, 2]  # the five non-empty responses, then the examples once
+    one_by_one = [
+        judge.judge(p.baseline_response, p.candidate_response, prompt=p.prompt, run_config=p.run_config)
+        for p in pairs
+    ]
+    for got, want in zip(batch, one_by_one, strict=True):
+        assert got.quality_score == pytest.approx(want.quality_score, abs=1e-6)
+        assert got.grader_id == want.grader_id == "persona:analyst"
+    assert batch[2].quality_score == 0.0  # an empty candidate
 
 
 def test_judge_grades_candidate_relative_to_baseline(persona_file: Path) -> None:

@@ -19,6 +19,7 @@ from llm_connect.scoring.persona._scorer import (
     LEXICON_WEIGHT,
     STYLE_WEIGHT,
     TRAIT_WEIGHT,
+    PersonaJudge,
     PersonaScorer,
     make_persona_judge,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "TRAIT_VALUES",
     "TRAIT_WEIGHT",
     "Persona",
+    "PersonaJudge",
     "PersonaScorer",
     "detect_traits",
     "load_persona",

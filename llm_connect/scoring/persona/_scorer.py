@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from llm_connect.errors import CaseDataError, ConfigurationError
-from llm_connect.grading._protocols import Case
+from llm_connect.grading._protocols import Case, JudgePair
+from llm_connect.grading._results import GradingResult
 from llm_connect.grading.judges._registry import JudgeContext
 from llm_connect.scoring._base import RelativeJudge, Score
 from llm_connect.scoring.persona._file import Persona, load_persona
@@ -20,7 +21,14 @@ if TYPE_CHECKING:
 
     from llm_connect.adapters import EmbeddingAdapter
 
-__all__ = ["LEXICON_WEIGHT", "STYLE_WEIGHT", "TRAIT_WEIGHT", "PersonaScorer", "make_persona_judge"]
+__all__ = [
+    "LEXICON_WEIGHT",
+    "STYLE_WEIGHT",
+    "TRAIT_WEIGHT",
+    "PersonaJudge",
+    "PersonaScorer",
+    "make_persona_judge",
+]
 
 STYLE_WEIGHT = 0.6
 TRAIT_WEIGHT = 0.25
@@ -172,13 +180,18 @@ class PersonaScorer:
         }
         return Score(value, details)
 
-    def score_many(self, texts: Sequence[str], *, prompt: str, case: Case | None = None) -> list[Score]:
-        """Score several responses, embedding all non-empty ones in one call."""
-        prepared = self._prepared(case)
-        live = [i for i, t in enumerate(texts) if t.strip()]
-        vectors = self._embed([texts[i] for i in live]) if live else None
+    def score_items(self, items: Sequence[tuple[str, Case | None]]) -> list[Score]:
+        """Score ``(text, case)`` items (cases may name different personas), embedding
+        every non-empty text in one call."""
+        prepared = [self._prepared(case) for _, case in items]
+        live = [i for i, (text, _) in enumerate(items) if text.strip()]
+        vectors = self._embed([items[i][0] for i in live]) if live else None
         by_index = {} if vectors is None else {i: vectors[row] for row, i in enumerate(live)}
-        return [self._score_one(t, by_index.get(i), prepared) for i, t in enumerate(texts)]
+        return [self._score_one(text, by_index.get(i), prepared[i]) for i, (text, _) in enumerate(items)]
+
+    def score_many(self, texts: Sequence[str], *, prompt: str, case: Case | None = None) -> list[Score]:
+        """Score several responses to one case, embedding all non-empty ones in one call."""
+        return self.score_items([(text, case) for text in texts])
 
     def score(self, text: str, *, prompt: str, case: Case | None = None) -> Score:
         """Authenticity of ``text``; details hold every component and its evidence."""
@@ -192,7 +205,37 @@ class PersonaScorer:
         return base, cand
 
 
-def make_persona_judge(context: JudgeContext, persona: str | None = None, **unknown: Any) -> RelativeJudge:
+class PersonaJudge(RelativeJudge):
+    """The persona judge: a :class:`RelativeJudge` whose :meth:`judge_many` embeds
+    every response of a batch in one call (the batch engine uses it)."""
+
+    scorer: PersonaScorer
+
+    def __init__(self, scorer: PersonaScorer) -> None:
+        super().__init__(scorer)
+
+    def judge_many(self, pairs: Sequence[JudgePair]) -> list[GradingResult]:
+        """Grade every pair, in order, with one embedding call for all their responses."""
+        items = [
+            (text, pair.case)
+            for pair in pairs
+            for text in (pair.baseline_response.text, pair.candidate_response.text)
+        ]
+        scores = self.scorer.score_items(items)
+        return [
+            self.result(
+                scores[2 * i],
+                scores[2 * i + 1],
+                pair.baseline_response,
+                pair.candidate_response,
+                prompt=pair.prompt,
+                run_config=pair.run_config,
+            )
+            for i, pair in enumerate(pairs)
+        ]
+
+
+def make_persona_judge(context: JudgeContext, persona: str | None = None, **unknown: Any) -> PersonaJudge:
     """Registry factory for ``persona`` (``persona:voices/analyst.yaml``).
 
     The persona file is read and validated here (a bad file raises
@@ -208,4 +251,4 @@ def make_persona_judge(context: JudgeContext, persona: str | None = None, **unkn
                 f"judge 'persona': option 'persona' must be a file path, not {persona!r}"
             )
         loaded = load_persona(context.resolve_path(persona).resolve())
-    return RelativeJudge(PersonaScorer(loaded, embedder=context.embedding_adapter, context=context))
+    return PersonaJudge(PersonaScorer(loaded, embedder=context.embedding_adapter, context=context))
