@@ -77,20 +77,26 @@ def sha256_text(text: str) -> str:
 
 def validate_item(index: int, item: object) -> RecordItem:
     """Check one batch item before anything is written; the error names the item."""
-    if not isinstance(item, RecordItem):
+    if type(item) is not RecordItem and not isinstance(item, RecordItem):
         raise GradingValidationError(f"item {index}: expected a RecordItem, not {type(item).__name__}")
     if not isinstance(item.result, GradingResult):
         raise GradingValidationError(
             f"item {index}: expected a GradingResult, not {type(item.result).__name__}"
         )
-    if not isinstance(item.task, str) or not item.task.strip():
-        raise GradingValidationError(f"item {index}: task must be a non-empty string, not {item.task!r}")
-    for name in ("run_id", "case_id", "baseline_adapter_id", "candidate_adapter_id"):
-        value = getattr(item, name)
-        if value is not None and (not isinstance(value, str) or not value):
+    task = item.task
+    if type(task) is not str or not task.strip():
+        raise GradingValidationError(f"item {index}: task must be a non-empty string, not {task!r}")
+    for name, value in (
+        ("run_id", item.run_id),
+        ("case_id", item.case_id),
+        ("baseline_adapter_id", item.baseline_adapter_id),
+        ("candidate_adapter_id", item.candidate_adapter_id),
+    ):
+        if value is not None and (type(value) is not str or not value):
             raise GradingValidationError(f"item {index}: {name} must be a non-empty string or None")
-    if isinstance(item.tags, str) or not all(isinstance(t, str) for t in item.tags):
-        raise GradingValidationError(f"item {index}: tags must be a sequence of strings, not {item.tags!r}")
+    tags = item.tags
+    if tags and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
+        raise GradingValidationError(f"item {index}: tags must be a sequence of strings, not {tags!r}")
     return item
 
 

@@ -77,46 +77,41 @@ _SQLITE_STATS = _stats_upsert("?", "min", "max")
 _PG_STATS = _stats_upsert("%s", "LEAST", "GREATEST")
 
 
+_I_TASK, _I_BASE, _I_GRADER, _I_CAND = (_POS[c] for c in _STAT_KEY)
+_I_Q, _I_CREATED = _POS["quality_score"], _POS["created_at"]
+_I_SUMMED = tuple(
+    (slot, _POS[c])
+    for slot, c in (
+        (3, "baseline_cost_usd"),
+        (5, "candidate_cost_usd"),
+        (7, "baseline_latency_ms"),
+        (9, "candidate_latency_ms"),
+    )
+)
+
+
 def _stats(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """Totals per (task, baseline model, grader id, candidate model) of newly inserted rows."""
-    p = _POS
     groups: dict[tuple[Any, ...], list[Any]] = {}
     for r in rows:
-        key = (r[p["task"]], r[p["baseline_model"]], r[p["grader_id"]], r[p["candidate_model"]])
+        key = (r[_I_TASK], r[_I_BASE], r[_I_GRADER], r[_I_CAND])
+        created = r[_I_CREATED]
         acc = groups.get(key)
         if acc is None:
-            acc = groups[key] = [
-                0,
-                0.0,
-                0.0,
-                0.0,
-                0,
-                0.0,
-                0,
-                0.0,
-                0,
-                0.0,
-                0,
-                r[p["created_at"]],
-                r[p["created_at"]],
-            ]
-        q = r[p["quality_score"]]
+            acc = groups[key] = [0, 0.0, 0.0, 0.0, 0, 0.0, 0, 0.0, 0, 0.0, 0, created, created]
+        q = r[_I_Q]
         acc[0] += 1
         acc[1] += q
         acc[2] += q * q
-        for slot, column in (
-            (3, "baseline_cost_usd"),
-            (5, "candidate_cost_usd"),
-            (7, "baseline_latency_ms"),
-            (9, "candidate_latency_ms"),
-        ):
-            value = r[p[column]]
+        for slot, column in _I_SUMMED:
+            value = r[column]
             if value is not None:
                 acc[slot] += value
                 acc[slot + 1] += 1
-        created = r[p["created_at"]]
-        acc[11] = min(acc[11], created)
-        acc[12] = max(acc[12], created)
+        if created < acc[11]:
+            acc[11] = created
+        if created > acc[12]:
+            acc[12] = created
     # A fixed order of upserts: concurrent writers lock the totals rows in the same order.
     return [(*key, *groups[key]) for key in sorted(groups)]
 
