@@ -26,6 +26,8 @@ PUBLIC_MODULES = [
     "llm_connect.scoring",
     "llm_connect.scoring.vrty",
     "llm_connect.scoring.rules",
+    "llm_connect.scoring.persona",
+    "llm_connect.scoring.safety",
     "llm_connect.ledger",
     "llm_connect.routing",
     "llm_connect.calibration",
