@@ -202,10 +202,13 @@ class _Work:
 class _LedgerWriter:
     """Commits finished cases from a thread, batching whatever is queued."""
 
-    def __init__(self, ledger: QualityLedger, run_id: str | None, max_batch: int = 512) -> None:
+    def __init__(
+        self, ledger: QualityLedger, run_id: str | None, max_batch: int = 512, linger_s: float = 0.05
+    ) -> None:
         self.ledger = ledger
         self.run_id = run_id
         self.max_batch = max_batch
+        self.linger_s = linger_s
         self.error: BaseException | None = None
         self._queue: queue.Queue[_Work | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="llm-connect-ledger-writer", daemon=True)
@@ -233,6 +236,9 @@ class _LedgerWriter:
                 stop = True
             else:
                 batch.append(item)
+                # Let cases finishing meanwhile join this transaction: one commit per
+                # ~50 ms instead of one per case, and the GIL stays with the event loop.
+                time.sleep(self.linger_s)
             while len(batch) < self.max_batch:
                 try:
                     nxt = self._queue.get_nowait()
