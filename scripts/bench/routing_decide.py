@@ -55,52 +55,74 @@ def rows(total: int, timestamp: Callable[[datetime], Any]) -> Iterator[tuple[Any
     digest = "0" * 64
     details = json.dumps({"judge_spec": {"name": "exact", "args": {}}})
     config = json.dumps({"temperature": 0.0, "max_tokens": 256})
+    template = {
+        "run_id": "bulk",
+        "tags": "[]",
+        "prompt_sha256": digest,
+        "system_prompt_sha256": None,
+        "baseline_adapter_id": "openai:gpt-4o",
+        "baseline_provider": "openai",
+        "baseline_model": "gpt-4o",
+        "baseline_text": "baseline answer",
+        "baseline_text_sha256": digest,
+        "baseline_prompt_tokens": 50,
+        "baseline_completion_tokens": 80,
+        "baseline_cost_usd": 0.002,
+        "baseline_finish_reason": "stop",
+        "baseline_tool_calls": None,
+        "candidate_provider": "openai",
+        "candidate_text": "candidate answer",
+        "candidate_text_sha256": digest,
+        "candidate_prompt_tokens": 50,
+        "candidate_completion_tokens": 70,
+        "candidate_finish_reason": "stop",
+        "candidate_tool_calls": None,
+        "notes": "",
+        "details": details,
+        "run_config": config,
+        "llm_connect_version": "0.1.0",
+    }
+    varying = (
+        "created_at",
+        "case_id",
+        "task",
+        "prompt",
+        "baseline_latency_ms",
+        "candidate_adapter_id",
+        "candidate_model",
+        "candidate_latency_ms",
+        "candidate_cost_usd",
+        "grader_id",
+        "quality_score",
+    )
+    order = [*varying, *template]
+    fixed = tuple(template.values())
+    # Permutation from (varying..., fixed...) to INSERT_COLUMNS order.
+    perm = [order.index(c) for c in INSERT_COLUMNS]
     n = 0
+    gauss, rand = rng.gauss, rng.random
     for task in TASKS:
         for cand in CANDIDATES:
+            quality, cost, adapter = QUALITY[cand], COST[cand], f"openai:{cand}"
             for grader in GRADERS:
                 for i in range(per_group):
                     n += 1
-                    score = min(1.0, max(0.0, rng.gauss(QUALITY[cand], 0.05)))
-                    values = {
-                        "created_at": timestamp(start + timedelta(seconds=n)),
-                        "run_id": "bulk",
-                        "case_id": f"{task}/{i}",
-                        "task": task,
-                        "tags": "[]",
-                        "prompt": f"prompt {i}",
-                        "prompt_sha256": digest,
-                        "system_prompt_sha256": None,
-                        "baseline_adapter_id": "openai:gpt-4o",
-                        "baseline_provider": "openai",
-                        "baseline_model": "gpt-4o",
-                        "baseline_text": "baseline answer",
-                        "baseline_text_sha256": digest,
-                        "baseline_latency_ms": 800.0 + rng.random() * 100,
-                        "baseline_prompt_tokens": 50,
-                        "baseline_completion_tokens": 80,
-                        "baseline_cost_usd": 0.002,
-                        "baseline_finish_reason": "stop",
-                        "baseline_tool_calls": None,
-                        "candidate_adapter_id": f"openai:{cand}",
-                        "candidate_provider": "openai",
-                        "candidate_model": cand,
-                        "candidate_text": "candidate answer",
-                        "candidate_text_sha256": digest,
-                        "candidate_latency_ms": 300.0 + rng.random() * 100,
-                        "candidate_prompt_tokens": 50,
-                        "candidate_completion_tokens": 70,
-                        "candidate_cost_usd": COST[cand],
-                        "candidate_finish_reason": "stop",
-                        "candidate_tool_calls": None,
-                        "grader_id": grader,
-                        "quality_score": score,
-                        "notes": "",
-                        "details": details,
-                        "run_config": config,
-                        "llm_connect_version": "0.1.0",
-                    }
-                    yield tuple(values[c] for c in INSERT_COLUMNS)
+                    score = min(1.0, max(0.0, gauss(quality, 0.05)))
+                    head = (
+                        timestamp(start + timedelta(seconds=n)),
+                        f"{task}/{i}",
+                        task,
+                        f"prompt {i}",
+                        800.0 + rand() * 100,
+                        adapter,
+                        cand,
+                        300.0 + rand() * 100,
+                        cost,
+                        grader,
+                        score,
+                    )
+                    full = head + fixed
+                    yield tuple([full[j] for j in perm])
 
 
 def _drop_indexes(conn: Any) -> None:
