@@ -37,6 +37,7 @@ __all__ = [
 SECRET_KEY_MARKERS: tuple[str, ...] = (
     "api_key",
     "apikey",
+    "x_api_key",
     "authorization",
     "password",
     "secret",
@@ -49,7 +50,7 @@ _NOT_SECRET = frozenset({"max_tokens", "max_completion_tokens", "logit_bias", "t
 
 
 def _is_secret_key(key: str) -> bool:
-    low = key.lower()
+    low = key.lower().replace("-", "_")
     if low in _NOT_SECRET or low.endswith("_tokens"):
         return False
     return any(marker in low for marker in SECRET_KEY_MARKERS)

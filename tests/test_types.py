@@ -55,6 +55,11 @@ def test_run_config_rejects_bad_values(kwargs: dict) -> None:
         RunConfig(**kwargs)
 
 
+def test_redact_secrets_catches_header_style_names() -> None:
+    headers = {"X-Api-Key": "k1", "api-key": "k2", "Authorization": "Bearer k3", "Accept": "json"}
+    assert redact_secrets({"extra_headers": headers}) == {"extra_headers": {"Accept": "json"}}
+
+
 def test_redact_secrets_keeps_token_counts() -> None:
     assert redact_secrets({"max_tokens": 5, "max_completion_tokens": 6, "access_token": "x"}) == {
         "max_tokens": 5,
