@@ -25,32 +25,35 @@ with one baseline side, one or more candidate sides and one or more judges:
   a fake score.
 
 Library code: nothing here prints or exits; the CLI turns the report into
-output and an exit code.
+output and an exit code. Sides live in ``_sides``, the report types in
+``_report``, the writer thread in ``_writer`` and batched judging in
+``_judge_batch``; this module re-exports their public names.
 """
 
 from __future__ import annotations
 
 import asyncio
-import queue
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.errors import ConfigurationError, LedgerError
+from llm_connect.errors import ConfigurationError
+from llm_connect.grading._judge_batch import JudgeBatcher
 from llm_connect.grading._paired import judge_async
 from llm_connect.grading._protocols import Case, Judge, JudgePair
+from llm_connect.grading._report import BatchReport, BatchResult, CaseFailure, case_failure
 from llm_connect.grading._results import GradingResult
+from llm_connect.grading._sides import RECORDED_PREFIX, LiveSide, RecordedSide, Side, side_from_spec
 from llm_connect.grading._suite import Suite
+from llm_connect.grading._writer import CaseWork, LedgerWriter
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
-    from llm_connect.adapters import LLMAdapter
     from llm_connect.ledger import QualityLedger, RecordItem
 
 __all__ = [
+    "RECORDED_PREFIX",
     "BatchGrader",
     "BatchReport",
     "BatchResult",
@@ -63,300 +66,12 @@ __all__ = [
     "side_from_spec",
 ]
 
-RECORDED_PREFIX = "recorded:"
-
 
 def new_run_id() -> str:
     """A fresh, sortable run id: ``run-YYYYmmdd-HHMMSS-xxxxxx``."""
     import uuid
 
     return f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-
-
-# -- sides ---------------------------------------------------------------------
-
-
-class Side:
-    """Where one side's responses come from (a live adapter or a suite's recordings)."""
-
-    spec: str
-    """The spec as the user gave it (``openai:gpt-4o-mini``, ``recorded:gold``)."""
-    adapter_id: str
-    """Stored with every grade; live sides also key the response cache on it."""
-    live: bool = False
-
-    def expected_model(self, case: Case) -> str:  # pragma: no cover - abstract
-        """The model name this side's response for ``case`` is expected to carry."""
-        raise NotImplementedError
-
-
-class LiveSide(Side):
-    """A side answered by a (usually remote) :class:`~llm_connect.adapters.LLMAdapter`."""
-
-    live = True
-
-    def __init__(self, spec: str, adapter: LLMAdapter) -> None:
-        self.spec = spec
-        self.adapter = adapter
-        self.adapter_id = adapter.adapter_id
-        _, _, model = adapter.adapter_id.partition(":")
-        self._model = str(getattr(adapter, "model", None) or model or adapter.adapter_id)
-
-    def __repr__(self) -> str:
-        return f"LiveSide({self.spec!r})"
-
-    def expected_model(self, case: Case) -> str:
-        """The model the adapter asks for (the server may report a more precise name)."""
-        return self._model
-
-
-class RecordedSide(Side):
-    """A side whose responses are recorded in the suite (``recorded:NAME``), per case.
-
-    Responses are looked up by case id, never by prompt, so two cases that
-    share a prompt keep their own recordings.
-    """
-
-    def __init__(self, name: str, suite: Suite) -> None:
-        self.spec = RECORDED_PREFIX + name
-        self.name = name
-        self.adapter_id = self.spec
-        self.suite = suite
-        suite.check_recorded(name)  # SuiteError naming the first case without it
-
-    def __repr__(self) -> str:
-        return f"RecordedSide({self.name!r})"
-
-    def response(self, case: Case) -> LLMResponse:
-        """The recorded response of ``case``."""
-        return self.suite.recorded(case, self.name)
-
-    def expected_model(self, case: Case) -> str:
-        return self.response(case).model
-
-
-# -- report --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CaseFailure:
-    """A case (or one side or judge of it) that could not be graded."""
-
-    case_id: str
-    task: str
-    stage: str
-    """``baseline``, ``candidate`` or ``judge``."""
-    error_type: str
-    """The exception class name (``ServerError``, ``RateLimitError``...)."""
-    message: str
-    adapter_id: str | None = None
-    """The side or judge that failed (adapter id, or the judge's grader id)."""
-    line: int | None = None
-    """The case's line in the suite file."""
-
-
-@dataclass(frozen=True)
-class BatchResult:
-    """One grade produced by a run, with the case and side it belongs to."""
-
-    case_id: str
-    task: str
-    candidate: str
-    """The candidate side's spec."""
-    result: GradingResult
-
-
-@dataclass
-class BatchReport:
-    """What a batch run did. ``results`` holds only the grades made in this process."""
-
-    run_id: str | None
-    suite: str
-    cases_total: int
-    cases_done: int = 0
-    """Cases finished in this process (graded, skipped as complete, or failed)."""
-    cases_skipped: int = 0
-    """Cases skipped because a resumed run already held all their grades."""
-    results: list[BatchResult] = field(default_factory=list)
-    failures: list[CaseFailure] = field(default_factory=list)
-    model_calls: int = 0
-    """Responses requested from live adapters (cache misses; retries not counted)."""
-    cache_hits: int = 0
-    elapsed_s: float = 0.0
-    interrupted: bool = False
-    """The run was stopped (Ctrl-C) before every case finished."""
-    observed_models: dict[str, set[str]] = field(default_factory=dict)
-    """Side spec -> model names its responses carried."""
-
-
-# -- writer thread -------------------------------------------------------------
-
-
-@dataclass
-class _Work:
-    records: list[RecordItem] = field(default_factory=list)
-    cache: list[tuple[str, str, LLMResponse]] = field(default_factory=list)
-    failures: list[CaseFailure] = field(default_factory=list)
-
-
-class _LedgerWriter:
-    """Commits finished cases from a thread, batching whatever is queued."""
-
-    def __init__(
-        self, ledger: QualityLedger, run_id: str | None, max_batch: int = 512, linger_s: float = 0.05
-    ) -> None:
-        self.ledger = ledger
-        self.run_id = run_id
-        self.max_batch = max_batch
-        self.linger_s = linger_s
-        self.error: BaseException | None = None
-        self._queue: queue.Queue[_Work | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._loop, name="llm-connect-ledger-writer", daemon=True)
-        self._thread.start()
-
-    def submit(self, work: _Work) -> None:
-        if self.error is not None:
-            raise LedgerError(f"the ledger writer failed: {self.error}") from self.error
-        self._queue.put(work)
-
-    def close(self) -> None:
-        """Commit everything queued and stop the thread; re-raise a write error."""
-        self._queue.put(None)
-        self._thread.join()
-        if self.error is not None:
-            err = self.error
-            raise err if isinstance(err, LedgerError) else LedgerError(f"ledger write failed: {err}")
-
-    def _loop(self) -> None:
-        stop = False
-        while not stop:
-            item = self._queue.get()
-            batch: list[_Work] = []
-            if item is None:
-                stop = True
-            else:
-                batch.append(item)
-                # Let cases finishing meanwhile join this transaction: one commit per
-                # ~50 ms instead of one per case, and the GIL stays with the event loop.
-                time.sleep(self.linger_s)
-            while len(batch) < self.max_batch:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
-            if batch and self.error is None:
-                try:
-                    self._write(batch)
-                except BaseException as exc:  # kept and re-raised by close()/submit()
-                    self.error = exc
-
-    def _write(self, batch: list[_Work]) -> None:
-        records = [r for w in batch for r in w.records]
-        if records:
-            self.ledger.record_batch(records)
-        cache = [c for w in batch for c in w.cache]
-        if cache:
-            put_many = getattr(self.ledger, "cache_put_many", None)
-            if put_many is not None:
-                put_many(cache)
-            else:
-                _cache_put_batch(self.ledger, cache)
-        if self.run_id is not None:
-            for f in (f for w in batch for f in w.failures):
-                self.ledger.record_failure(
-                    run_id=self.run_id,
-                    case_id=f.case_id,
-                    task=f.task,
-                    stage=f.stage,
-                    error_type=f.error_type,
-                    message=f.message,
-                    adapter_id=f.adapter_id,
-                )
-
-
-def _cache_put_batch(ledger: QualityLedger, entries: list[tuple[str, str, LLMResponse]]) -> None:
-    """Write many cache entries in one transaction (``cache_put`` semantics: first entry wins).
-
-    Stop-gap until the ledger offers ``cache_put_many``: one transaction per
-    response would cost the writer thread a commit per model call.
-    """
-    try:
-        from llm_connect.ledger._models import ResponseCacheEntry, utcnow
-
-        table = ResponseCacheEntry.__table__
-        insert = ledger._insert
-        write = ledger._write
-    except (ImportError, AttributeError):  # a ledger without these internals: one by one
-        for key, adapter_id, response in entries:
-            ledger.cache_put(key, adapter_id, response)
-        return
-    now = utcnow()
-    rows = [
-        {"key": k, "adapter_id": a, "response": r.to_dict(), "created_at": now}
-        for k, a, r in dict((e[0], e) for e in reversed(entries)).values()
-    ]
-    stmt = insert(table).on_conflict_do_nothing(index_elements=["key"])
-    write("writing the response cache", lambda conn: conn.execute(stmt, rows))
-
-
-# -- batch judging ---------------------------------------------------------------
-
-
-class _JudgeBatcher:
-    """Collects pairs for a ``judge_many`` judge across cases; judges them in a thread."""
-
-    def __init__(self, judge: Any, *, max_batch: int = 64, linger_s: float = 0.005) -> None:
-        self.judge = judge
-        self.max_batch = max_batch
-        self.linger_s = linger_s
-        self._pending: list[tuple[JudgePair, asyncio.Future[GradingResult]]] = []
-        self._task: asyncio.Task[None] | None = None
-
-    async def submit(self, pair: JudgePair) -> GradingResult:
-        fut: asyncio.Future[GradingResult] = asyncio.get_running_loop().create_future()
-        self._pending.append((pair, fut))
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._drain())
-        return await fut
-
-    async def _drain(self) -> None:
-        while self._pending:
-            if len(self._pending) < self.max_batch:
-                await asyncio.sleep(self.linger_s)  # let other finished cases join the batch
-            batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
-            live = [(p, f) for p, f in batch if not f.done()]
-            if not live:
-                continue
-            try:
-                results = await asyncio.to_thread(self.judge.judge_many, [p for p, _ in live])
-                if len(results) != len(live):
-                    raise ValueError(f"judge_many returned {len(results)} results for {len(live)} pairs")
-            except Exception:
-                # Isolate the pair(s) at fault: judge one by one.
-                for pair, fut in live:
-                    try:
-                        res = await asyncio.to_thread(
-                            self.judge.judge,
-                            pair.baseline_response,
-                            pair.candidate_response,
-                            prompt=pair.prompt,
-                            run_config=pair.run_config,
-                            case=pair.case,
-                        )
-                    except Exception as exc:
-                        if not fut.done():
-                            fut.set_exception(exc)
-                    else:
-                        if not fut.done():
-                            fut.set_result(res)
-                continue
-            for (_, fut), res in zip(live, results, strict=True):
-                if not fut.done():
-                    fut.set_result(res)
 
 
 # -- the engine ----------------------------------------------------------------
@@ -428,7 +143,7 @@ class BatchGrader:
         self.run_info = dict(run_info or {})
         self.on_progress = on_progress
         self._batchers = {
-            id(j): _JudgeBatcher(j, max_batch=judge_batch_size) for j in judges if hasattr(j, "judge_many")
+            id(j): JudgeBatcher(j, max_batch=judge_batch_size) for j in judges if hasattr(j, "judge_many")
         }
 
     def run(self, suite: Suite, *, stop: asyncio.Event | None = None) -> BatchReport:
@@ -480,7 +195,7 @@ class BatchGrader:
             keys = [self._cache_key(s, c) for c in todo for s in live_sides]
             cached = dict(await asyncio.to_thread(ledger.cache_get_many, keys))
 
-        writer = _LedgerWriter(ledger, self.run_id) if ledger is not None else None
+        writer = LedgerWriter(ledger, self.run_id) if ledger is not None else None
         pending: asyncio.Queue[Case] = asyncio.Queue()
         for case in todo:
             pending.put_nowait(case)
@@ -567,8 +282,8 @@ class BatchGrader:
         cached: Mapping[str, LLMResponse],
         done_keys: set[tuple[str | None, str, str]],
         report: BatchReport,
-    ) -> _Work:
-        work = _Work()
+    ) -> CaseWork:
+        work = CaseWork()
         rc = self._config_for(case)
         sides: list[Side] = [self.baseline, *self.candidates]
         outcomes = await asyncio.gather(
@@ -583,7 +298,7 @@ class BatchGrader:
             if isinstance(outcome, BaseException):
                 if not isinstance(outcome, Exception):
                     raise outcome
-                work.failures.append(_failure(case, stage, outcome, side.adapter_id))
+                work.failures.append(case_failure(case, stage, outcome, side.adapter_id))
                 continue
             response, key = outcome
             responses[side.spec] = response
@@ -611,7 +326,7 @@ class BatchGrader:
                 if isinstance(res, BaseException):
                     if not isinstance(res, Exception):
                         raise res
-                    work.failures.append(_failure(case, "judge", res, judge.grader_id))
+                    work.failures.append(case_failure(case, "judge", res, judge.grader_id))
                     continue
                 report.results.append(BatchResult(case.id, case.task, cand.spec, res))
                 work.records.append(self._record(case, cand, res))
@@ -630,41 +345,6 @@ class BatchGrader:
             baseline_adapter_id=self.baseline.adapter_id,
             candidate_adapter_id=cand.adapter_id,
         )
-
-
-def side_from_spec(
-    spec: str, suite: Suite, *, make_adapter: Callable[[str], LLMAdapter] | None = None
-) -> Side:
-    """The side named by ``spec``: ``recorded:NAME`` reads the suite, anything else is live.
-
-    Live specs go through ``make_adapter`` (default
-    :func:`~llm_connect.adapters.adapter_from_spec`). Raises
-    :class:`~llm_connect.errors.SuiteError` when a case lacks the recording and
-    :class:`~llm_connect.errors.ConfigurationError` for a bad spec.
-    """
-    if spec.startswith(RECORDED_PREFIX):
-        name = spec[len(RECORDED_PREFIX) :]
-        if not name:
-            raise ConfigurationError(f"adapter spec {spec!r} names no recording (recorded:NAME)")
-        return RecordedSide(name, suite)
-    if make_adapter is None:
-        from llm_connect.adapters import adapter_from_spec
-
-        make_adapter = adapter_from_spec
-    return LiveSide(spec, make_adapter(spec))
-
-
-def _failure(case: Case, stage: str, exc: Exception, adapter_id: str | None) -> CaseFailure:
-    message = str(exc).strip() or type(exc).__name__
-    return CaseFailure(
-        case_id=case.id,
-        task=case.task,
-        stage=stage,
-        error_type=type(exc).__name__,
-        message=message.splitlines()[0][:500],
-        adapter_id=adapter_id,
-        line=case.line,
-    )
 
 
 def grade_suite(

@@ -1,0 +1,137 @@
+"""The batch engine's writer thread: commits finished cases off the event loop.
+
+Every finished case (grades, cache entries, failures) is queued; the thread
+commits whatever is queued in one transaction, lingering briefly so cases
+finishing meanwhile share the commit. A write error is kept and re-raised by
+the next :meth:`LedgerWriter.submit` or by :meth:`LedgerWriter.close`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from llm_connect.errors import LedgerError
+from llm_connect.grading._report import CaseFailure
+from llm_connect.types import LLMResponse
+
+if TYPE_CHECKING:
+    from llm_connect.ledger import QualityLedger, RecordItem
+
+__all__ = ["CaseWork", "LedgerWriter"]
+
+
+@dataclass
+class CaseWork:
+    """What one finished case writes: grades, cache entries, failures."""
+
+    records: list[RecordItem] = field(default_factory=list)
+    cache: list[tuple[str, str, LLMResponse]] = field(default_factory=list)
+    failures: list[CaseFailure] = field(default_factory=list)
+
+
+class LedgerWriter:
+    """Commits finished cases from a thread, batching whatever is queued."""
+
+    def __init__(
+        self, ledger: QualityLedger, run_id: str | None, max_batch: int = 512, linger_s: float = 0.05
+    ) -> None:
+        self.ledger = ledger
+        self.run_id = run_id
+        self.max_batch = max_batch
+        self.linger_s = linger_s
+        self.error: BaseException | None = None
+        self._queue: queue.Queue[CaseWork | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="llm-connect-ledger-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, work: CaseWork) -> None:
+        if self.error is not None:
+            raise LedgerError(f"the ledger writer failed: {self.error}") from self.error
+        self._queue.put(work)
+
+    def close(self) -> None:
+        """Commit everything queued and stop the thread; re-raise a write error."""
+        self._queue.put(None)
+        self._thread.join()
+        if self.error is not None:
+            err = self.error
+            raise err if isinstance(err, LedgerError) else LedgerError(f"ledger write failed: {err}")
+
+    def _loop(self) -> None:
+        stop = False
+        while not stop:
+            item = self._queue.get()
+            batch: list[CaseWork] = []
+            if item is None:
+                stop = True
+            else:
+                batch.append(item)
+                # Let cases finishing meanwhile join this transaction: one commit per
+                # ~50 ms instead of one per case, and the GIL stays with the event loop.
+                time.sleep(self.linger_s)
+            while len(batch) < self.max_batch:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stop = True
+                    break
+                batch.append(nxt)
+            if batch and self.error is None:
+                try:
+                    self._write(batch)
+                except BaseException as exc:  # kept and re-raised by close()/submit()
+                    self.error = exc
+
+    def _write(self, batch: list[CaseWork]) -> None:
+        records = [r for w in batch for r in w.records]
+        if records:
+            self.ledger.record_batch(records)
+        cache = [c for w in batch for c in w.cache]
+        if cache:
+            put_many = getattr(self.ledger, "cache_put_many", None)
+            if put_many is not None:
+                put_many(cache)
+            else:
+                _cache_put_batch(self.ledger, cache)
+        if self.run_id is not None:
+            for f in (f for w in batch for f in w.failures):
+                self.ledger.record_failure(
+                    run_id=self.run_id,
+                    case_id=f.case_id,
+                    task=f.task,
+                    stage=f.stage,
+                    error_type=f.error_type,
+                    message=f.message,
+                    adapter_id=f.adapter_id,
+                )
+
+
+def _cache_put_batch(ledger: QualityLedger, entries: list[tuple[str, str, LLMResponse]]) -> None:
+    """Write many cache entries in one transaction (``cache_put`` semantics: first entry wins).
+
+    Stop-gap until the ledger offers ``cache_put_many``: one transaction per
+    response would cost the writer thread a commit per model call.
+    """
+    try:
+        from llm_connect.ledger._models import ResponseCacheEntry, utcnow
+
+        table = ResponseCacheEntry.__table__
+        insert = ledger._insert
+        write = ledger._write
+    except (ImportError, AttributeError):  # a ledger without these internals: one by one
+        for key, adapter_id, response in entries:
+            ledger.cache_put(key, adapter_id, response)
+        return
+    now = utcnow()
+    rows = [
+        {"key": k, "adapter_id": a, "response": r.to_dict(), "created_at": now}
+        for k, a, r in dict((e[0], e) for e in reversed(entries)).values()
+    ]
+    stmt = insert(table).on_conflict_do_nothing(index_elements=["key"])
+    write("writing the response cache", lambda conn: conn.execute(stmt, rows))
