@@ -404,6 +404,9 @@ def grade(
             "routing": [d.to_dict() for d in decisions],
             "routing_error": routing_error,
             "failures": [f.__dict__ for f in report.failures],
+            "not_applicable": [
+                {"grader_id": gid, **info} for gid, info in report.not_applicable_by_judge().items()
+            ],
             "gate_failed": [f"{s.candidate} / {s.grader_id}" for s in gate_failed],
             "exit_code": code,
         }
@@ -502,6 +505,12 @@ def _print_human(
         out.line((title, None))
         for text in _report.stats_lines(stats, confidence=0.95):
             out.line((text, None))
+    for gid, info in report.not_applicable_by_judge().items():
+        out.line(
+            (f"judge {gid}", "yellow"),
+            (f": not applicable to {info['cases']} of {report.cases_total} case(s), e.g. ", None),
+            (f"{info['first_case']}: {info['reason']}", None),
+        )
     for d in decisions:
         arrow = "route to" if d.routed else "keep baseline"
         out.line(

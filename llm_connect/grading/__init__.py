@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         BatchReport,
         BatchResult,
         CaseFailure,
+        NotApplicable,
         grade_suite,
         side_from_spec,
     )
@@ -49,6 +50,7 @@ __all__ = [
     "JudgeContext",
     "JudgePair",
     "LLMJudge",
+    "NotApplicable",
     "PairedGrader",
     "RateLimiter",
     "ResilientAdapter",
@@ -69,7 +71,15 @@ __all__ = [
 # The batch engine, retries and suite loading load on first use (``import llm_connect`` stays cheap).
 _LAZY = {
     **dict.fromkeys(
-        ("BatchGrader", "BatchReport", "BatchResult", "CaseFailure", "grade_suite", "side_from_spec"),
+        (
+            "BatchGrader",
+            "BatchReport",
+            "BatchResult",
+            "CaseFailure",
+            "NotApplicable",
+            "grade_suite",
+            "side_from_spec",
+        ),
         "llm_connect.grading._batch",
     ),
     **dict.fromkeys(("RateLimiter", "ResilientAdapter", "RetryPolicy"), "llm_connect.grading._retry"),

@@ -22,7 +22,12 @@ with one baseline side, one or more candidate sides and one or more judges:
   repeated grade impossible anyway;
 * **failures** — a side that still fails after retries, or a judge that cannot
   grade, becomes a :class:`CaseFailure` (written with ``record_failure``), never
-  a fake score.
+  a fake score;
+* **not applicable** — a rule judge that has no data for a case (it raises
+  :class:`~llm_connect.errors.CaseDataError` and the case lacks the field it
+  names, e.g. ``schema`` on a case without ``expected.schema``) neither grades
+  nor fails: the pair goes to ``BatchReport.not_applicable``. Present but
+  unusable data (a schema file that does not exist) stays a failure.
 
 Library code: nothing here prints or exits; the CLI turns the report into
 output and an exit code. Sides live in ``_sides``, the report types in
@@ -38,11 +43,19 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.errors import ConfigurationError
+from llm_connect.errors import CaseDataError, ConfigurationError
 from llm_connect.grading._judge_batch import JudgeBatcher
 from llm_connect.grading._paired import judge_async
 from llm_connect.grading._protocols import Case, Judge, JudgePair
-from llm_connect.grading._report import BatchReport, BatchResult, CaseFailure, case_failure
+from llm_connect.grading._report import (
+    BatchReport,
+    BatchResult,
+    CaseFailure,
+    NotApplicable,
+    case_failure,
+    lacks_case_data,
+    not_applicable,
+)
 from llm_connect.grading._results import GradingResult
 from llm_connect.grading._sides import RECORDED_PREFIX, LiveSide, RecordedSide, Side, side_from_spec
 from llm_connect.grading._suite import Suite
@@ -59,6 +72,7 @@ __all__ = [
     "BatchResult",
     "CaseFailure",
     "LiveSide",
+    "NotApplicable",
     "RecordedSide",
     "Side",
     "grade_suite",
@@ -245,6 +259,8 @@ class BatchGrader:
                 elif report.failures:
                     status = "failed"
                 await asyncio.to_thread(ledger.finish_run, self.run_id, status)
+            order = {c.id: i for i, c in enumerate(suite.cases)}
+            report.not_applicable.sort(key=lambda na: order.get(na.case_id, len(order)))  # file order
             report.elapsed_s = time.perf_counter() - started
         return report
 
@@ -323,6 +339,9 @@ class BatchGrader:
             for (cand, judge), res in zip(jobs, graded, strict=True):
                 if isinstance(res, asyncio.CancelledError):
                     raise res
+                if isinstance(res, CaseDataError) and lacks_case_data(case, res):
+                    report.not_applicable.append(not_applicable(case, judge.grader_id, cand.spec, res))
+                    continue
                 if isinstance(res, BaseException):
                     if not isinstance(res, Exception):
                         raise res

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from llm_connect.errors import CaseDataError
 from llm_connect.grading._protocols import Case
 from llm_connect.grading._results import GradingResult
 
-__all__ = ["BatchReport", "BatchResult", "CaseFailure", "case_failure"]
+__all__ = [
+    "BatchReport",
+    "BatchResult",
+    "CaseFailure",
+    "NotApplicable",
+    "case_failure",
+    "lacks_case_data",
+    "not_applicable",
+]
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,28 @@ class CaseFailure:
     message: str
     adapter_id: str | None = None
     """The side or judge that failed (adapter id, or the judge's grader id)."""
+    line: int | None = None
+    """The case's line in the suite file."""
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """A (case, judge) pair the judge had no data for: neither a grade nor a failure.
+
+    A rule judge raising :class:`~llm_connect.errors.CaseDataError` for a case
+    whose ``expected`` lacks the field it needs (``--judge schema`` on a case
+    without ``expected.schema``) does not apply to that case.
+    """
+
+    case_id: str
+    task: str
+    grader_id: str
+    candidate: str
+    """The candidate side's spec."""
+    field: str | None
+    """The case field the judge needed (``expected.schema``)."""
+    reason: str
+    """The judge's message (``no JSON schema: give the judge option 'schema' ...``)."""
     line: int | None = None
     """The case's line in the suite file."""
 
@@ -51,6 +84,9 @@ class BatchReport:
     """Cases skipped because a resumed run already held all their grades."""
     results: list[BatchResult] = field(default_factory=list)
     failures: list[CaseFailure] = field(default_factory=list)
+    not_applicable: list[NotApplicable] = field(default_factory=list)
+    """(case, judge, candidate) triples a judge had no case data for, in suite order
+    (see :class:`NotApplicable`)."""
     model_calls: int = 0
     """Responses requested from live adapters (cache misses; retries not counted)."""
     cache_hits: int = 0
@@ -59,6 +95,28 @@ class BatchReport:
     """The run was stopped (Ctrl-C) before every case finished."""
     observed_models: dict[str, set[str]] = field(default_factory=dict)
     """Side spec -> model names its responses carried."""
+
+    def not_applicable_by_judge(self) -> dict[str, dict[str, Any]]:
+        """Per grader id: how many cases the judge did not apply to, and why.
+
+        ``{grader_id: {"cases": N, "field": "expected.schema", "reason": FIRST
+        MESSAGE, "first_case": CASE_ID}}``, judges in order of first appearance.
+        """
+        out: dict[str, dict[str, Any]] = {}
+        seen: dict[str, set[str]] = {}
+        for na in self.not_applicable:
+            cases = seen.setdefault(na.grader_id, set())
+            if na.grader_id not in out:
+                out[na.grader_id] = {
+                    "cases": 0,
+                    "field": na.field,
+                    "reason": na.reason,
+                    "first_case": na.case_id,
+                }
+            if na.case_id not in cases:
+                cases.add(na.case_id)
+                out[na.grader_id]["cases"] += 1
+        return out
 
 
 def case_failure(case: Case, stage: str, exc: Exception, adapter_id: str | None) -> CaseFailure:
@@ -71,5 +129,47 @@ def case_failure(case: Case, stage: str, exc: Exception, adapter_id: str | None)
         error_type=type(exc).__name__,
         message=message.splitlines()[0][:500],
         adapter_id=adapter_id,
+        line=case.line,
+    )
+
+
+def lacks_case_data(case: Case, exc: CaseDataError) -> bool:
+    """Whether ``exc`` says ``case`` has no data for the judge (not applicable), rather
+    than bad data (a failure).
+
+    The field named by the error (``expected.schema``) is absent, ``None`` or
+    empty in the case: not applicable. A field that is there but unusable (a
+    schema file that does not exist, keywords that are not strings) is a real
+    error in the suite and stays a failure.
+    """
+    name = exc.field or ""
+    expected = case.expected
+    if expected is None:
+        return True
+    if name == "expected":
+        return False
+    if not name.startswith("expected."):
+        return True
+    key = name[len("expected.") :]
+    if not isinstance(expected, Mapping):
+        return key != "answer"  # a string or number ``expected`` is the answer
+    value = expected.get(key)
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    return isinstance(value, (list, tuple, dict)) and not value
+
+
+def not_applicable(case: Case, grader_id: str, candidate: str, exc: CaseDataError) -> NotApplicable:
+    """The :class:`NotApplicable` record of ``exc`` for ``case``."""
+    reason = (getattr(exc, "message", None) or str(exc)).strip().splitlines()
+    return NotApplicable(
+        case_id=case.id,
+        task=case.task,
+        grader_id=grader_id,
+        candidate=candidate,
+        field=exc.field,
+        reason=(reason[0] if reason else type(exc).__name__)[:500],
         line=case.line,
     )

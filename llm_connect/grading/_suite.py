@@ -9,6 +9,11 @@ mapping with ``cases:`` plus an optional default ``task:`` and free-form
 * optional ``task``, ``system_prompt``, ``expected`` (a string or number, or a
   mapping such as ``{"answer": ..., "keywords": [...], "schema": {...},
   "sections": [...]}``), ``tags`` (list of strings), ``metadata`` (anything);
+* relative paths in ``expected`` (the string values of ``expected.schema`` and
+  ``expected.persona``, see :data:`EXPECTED_PATH_KEYS`) are relative to the
+  suite file's folder: the loader makes them absolute, so a suite grades the
+  same from any working directory (judge options given on the command line
+  stay relative to the working directory);
 * optional recorded responses: ``responses: {NAME: TEXT | OBJECT}`` picked with
   ``recorded:NAME`` adapter specs, or the shorthand ``baseline_response`` /
   ``candidate_response`` (stored under the names ``baseline`` and
@@ -35,7 +40,7 @@ from llm_connect.errors import SuiteError
 from llm_connect.grading._protocols import Case
 from llm_connect.types import LLMResponse, Usage
 
-__all__ = ["CASE_FIELDS", "DEFAULT_TASK", "SHORTHAND_NAMES", "Suite", "load_suite"]
+__all__ = ["CASE_FIELDS", "DEFAULT_TASK", "EXPECTED_PATH_KEYS", "SHORTHAND_NAMES", "Suite", "load_suite"]
 
 DEFAULT_TASK = "default"
 """The task of cases that name none, when neither the file nor the caller gives one."""
@@ -55,6 +60,14 @@ CASE_FIELDS = frozenset(
     }
 )
 """The fields a case may hold; any other field is an error (typos must not pass)."""
+
+EXPECTED_PATH_KEYS = ("persona", "schema")
+"""Keys of ``expected`` whose string values are file paths, relative to the suite's folder.
+
+``schema`` (a JSON Schema file; a mapping is an inline schema and stays as is)
+and ``persona`` (a persona YAML file) are the path-valued keys the scorers in
+:mod:`llm_connect.scoring` read; the loader makes relative ones absolute.
+"""
 
 SHORTHAND_NAMES = {"baseline_response": "baseline", "candidate_response": "candidate"}
 """Shorthand fields and the recorded-response names they fill."""
@@ -158,11 +171,12 @@ def load_suite(path: str | Path, *, default_task: str | None = None) -> Suite:
     else:
         items, file_task, metadata = _read_jsonl(raw, name), None, {}
     task = file_task or default_task or DEFAULT_TASK
+    base_dir = p.absolute().parent
     cases: list[Case] = []
     recordings: dict[str, dict[str, LLMResponse]] = {}
     seen: dict[str, int | None] = {}
     for line, obj in items:
-        case, recorded = _build_case(obj, path=name, line=line, default_task=task)
+        case, recorded = _build_case(obj, path=name, line=line, default_task=task, base_dir=base_dir)
         if case.id in seen:
             where = f" (first on line {seen[case.id]})" if seen[case.id] is not None else ""
             raise SuiteError(f"duplicate id {case.id!r}{where}", path=name, line=line, field="id")
@@ -254,7 +268,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _build_case(obj: Any, *, path: str, line: int, default_task: str) -> tuple[Case, dict[str, LLMResponse]]:
+def _build_case(
+    obj: Any, *, path: str, line: int, default_task: str, base_dir: Path | None = None
+) -> tuple[Case, dict[str, LLMResponse]]:
     def fail(message: str, fld: str | None = None) -> SuiteError:
         return SuiteError(message, path=path, line=line, field=fld)
 
@@ -292,6 +308,8 @@ def _build_case(obj: Any, *, path: str, line: int, default_task: str) -> tuple[C
     expected = obj.get("expected")
     if expected is not None and not (isinstance(expected, (str, dict)) or _is_number(expected)):
         raise fail(f"must be a string or a mapping, not {type(expected).__name__}", "expected")
+    if isinstance(expected, dict) and base_dir is not None:
+        expected = _absolute_paths(expected, base_dir)
 
     tags = obj.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
@@ -322,6 +340,16 @@ def _build_case(obj: Any, *, path: str, line: int, default_task: str) -> tuple[C
         line=line,
     )
     return case, recorded
+
+
+def _absolute_paths(expected: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """``expected`` with its relative path values (:data:`EXPECTED_PATH_KEYS`) made absolute."""
+    out = dict(expected)
+    for key in EXPECTED_PATH_KEYS:
+        value = out.get(key)
+        if isinstance(value, str) and value.strip() and not Path(value).is_absolute():
+            out[key] = str(base_dir / value)
+    return out
 
 
 def _response(value: Any, name: str, fail: Any, fld: str) -> LLMResponse:

@@ -177,7 +177,9 @@ def test_server_errors_exhaust_retries_and_become_a_recorded_failure(
         ledger=ledger,
         concurrency=1,
     )
-    assert len(openai_server.requests_to("/chat/completions")) == 3 + 2  # three tries for c0, one call each for c1 and c2
+    assert (
+        len(openai_server.requests_to("/chat/completions")) == 3 + 2
+    )  # three tries for c0, one call each for c1 and c2
     (failure,) = report.failures
     assert (failure.case_id, failure.stage, failure.error_type) == ("c0", "candidate", "ServerError")
     stored = ledger.failures(report.run_id)
@@ -334,3 +336,54 @@ def test_a_judge_error_fails_only_that_grade(ledger: QualityLedger) -> None:
     assert {(f.stage, f.error_type, f.adapter_id) for f in report.failures} == {
         ("judge", "ValueError", "broken")
     }
+
+
+def test_a_judge_without_case_data_is_not_applicable_not_a_failure(ledger: QualityLedger) -> None:
+    from dataclasses import replace
+
+    from llm_connect.errors import CaseDataError
+    from llm_connect.grading import build_judge
+
+    class NeedsSections(CountingBatchJudge):
+        grader_id = "needs-sections"
+
+        def judge_many(self, pairs: Sequence[JudgePair]) -> list[GradingResult]:
+            for p in pairs:
+                if not (p.case and isinstance(p.case.expected, dict) and p.case.expected.get("sections")):
+                    raise CaseDataError(
+                        "no sections", case_id=p.case.id if p.case else None, field="expected.sections"
+                    )
+            return super().judge_many(pairs)
+
+    base = make_suite(4, recorded={"a": ['{"k": 1}'] * 4, "b": ['{"k": 1}', "{}", "x", "y"]})
+    schema = {"type": "object", "required": ["k"]}
+    expected = [
+        {"schema": schema, "sections": ["s"]},
+        {"schema": schema},
+        None,
+        {"schema": "", "sections": []},
+    ]
+    suite = replace(base, cases=[replace(c, expected=e) for c, e in zip(base.cases, expected, strict=True)])
+    report = grade_suite(
+        suite,
+        baseline=RecordedSide("a", suite),
+        candidates=[RecordedSide("b", suite)],
+        judges=[build_judge("schema"), NeedsSections()],
+        ledger=ledger,
+        run_id="r-na",
+    )
+    assert report.failures == []
+    assert sorted((r.case_id, r.result.grader_id) for r in report.results) == [
+        ("c0", "needs-sections"),
+        ("c0", "schema"),
+        ("c1", "schema"),
+    ]
+    summary = report.not_applicable_by_judge()
+    assert summary["schema"]["cases"] == 2 and summary["schema"]["field"] == "expected.schema"
+    assert summary["needs-sections"] == {
+        "cases": 3,
+        "field": "expected.sections",
+        "reason": "no sections",
+        "first_case": "c1",
+    }
+    assert ledger.failures(run_id="r-na") == [] and ledger.run("r-na").status == "completed"

@@ -195,3 +195,30 @@ def test_single_prompt_suite() -> None:
     assert len(suite) == 1 and suite.cases[0].prompt == "hello" and suite.cases[0].task == "t"
     with pytest.raises(SuiteError):
         Suite.single("  ")
+
+
+def test_relative_paths_in_expected_resolve_against_the_suite_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "suites" / "nested"
+    folder.mkdir(parents=True)
+    absolute = str(tmp_path / "abs.schema.json")
+    path = write_jsonl(
+        folder / "s.jsonl",
+        [
+            {"id": "rel", "prompt": "p", "expected": {"schema": "schemas/a.json", "persona": "../p.yaml"}},
+            {"id": "abs", "prompt": "p", "expected": {"schema": absolute, "keywords": ["x/y"]}},
+            {"id": "inline", "prompt": "p", "expected": {"schema": {"type": "object"}, "answer": "a/b"}},
+            {"id": "text", "prompt": "p", "expected": "schemas/a.json"},
+        ],
+    )
+    monkeypatch.chdir(tmp_path)
+    cases = {c.id: c for c in load_suite(Path("suites/nested/s.jsonl"))}
+    assert cases["rel"].expected == {
+        "schema": str(folder / "schemas" / "a.json"),
+        "persona": str(folder / ".." / "p.yaml"),
+    }
+    assert cases["abs"].expected == {"schema": absolute, "keywords": ["x/y"]}
+    assert cases["inline"].expected == {"schema": {"type": "object"}, "answer": "a/b"}
+    assert cases["text"].expected == "schemas/a.json"  # a string ``expected`` is an answer, not a path
+    assert load_suite(path).cases[0].expected == cases["rel"].expected
