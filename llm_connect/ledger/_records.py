@@ -101,6 +101,33 @@ class RecordsMixin:
         stmt = self._insert(_CACHE).on_conflict_do_nothing(index_elements=["key"])
         self._write("writing the response cache", lambda conn: conn.execute(stmt, row), single_statement=True)
 
+    def cache_put_many(self, entries: Sequence[tuple[str, str, LLMResponse]]) -> None:
+        """Cache many ``(key, adapter_id, response)`` entries in one transaction.
+
+        Same rule as :meth:`cache_put`: an entry already in the cache is kept
+        as it is, and within ``entries`` the first one for a key wins.
+        """
+        first: dict[str, dict[str, Any]] = {}
+        now = utcnow()
+        for key, adapter_id, response in entries:
+            if key not in first:
+                first[key] = {
+                    "key": key,
+                    "adapter_id": adapter_id,
+                    "response": response.to_dict(),
+                    "created_at": now,
+                }
+        if not first:
+            return
+        rows = list(first.values())
+        stmt = self._insert(_CACHE).on_conflict_do_nothing(index_elements=["key"])
+
+        def write(conn: Connection) -> None:
+            for start in range(0, len(rows), _CHUNK):
+                conn.execute(stmt, rows[start : start + _CHUNK])
+
+        self._write("writing the response cache", write)
+
     # -- runs and failures -----------------------------------------------------
 
     def start_run(

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, select, text
-from sqlalchemy.dialects import postgresql, sqlite
 
 from llm_connect.errors import LedgerError
 from llm_connect.grading._results import GradingResult
@@ -106,7 +105,12 @@ class QualityLedger(RecordsMixin):
 
     def _insert(self, table: Any) -> Any:
         """A dialect-specific INSERT (supports ``on_conflict_do_nothing``)."""
-        return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
+        # Imported here: the postgresql package loads every PostgreSQL driver's dialect (~50 ms).
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        return insert(table)
 
     def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any:
         with ledger_errors(what, self._url):

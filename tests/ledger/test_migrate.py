@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -11,7 +13,7 @@ from sqlalchemy import create_engine, inspect, text
 from llm_connect.errors import LedgerError, SchemaVersionError
 from llm_connect.grading import GradingResult
 from llm_connect.ledger import QualityLedger, current_revision, head_revision, upgrade
-from llm_connect.ledger._migrate import alembic_config, check_models
+from llm_connect.ledger._migrate import _plain_head, alembic_config, check_models
 from llm_connect.ledger._models import QUALITY_SUMMARY_VIEW_SQL, Base
 
 TABLES = {
@@ -78,6 +80,22 @@ def test_upgrade_is_idempotent_and_reversible(ledger_url: str) -> None:
         engine.dispose()
     assert upgrade(ledger_url) == head_revision()
     assert _snapshot(ledger_url)[0] == TABLES
+
+
+def test_head_read_from_the_scripts_text_is_alembics_head() -> None:
+    assert _plain_head() == head_revision()
+
+
+def test_opening_a_database_at_head_does_not_load_alembic(ledger_url: str) -> None:
+    upgrade(ledger_url)
+    code = (
+        "import sys\n"
+        "from llm_connect.ledger import QualityLedger\n"
+        f"with QualityLedger({ledger_url!r}) as ledger:\n"
+        "    print(ledger.revision, 'alembic' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [head_revision(), "False"]
 
 
 def test_unknown_newer_revision_is_refused_and_nothing_changes(

@@ -53,6 +53,20 @@ def test_cache_put_get_and_duplicates(ledger: QualityLedger) -> None:
     assert set(found) == {*keys[:3], key}
 
 
+def test_cache_put_many_keeps_first_entry_and_existing_ones(ledger: QualityLedger) -> None:
+    other = LLMResponse("other", "m", "openai")
+    ledger.cache_put("k-old", "a", RESPONSE)
+    keys = [f"{i:064x}" for i in range(1200)]  # more rows than one INSERT chunk
+    entries = [(k, "a", RESPONSE) for k in keys]
+    entries += [("k-old", "a", other), ("k-dup", "b", RESPONSE), ("k-dup", "b", other)]
+    ledger.cache_put_many(entries)
+    ledger.cache_put_many([])  # nothing to do
+    found = ledger.cache_get_many([*keys, "k-old", "k-dup"])
+    assert len(found) == 1202 and all(r == RESPONSE for r in found.values())
+    ledger.cache_put_many([(keys[0], "a", other)])  # an existing entry is kept
+    assert ledger.cache_get(keys[0]) == RESPONSE
+
+
 def test_runs_are_idempotent_and_finish_with_a_status(ledger: QualityLedger) -> None:
     ledger.start_run("r1", suite="examples/support.jsonl", config={"judges": ["exact"], "concurrency": 8})
     ledger.start_run("r1", suite="ignored.jsonl", config={"judges": ["other"]})
