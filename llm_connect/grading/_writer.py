@@ -94,11 +94,7 @@ class LedgerWriter:
             self.ledger.record_batch(records)
         cache = [c for w in batch for c in w.cache]
         if cache:
-            put_many = getattr(self.ledger, "cache_put_many", None)
-            if put_many is not None:
-                put_many(cache)
-            else:
-                _cache_put_batch(self.ledger, cache)
+            self.ledger.cache_put_many(cache)
         if self.run_id is not None:
             for f in (f for w in batch for f in w.failures):
                 self.ledger.record_failure(
@@ -110,28 +106,3 @@ class LedgerWriter:
                     message=f.message,
                     adapter_id=f.adapter_id,
                 )
-
-
-def _cache_put_batch(ledger: QualityLedger, entries: list[tuple[str, str, LLMResponse]]) -> None:
-    """Write many cache entries in one transaction (``cache_put`` semantics: first entry wins).
-
-    Stop-gap until the ledger offers ``cache_put_many``: one transaction per
-    response would cost the writer thread a commit per model call.
-    """
-    try:
-        from llm_connect.ledger._models import ResponseCacheEntry, utcnow
-
-        table = ResponseCacheEntry.__table__
-        insert = ledger._insert
-        write = ledger._write
-    except (ImportError, AttributeError):  # a ledger without these internals: one by one
-        for key, adapter_id, response in entries:
-            ledger.cache_put(key, adapter_id, response)
-        return
-    now = utcnow()
-    rows = [
-        {"key": k, "adapter_id": a, "response": r.to_dict(), "created_at": now}
-        for k, a, r in dict((e[0], e) for e in reversed(entries)).values()
-    ]
-    stmt = insert(table).on_conflict_do_nothing(index_elements=["key"])
-    write("writing the response cache", lambda conn: conn.execute(stmt, rows))
