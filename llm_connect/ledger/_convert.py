@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from hashlib import sha256
 from types import MappingProxyType
 from typing import Any
 
@@ -20,7 +21,7 @@ from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError
 from llm_connect.grading._results import GradingResult
 from llm_connect.ledger._rows import GradeRow, RecordItem
-from llm_connect.types import LLMResponse, _is_secret_key
+from llm_connect.types import LLMResponse, RunConfig, _is_secret_key
 
 __all__ = [
     "GRADE_COLUMNS",
@@ -45,8 +46,19 @@ _MARKERS = ("sk-", "bearer", "api", "authoriz", "password", "secret", "token", "
 
 
 def _maybe_secret(text: str) -> bool:
+    """False only when no marker of :data:`_MARKERS` occurs in ``text`` (case-insensitive)."""
     low = text.lower()
-    return any(marker in low for marker in _MARKERS)
+    # Spelled out: a generator over _MARKERS costs more than the tests (hot path, 2-3 calls a row).
+    return (
+        "sk-" in low
+        or "api" in low
+        or "token" in low
+        or "secret" in low
+        or "password" in low
+        or "bearer" in low
+        or "authoriz" in low
+        or "credential" in low
+    )
 
 
 def mask_secret_text(text: str) -> str:
@@ -105,17 +117,50 @@ def _secret_key(key: str) -> bool:
     return _is_secret_key(key)
 
 
-def _scrubbed_json(value: Any) -> str:
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_not_json)
-    if not _maybe_secret(text):  # JSON text without any marker needs no scrubbing
-        return text
-    return json.dumps(scrub(value), separators=(",", ":"), ensure_ascii=False, default=_not_json)
-
-
 def _not_json(value: Any) -> Any:
     if isinstance(value, Mapping):  # a read-only mapping (MappingProxyType) nested in details
         return dict(value)
     raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def _dumps_checked(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_not_json)
+
+
+def _compact_encoder() -> Any:
+    """``json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_not_json)``, faster.
+
+    The C encoder is built once (``json.dumps`` builds a ``JSONEncoder`` and
+    its C encoder on every call with non-default options) and without the
+    circular-reference bookkeeping; a self-containing value (impossible in
+    validated details, which ``GradingResult`` JSON-encodes on construction)
+    falls back to ``json.dumps`` and its ``ValueError``.
+    """
+    from json import encoder
+
+    if encoder.c_make_encoder is None:  # pragma: no cover - CPython always has the C encoder
+        return _dumps_checked
+    c_encode = encoder.c_make_encoder(
+        None, _not_json, encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+
+    def dumps(value: Any) -> str:
+        try:
+            return "".join(c_encode(value, 0))
+        except RecursionError:
+            return _dumps_checked(value)
+
+    return dumps
+
+
+_dumps = _compact_encoder()
+
+
+def _scrubbed_json(value: Any) -> str:
+    text = _dumps(value)
+    if not _maybe_secret(text):  # JSON text without any marker needs no scrubbing
+        return text
+    return _dumps(scrub(value))
 
 
 def _tool_calls_json(response: LLMResponse) -> str | None:
@@ -173,65 +218,89 @@ KEY_POSITIONS: tuple[int, ...] = tuple(
 )
 
 
+def _response_values(response: LLMResponse, store_text: bool) -> tuple[Any, ...]:
+    """The 11 ``baseline_*`` / ``candidate_*`` values of one response (adapter id first)."""
+    usage = response.usage
+    text = response.text
+    return (
+        f"{response.provider}:{response.model}",
+        response.provider,
+        response.model,
+        text if store_text else None,
+        sha256(text.encode("utf-8")).hexdigest(),
+        response.latency_ms,
+        None if usage is None else usage.prompt_tokens,
+        None if usage is None else usage.completion_tokens,
+        response.cost_usd,
+        response.finish_reason,
+        _tool_calls_json(response),
+    )
+
+
+def _memoised(memo: dict[Any, Any], obj: Any, make: Any, *args: Any) -> Any:
+    """``make(obj, *args)``, computed once per object within one batch (``memo`` keyed by id)."""
+    cached = memo.get(id(obj))
+    if cached is None or cached[0] is not obj:
+        cached = memo[id(obj)] = (obj, make(obj, *args))
+    return cached[1]
+
+
+def _config_values(config: RunConfig) -> tuple[str, str | None]:
+    system = config.system_prompt
+    # to_json() drops the tracker and secret-named params; scrub masks the rest.
+    return (
+        _scrubbed_json(json.loads(config.to_json())),
+        None if system is None else sha256_text(system),
+    )
+
+
+def _tags_json(tags: Sequence[str]) -> str:
+    return json.dumps(list(tags), ensure_ascii=False) if tags else "[]"
+
+
 def item_values(item: RecordItem, *, store_text: bool, now: Any, memo: dict[Any, Any]) -> tuple[Any, ...]:
     """The ``grades`` values of one validated item, in :data:`INSERT_COLUMNS` order.
 
     JSON columns are encoded here (compact JSON text), so the driver's
     ``executemany`` gets plain values; ``now`` is passed through as given.
+    ``memo`` (one dict per batch, the same ``store_text`` throughout) keeps the
+    values derived from objects that items share (a response graded by several
+    judges, one prompt, run config or tags tuple), so they are computed once.
     """
     result = item.result
     config = result.run_config
-    if config is None:
-        config_json = system_sha = None
-    else:
-        cached = memo.get(id(config))
-        if cached is None or cached[0] is not config:
-            system = config.system_prompt
-            # to_json() drops the tracker and secret-named params; scrub masks the rest.
-            cached = (
-                config,
-                _scrubbed_json(json.loads(config.to_json())),
-                None if system is None else sha256_text(system),
-            )
-            memo[id(config)] = cached
-        config_json, system_sha = cached[1], cached[2]
-    tags = item.tags
-    b = result.baseline_response
-    c = result.candidate_response
-    bu = b.usage
-    cu = c.usage
+    config_json, system_sha = (None, None) if config is None else _memoised(memo, config, _config_values)
+    # The memo lookups are spelled out for the per-row objects (a call each costs more than the lookup).
+    response = result.baseline_response
+    cached = memo.get(id(response))
+    if cached is None or cached[0] is not response:
+        cached = memo[id(response)] = (response, _response_values(response, store_text))
+    base = cached[1]
+    response = result.candidate_response
+    cached = memo.get(id(response))
+    if cached is None or cached[0] is not response:
+        cached = memo[id(response)] = (response, _response_values(response, store_text))
+    cand = cached[1]
+    if item.baseline_adapter_id:
+        base = (item.baseline_adapter_id, *base[1:])
+    if item.candidate_adapter_id:
+        cand = (item.candidate_adapter_id, *cand[1:])
+    prompt = result.prompt
+    cached = memo.get(id(prompt))
+    if cached is None or cached[0] is not prompt:
+        cached = memo[id(prompt)] = (prompt, sha256(prompt.encode("utf-8")).hexdigest())
     notes = result.notes
     return (
         now,
         item.run_id,
         item.case_id,
         item.task,
-        json.dumps(list(tags), ensure_ascii=False) if tags else "[]",
-        result.prompt if store_text else None,
-        sha256_text(result.prompt),
+        _memoised(memo, item.tags, _tags_json),
+        prompt if store_text else None,
+        cached[1],
         system_sha,
-        item.baseline_adapter_id or f"{b.provider}:{b.model}",
-        b.provider,
-        b.model,
-        b.text if store_text else None,
-        sha256_text(b.text),
-        b.latency_ms,
-        None if bu is None else bu.prompt_tokens,
-        None if bu is None else bu.completion_tokens,
-        b.cost_usd,
-        b.finish_reason,
-        _tool_calls_json(b),
-        item.candidate_adapter_id or f"{c.provider}:{c.model}",
-        c.provider,
-        c.model,
-        c.text if store_text else None,
-        sha256_text(c.text),
-        c.latency_ms,
-        None if cu is None else cu.prompt_tokens,
-        None if cu is None else cu.completion_tokens,
-        c.cost_usd,
-        c.finish_reason,
-        _tool_calls_json(c),
+        *base,
+        *cand,
         result.grader_id,
         result.quality_score,
         mask_secret_text(notes) if _maybe_secret(notes) else notes,

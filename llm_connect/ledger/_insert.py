@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection
@@ -79,41 +80,37 @@ _PG_STATS = _stats_upsert("%s", "LEAST", "GREATEST")
 
 _I_TASK, _I_BASE, _I_GRADER, _I_CAND = (_POS[c] for c in _STAT_KEY)
 _I_Q, _I_CREATED = _POS["quality_score"], _POS["created_at"]
-_I_SUMMED = tuple(
-    (slot, _POS[c])
-    for slot, c in (
-        (3, "baseline_cost_usd"),
-        (5, "candidate_cost_usd"),
-        (7, "baseline_latency_ms"),
-        (9, "candidate_latency_ms"),
-    )
+# In the order of the (sum, count) pairs of _STAT_COLS.
+_I_SUMMED_COLUMNS = tuple(
+    _POS[c]
+    for c in ("baseline_cost_usd", "candidate_cost_usd", "baseline_latency_ms", "candidate_latency_ms")
 )
+_stat_key = itemgetter(_I_TASK, _I_BASE, _I_GRADER, _I_CAND)
+_row_key = itemgetter(*KEY_POSITIONS)
 
 
 def _stats(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """Totals per (task, baseline model, grader id, candidate model) of newly inserted rows."""
-    groups: dict[tuple[Any, ...], list[Any]] = {}
-    for r in rows:
-        key = (r[_I_TASK], r[_I_BASE], r[_I_GRADER], r[_I_CAND])
-        created = r[_I_CREATED]
-        acc = groups.get(key)
-        if acc is None:
-            acc = groups[key] = [0, 0.0, 0.0, 0.0, 0, 0.0, 0, 0.0, 0, 0.0, 0, created, created]
-        q = r[_I_Q]
-        acc[0] += 1
-        acc[1] += q
-        acc[2] += q * q
-        for slot, column in _I_SUMMED:
-            value = r[column]
-            if value is not None:
-                acc[slot] += value
-                acc[slot + 1] += 1
-        if created < acc[11]:
-            acc[11] = created
-        if created > acc[12]:
-            acc[12] = created
+    by_key: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for r in rows:  # group first: the sums below then run over plain lists
+        key = _stat_key(r)
+        group = by_key.get(key)
+        if group is None:
+            by_key[key] = [r]
+        else:
+            group.append(r)
+    out = []
     # A fixed order of upserts: concurrent writers lock the totals rows in the same order.
-    return [(*key, *groups[key]) for key in sorted(groups)]
+    for key in sorted(by_key):
+        group = by_key[key]
+        qs = [r[_I_Q] for r in group]
+        acc: list[Any] = [len(group), float(sum(qs)), float(sum(q * q for q in qs))]
+        for column in _I_SUMMED_COLUMNS:
+            values = [v for r in group if (v := r[column]) is not None]
+            acc += [float(sum(values)), len(values)]
+        created = [r[_I_CREATED] for r in group]
+        out.append((*key, *acc, min(created), max(created)))
+    return out
 
 
 Key = tuple[Any, ...]
@@ -130,7 +127,7 @@ def created_value(moment: datetime, dialect: str) -> Any:
 
 
 def _key(values: Sequence[Any]) -> Key | None:
-    key = tuple(values[i] for i in KEY_POSITIONS)
+    key: Key = _row_key(values)
     return key if key[0] is not None and key[1] is not None else None
 
 
@@ -171,16 +168,21 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
         start = int(cursor.fetchone()[0])
         # We hold the write lock: each new row gets max(id) + 1, so ids are consecutive.
         if plain:
-            cursor.executemany(_SQLITE_INSERT, [rows[i] for i in plain])
+            cursor.executemany(_SQLITE_INSERT, rows if len(plain) == len(rows) else [rows[i] for i in plain])
             for offset, i in enumerate(plain, start=1):
                 ids[i] = start + offset
             inserted += plain
             start += len(plain)
         if keyed:
-            cursor.executemany(_SQLITE_INSERT_KEYED, [rows[i] for i in keyed])
+            # Every row keyed by a distinct key (the usual batch): `keyed` is 0..n-1, in order.
+            batch = rows if len(keyed) == len(rows) else [rows[i] for i in keyed]
+            cursor.executemany(_SQLITE_INSERT_KEYED, batch)
             if cursor.rowcount == len(keyed):  # no key was stored before: consecutive ids
-                for offset, i in enumerate(keyed, start=1):
-                    ids[i] = start + offset
+                if len(keyed) == len(rows):
+                    ids = list(range(start + 1, start + 1 + len(rows)))
+                else:
+                    for offset, i in enumerate(keyed, start=1):
+                        ids[i] = start + offset
                 inserted += keyed
             else:  # some keys existed: read every key's id; ids above `start` are new
                 found = _lookup(cursor, [keys[i] for i in keyed], "?")  # type: ignore[misc]
@@ -193,9 +195,13 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
         if end != start + (len(inserted) - len(plain)):
             raise LedgerError(f"unexpected row ids after inserting {len(inserted)} grades (max id {end})")
         if inserted:
-            cursor.executemany(_SQLITE_STATS, _stats([rows[i] for i in inserted]))
+            cursor.executemany(
+                _SQLITE_STATS, _stats(rows if len(inserted) == len(rows) else [rows[i] for i in inserted])
+            )
     finally:
         cursor.close()
+    if None not in ids:  # every row was inserted: its own id
+        return ids  # type: ignore[return-value]
     by_key = {key: ids[i] for key, i in first.items()}
     return [_id_of(ids[i], keys[i], by_key) for i in range(len(rows))]
 
@@ -206,7 +212,8 @@ def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
     ids: list[int | None] = [None] * len(rows)
     with dbapi.cursor() as cursor:
         if sent:
-            cursor.executemany(_PG_INSERT, [rows[i] for i in sent], returning=True)
+            batch = rows if len(sent) == len(rows) else [rows[i] for i in sent]
+            cursor.executemany(_PG_INSERT, batch, returning=True)
             position = 0
             while True:
                 rec = cursor.fetchone()
@@ -214,6 +221,9 @@ def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
                 position += 1
                 if not cursor.nextset():
                     break
+        if None not in ids:  # every row was inserted: its own id
+            cursor.executemany(_PG_STATS, _stats(rows))
+            return ids  # type: ignore[return-value]
         inserted = [rows[i] for i in sent if ids[i] is not None]
         if inserted:
             cursor.executemany(_PG_STATS, _stats(inserted))
