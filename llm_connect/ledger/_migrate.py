@@ -63,6 +63,7 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return cfg
 
 
+@lru_cache(maxsize=1)
 def _script_directory() -> ScriptDirectory:
     from alembic.script import ScriptDirectory
 
@@ -71,6 +72,9 @@ def _script_directory() -> ScriptDirectory:
 
 def head_revision() -> str:
     """The newest revision this version of llm-connect knows."""
+    plain = _plain_head()
+    if plain is not None:
+        return plain
     head = _script_directory().get_current_head()
     if head is None:  # pragma: no cover - the package ships its scripts
         raise LedgerError("the ledger's migration scripts define no revision")

@@ -83,7 +83,11 @@ def test_upgrade_is_idempotent_and_reversible(ledger_url: str) -> None:
 
 
 def test_head_read_from_the_scripts_text_is_alembics_head() -> None:
-    assert _plain_head() == head_revision()
+    from alembic.script import ScriptDirectory
+
+    assert (
+        _plain_head() == ScriptDirectory.from_config(alembic_config()).get_current_head() == head_revision()
+    )
 
 
 def test_opening_a_database_at_head_does_not_load_alembic(ledger_url: str) -> None:
