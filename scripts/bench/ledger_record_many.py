@@ -12,6 +12,9 @@ Two raw baselines are timed: "raw insert" gets rows already converted to
 tuples (pure database cost); "raw + convert" also turns each GradingResult into
 its row in plain Python (what a hand-written logger does). The ratio printed
 is raw time / record_many time (1.0 = as fast as the raw driver).
+For SQLite the per-row cost of the ledger's Python side alone (validation and
+conversion to row tuples, no database) is printed too: the work the
+pre-converted baseline skips.
 
     python scripts/bench/ledger_record_many.py [--n 20000] [--batch 500]
 """
@@ -137,6 +140,24 @@ def bench_ledger(url: str, results: list[GradingResult], batch: int) -> float:
         return time.perf_counter() - t0
 
 
+def bench_convert_only(results: list[GradingResult], batch: int) -> float:
+    """The ledger's Python side alone: items built, validated and turned into row tuples, no database."""
+    from llm_connect.ledger._convert import item_values, validate_item
+    from llm_connect.ledger._insert import created_value
+    from llm_connect.ledger._models import utcnow
+
+    t0 = time.perf_counter()
+    for lo in range(0, len(results), batch):
+        items = [
+            validate_item(i, RecordItem(r, "support", run_id="bench", case_id=str(lo + i)))
+            for i, r in enumerate(results[lo : lo + batch])
+        ]
+        now = created_value(utcnow(), "sqlite")
+        memo: dict[Any, Any] = {}
+        [item_values(item, store_text=True, now=now, memo=memo) for item in items]
+    return time.perf_counter() - t0
+
+
 def bench_sqlite_raw(path: Path, results: list[GradingResult], batch: int, pre_converted: bool) -> float:
     upgrade(f"sqlite:///{path}")
     conn = sqlite3.connect(path, isolation_level=None)
@@ -235,7 +256,14 @@ def main() -> None:
             "raw": lambda: bench_sqlite_raw(Path(fresh()), results, args.batch, True),
             "raw_conv": lambda: bench_sqlite_raw(Path(fresh()), results, args.batch, False),
         }
-        _report("SQLite", args.n, *_interleaved(sides, args.repeat), "sqlite3 executemany")
+        best = _interleaved(sides, args.repeat)
+        _report("SQLite", args.n, *best, "sqlite3 executemany")
+        convert_only = min(bench_convert_only(results, args.batch) for _ in range(args.repeat))
+        per_row = [1e6 * t / args.n for t in (best[0], best[1], convert_only)]
+        print(
+            "SQLite per row: record_many {:.1f} us, raw insert {:.1f} us; the ledger's Python side "
+            "alone (validate + convert, no database) {:.1f} us".format(*per_row)
+        )
 
     if not base:
         print("PostgreSQL: skipped (set LLM_CONNECT_TEST_POSTGRES_URL)")
