@@ -1,4 +1,4 @@
-"""The ledger's t quantile: scipy's values, without importing scipy."""
+"""The ledger's t quantile: scipy's values, from scipy's table for common levels."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_t_quantile_refuses_bad_arguments() -> None:
         t_quantile(0.95, 0)
 
 
-def test_interval_does_not_import_scipy() -> None:
+def test_common_levels_come_from_the_table_without_importing_scipy() -> None:
     code = (
         "import sys\n"
         "from llm_connect.ledger._stats import t_interval\n"
@@ -43,3 +43,16 @@ def test_t_interval_known_value() -> None:
     assert low == pytest.approx(0.5 - 0.0715356, abs=1e-7) and high == pytest.approx(
         0.5 + 0.0715356, abs=1e-7
     )
+
+
+def test_every_tabulated_quantile_equals_scipy() -> None:
+    import numpy as np
+    from scipy.stats import t
+
+    from llm_connect.ledger._stats import _table
+
+    max_df, table = _table()
+    dfs = np.arange(1, max_df + 1)
+    for confidence, column in table.items():
+        expected = t.ppf(1.0 - (1.0 - confidence) / 2.0, dfs)
+        np.testing.assert_allclose(column, expected, rtol=1e-12)
