@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from hashlib import sha256
 from types import MappingProxyType
@@ -98,14 +98,21 @@ def validate_item(index: int, item: object) -> RecordItem:
     task = item.task
     if type(task) is not str or not task.strip():
         raise GradingValidationError(f"item {index}: task must be a non-empty string, not {task!r}")
-    for name, value in (
-        ("run_id", item.run_id),
-        ("case_id", item.case_id),
-        ("baseline_adapter_id", item.baseline_adapter_id),
-        ("candidate_adapter_id", item.candidate_adapter_id),
+    run_id, case_id = item.run_id, item.case_id
+    if not (  # the usual item passes this one test; the loop below names the bad field
+        (run_id is None or (type(run_id) is str and run_id))
+        and (case_id is None or (type(case_id) is str and case_id))
+        and item.baseline_adapter_id is None
+        and item.candidate_adapter_id is None
     ):
-        if value is not None and (type(value) is not str or not value):
-            raise GradingValidationError(f"item {index}: {name} must be a non-empty string or None")
+        for name, value in (
+            ("run_id", run_id),
+            ("case_id", case_id),
+            ("baseline_adapter_id", item.baseline_adapter_id),
+            ("candidate_adapter_id", item.candidate_adapter_id),
+        ):
+            if value is not None and (type(value) is not str or not value):
+                raise GradingValidationError(f"item {index}: {name} must be a non-empty string or None")
     tags = item.tags
     if tags and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise GradingValidationError(f"item {index}: tags must be a sequence of strings, not {tags!r}")
@@ -127,7 +134,7 @@ def _dumps_checked(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_not_json)
 
 
-def _compact_encoder() -> Any:
+def _compact_encoder() -> Callable[[Any], str]:
     """``json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_not_json)``, faster.
 
     The C encoder is built once (``json.dumps`` builds a ``JSONEncoder`` and
@@ -138,11 +145,10 @@ def _compact_encoder() -> Any:
     """
     from json import encoder
 
-    if encoder.c_make_encoder is None:  # pragma: no cover - CPython always has the C encoder
+    make = getattr(encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has the C encoder
         return _dumps_checked
-    c_encode = encoder.c_make_encoder(
-        None, _not_json, encoder.encode_basestring, None, ":", ",", False, False, True
-    )
+    c_encode = make(None, _not_json, encoder.encode_basestring, None, ":", ",", False, False, True)
 
     def dumps(value: Any) -> str:
         try:
@@ -269,8 +275,14 @@ def item_values(item: RecordItem, *, store_text: bool, now: Any, memo: dict[Any,
     """
     result = item.result
     config = result.run_config
-    config_json, system_sha = (None, None) if config is None else _memoised(memo, config, _config_values)
-    # The memo lookups are spelled out for the per-row objects (a call each costs more than the lookup).
+    # The memo lookups are spelled out (a function call each would cost more than the lookup).
+    if config is None:
+        config_json = system_sha = None
+    else:
+        cached = memo.get(id(config))
+        if cached is None or cached[0] is not config:
+            cached = memo[id(config)] = (config, _config_values(config))
+        config_json, system_sha = cached[1]
     response = result.baseline_response
     cached = memo.get(id(response))
     if cached is None or cached[0] is not response:
@@ -290,12 +302,13 @@ def item_values(item: RecordItem, *, store_text: bool, now: Any, memo: dict[Any,
     if cached is None or cached[0] is not prompt:
         cached = memo[id(prompt)] = (prompt, sha256(prompt.encode("utf-8")).hexdigest())
     notes = result.notes
+    tags = item.tags
     return (
         now,
         item.run_id,
         item.case_id,
         item.task,
-        _memoised(memo, item.tags, _tags_json),
+        _memoised(memo, tags, _tags_json) if tags else "[]",
         prompt if store_text else None,
         cached[1],
         system_sha,
