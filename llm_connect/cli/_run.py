@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_connect.cli._common import fail
+from llm_connect.errors import ConfigurationError
 
 __all__ = ["GradeOptions", "Outcome", "execute"]
 
@@ -46,6 +47,7 @@ class GradeOptions:
     timeout: float | None = None
     max_retries: int = 4
     pricing: dict[str, dict[str, float]] = field(default_factory=dict)
+    route_on: list[str] = field(default_factory=list)
 
     def run_info(self, grader_ids: list[str]) -> dict[str, Any]:
         """What is stored with the run (never the API key or the base URL's credentials)."""
@@ -73,6 +75,8 @@ class Outcome:
     ledger: Any
     suite: Any
     grader_ids: list[str]
+    gating_ids: list[str] = field(default_factory=list)
+    """The grader ids routing and the quality gate use (all judges unless --route-on)."""
 
     def route(
         self,
@@ -100,13 +104,35 @@ class Outcome:
                     task,
                     baseline=baseline,
                     candidates=candidates,
-                    grader_id=[g for g in self.grader_ids if any(r.grader_id == g for r in rows)],
+                    grader_id=[g for g in self.gating_ids if any(r.grader_id == g for r in rows)],
                     min_quality=threshold,
                     min_samples=needed,
                     allow_uncalibrated=allow_uncalibrated,
                 )
             )
         return decisions
+
+
+def resolve_route_on(route_on: list[str], specs: list[str], grader_ids: list[str]) -> list[str]:
+    """The grader ids that ``--route-on`` names (all of them when it names none).
+
+    Each entry may be a grader id (``embedding:all-MiniLM-L6-v2``), a judge spec
+    exactly as given to ``--judge``, or a judge name (``embedding``).
+    """
+    if not route_on:
+        return list(grader_ids)
+    chosen: list[str] = []
+    for entry in route_on:
+        matched = [
+            gid for spec, gid in zip(specs, grader_ids, strict=True)
+            if entry in (gid, spec, spec.partition(":")[0])
+        ]
+        if not matched:
+            raise ConfigurationError(
+                f"--route-on {entry!r} names none of the run's judges ({', '.join(grader_ids)})"
+            )
+        chosen.extend(g for g in matched if g not in chosen)
+    return chosen
 
 
 def _run_config(opts: GradeOptions) -> Any:
@@ -196,6 +222,7 @@ def execute(
     context = JudgeContext(make_llm_adapter=make_adapter, default_judge_model=opts.judge_model)
     judges = [build_judge(spec, context) for spec in opts.judges]
     grader_ids = [j.grader_id for j in judges]
+    gating_ids = resolve_route_on(opts.route_on, opts.judges, grader_ids)
 
     # 3. the ledger (LedgerError -> exit 2)
     from llm_connect.cli._common import open_ledger
@@ -252,4 +279,6 @@ def execute(
     else:
         report = asyncio.run(main())
     rows = list(ledger.results(run_id=grader.run_id))
-    return Outcome(report=report, rows=rows, ledger=ledger, suite=suite, grader_ids=grader_ids)
+    return Outcome(
+        report=report, rows=rows, ledger=ledger, suite=suite, grader_ids=grader_ids, gating_ids=gating_ids
+    )

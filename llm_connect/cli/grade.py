@@ -252,6 +252,16 @@ def grade(
             metavar="N",
         ),
     ] = None,
+    route_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--route-on",
+            help="Judge whose grades decide routing and the quality gate (repeatable; a judge name, "
+            "its --judge spec or grader id). Default: every judge; the others are then diagnostics.",
+            show_default=False,
+            metavar="JUDGE",
+        ),
+    ] = None,
     allow_uncalibrated: Annotated[
         bool,
         typer.Option(
@@ -357,6 +367,7 @@ def grade(
         timeout=timeout,
         max_retries=max_retries,
         pricing=pricing,
+        route_on=list(route_on or []),
     )
     show_progress = stdout_is_tty() and not json_out
     outcome = execute(opts, pick_sides=_pick_sides, progress=show_progress)
@@ -378,7 +389,11 @@ def grade(
             )
         except Exception as exc:  # routing is advice: a failure there does not lose the grades
             routing_error = f"{type(exc).__name__}: {exc}"
-    gate_failed = [s for s in stats if min_quality is not None and s.mean < min_quality]
+    gate_failed = [
+        s
+        for s in stats
+        if min_quality is not None and s.mean < min_quality and s.grader_id in outcome.gating_ids
+    ]
 
     code = EXIT_OK
     if report.interrupted:
