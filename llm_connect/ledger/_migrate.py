@@ -204,11 +204,20 @@ def ensure_schema(engine: Engine, url: URL, *, auto_migrate: bool) -> str:
     head = head_revision()
     with ledger_errors("reading the schema revision", url), engine.connect() as conn:
         revision = _revision_of(conn)
-        _check_known(conn, revision, url)
+        # No revision yet: another process may be migrating right now, so whether a
+        # foreign grades table exists is only decided under the migration lock
+        # (_upgrade_locked checks again there); reading it here could see that
+        # process's tables commit between our two reads.
+        if revision is not None:
+            _check_known(conn, revision, url)
         conn.rollback()
     if revision == head:
         return head
     if not auto_migrate:
+        if revision is None:
+            with ledger_errors("reading the schema revision", url), engine.connect() as conn:
+                _check_known(conn, revision, url)  # a foreign grades table is named as such
+                conn.rollback()
         state = "has no llm-connect schema" if revision is None else f"is at revision {revision!r}"
         raise LedgerError(
             f"{display_url(url)} {state}; the current schema is {head!r}. "
