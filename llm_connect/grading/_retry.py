@@ -72,6 +72,20 @@ class RetryPolicy:
             wait = max(wait, min(float(error.retry_after), self.max_retry_after_s))
         return wait
 
+    def _retry_wait(
+        self,
+        attempt: int,
+        exc: AdapterError,
+        on_retry: Callable[[int, BaseException, float], None] | None,
+    ) -> float:
+        """The wait before retrying after ``exc``; re-raises it when no retry is due."""
+        if not exc.retryable or attempt >= self.max_retries:
+            raise exc
+        wait = self.delay(attempt, exc)
+        if on_retry is not None:
+            on_retry(attempt + 1, exc, wait)
+        return wait
+
     async def acall(
         self,
         fn: Callable[[], Awaitable[T]],
@@ -84,11 +98,7 @@ class RetryPolicy:
             try:
                 return await fn()
             except AdapterError as exc:
-                if not exc.retryable or attempt >= self.max_retries:
-                    raise
-                wait = self.delay(attempt, exc)
-                if on_retry is not None:
-                    on_retry(attempt + 1, exc, wait)
+                wait = self._retry_wait(attempt, exc, on_retry)
                 attempt += 1
                 await asyncio.sleep(wait)
 
@@ -104,11 +114,7 @@ class RetryPolicy:
             try:
                 return fn()
             except AdapterError as exc:
-                if not exc.retryable or attempt >= self.max_retries:
-                    raise
-                wait = self.delay(attempt, exc)
-                if on_retry is not None:
-                    on_retry(attempt + 1, exc, wait)
+                wait = self._retry_wait(attempt, exc, on_retry)
                 attempt += 1
                 time.sleep(wait)
 
