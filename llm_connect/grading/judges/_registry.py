@@ -206,6 +206,17 @@ def _all_entries() -> dict[str, _Entry]:
     return {**_plugin_entries(), **_BUILTINS, **_registered}
 
 
+def _entry(name: str) -> _Entry:
+    """The entry for ``name``; installed plugins are scanned only when no built-in matches."""
+    entry = _registered.get(name) or _BUILTINS.get(name)
+    if entry is not None:
+        return entry
+    entries = _all_entries()
+    if name not in entries:
+        raise ConfigurationError(f"unknown judge {name!r} (known: {', '.join(sorted(entries))})")
+    return entries[name]
+
+
 def judge_names() -> dict[str, str]:
     """Every judge name that can be built, with its one-line summary."""
     return {name: entry.summary for name, entry in sorted(_all_entries().items())}
@@ -264,12 +275,9 @@ def parse_judge_spec(text: str) -> dict[str, Any]:
                 positional.append(piece)
     if len(positional) > 1:
         raise ConfigurationError(f"judge spec {text!r}: more than one positional argument")
-    entries = _all_entries()
-    if name not in entries:
-        known = ", ".join(sorted(entries))
-        raise ConfigurationError(f"unknown judge {name!r} (known: {known})")
+    entry = _entry(name)
     if positional:
-        primary = entries[name].primary
+        primary = entry.primary
         if primary is None:
             raise ConfigurationError(f"judge {name!r} takes no positional argument ({text!r})")
         if primary in args:
@@ -311,10 +319,7 @@ def build_judge(spec: str | Mapping[str, Any], context: JudgeContext | None = No
     """
     parsed = parse_judge_spec(spec) if isinstance(spec, str) else dict(spec)
     name = parsed.get("name")
-    entries = _all_entries()
-    if name not in entries:
-        raise ConfigurationError(f"unknown judge {name!r} (known: {', '.join(sorted(entries))})")
-    factory = _load(entries[name].target)
+    factory = _load(_entry(str(name)).target)
     try:
         return factory(context or JudgeContext(), **dict(parsed.get("args") or {}))
     except TypeError as exc:
