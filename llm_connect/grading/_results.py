@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from llm_connect._json import strict_dumps
 from llm_connect.errors import GradingValidationError
 from llm_connect.types import LLMResponse, RunConfig
 
@@ -71,11 +71,22 @@ class GradingResult:
             raise GradingValidationError("run_config must be a RunConfig or None")
         if not isinstance(self.details, Mapping):
             raise GradingValidationError("details must be a mapping")
+        details = dict(self.details)  # a MappingProxyType (dataclasses.replace) too
         try:
-            json.dumps(dict(self.details), allow_nan=False)  # a MappingProxyType (dataclasses.replace) too
+            encoded = strict_dumps(details)
         except (TypeError, ValueError) as exc:
             raise GradingValidationError(f"details must be JSON-serialisable: {exc}") from None
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        object.__setattr__(self, "details", MappingProxyType(details))
+        # Kept (outside the dataclass fields): the ledger stores this text, the details as validated.
+        object.__setattr__(self, "_details_json", encoded)
+
+    def details_json(self) -> str:
+        """``details`` as compact JSON text, encoded when the result was validated.
+
+        This is the text the ledger stores; nested values changed after
+        construction are not reflected (and are not re-validated).
+        """
+        return self._details_json  # type: ignore[attr-defined,no-any-return]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form; :meth:`from_dict` reverses it."""

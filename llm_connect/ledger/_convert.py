@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from hashlib import sha256
 from types import MappingProxyType
 from typing import Any
 
+from llm_connect._json import compact_dumps
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError
 from llm_connect.grading._results import GradingResult
@@ -124,49 +125,13 @@ def _secret_key(key: str) -> bool:
     return _is_secret_key(key)
 
 
-def _not_json(value: Any) -> Any:
-    if isinstance(value, Mapping):  # a read-only mapping (MappingProxyType) nested in details
-        return dict(value)
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
-
-
-def _dumps_checked(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_not_json)
-
-
-def _compact_encoder() -> Callable[[Any], str]:
-    """``json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_not_json)``, faster.
-
-    The C encoder is built once (``json.dumps`` builds a ``JSONEncoder`` and
-    its C encoder on every call with non-default options) and without the
-    circular-reference bookkeeping; a self-containing value (impossible in
-    validated details, which ``GradingResult`` JSON-encodes on construction)
-    falls back to ``json.dumps`` and its ``ValueError``.
-    """
-    from json import encoder
-
-    make = getattr(encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython always has the C encoder
-        return _dumps_checked
-    c_encode = make(None, _not_json, encoder.encode_basestring, None, ":", ",", False, False, True)
-
-    def dumps(value: Any) -> str:
-        try:
-            return "".join(c_encode(value, 0))
-        except RecursionError:
-            return _dumps_checked(value)
-
-    return dumps
-
-
-_dumps = _compact_encoder()
-
-
-def _scrubbed_json(value: Any) -> str:
-    text = _dumps(value)
+def _scrubbed_json(value: Any, text: str | None = None) -> str:
+    """``value`` as compact JSON, secrets removed; ``text`` is its encoding when already known."""
+    if text is None:
+        text = compact_dumps(value)
     if not _maybe_secret(text):  # JSON text without any marker needs no scrubbing
         return text
-    return _dumps(scrub(value))
+    return compact_dumps(scrub(value))
 
 
 def _tool_calls_json(response: LLMResponse) -> str | None:
@@ -317,7 +282,7 @@ def item_values(item: RecordItem, *, store_text: bool, now: Any, memo: dict[Any,
         result.grader_id,
         result.quality_score,
         mask_secret_text(notes) if _maybe_secret(notes) else notes,
-        _scrubbed_json(dict(result.details)),
+        _scrubbed_json(result.details, result.details_json()),
         config_json,
         __version__,
     )

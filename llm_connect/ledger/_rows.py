@@ -13,7 +13,7 @@ from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
 __all__ = ["CalibrationRow", "FailureRow", "GradeRow", "RecordItem", "RunRow", "SummaryRow"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RecordItem:
     """One grade to write with :meth:`QualityLedger.record_batch`, with its own metadata."""
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from types import MappingProxyType
 
 import pytest
 
@@ -73,6 +75,26 @@ def test_details_are_read_only_copies() -> None:
     assert result.details["a"] == 1
     with pytest.raises(TypeError):
         result.details["a"] = 3  # type: ignore[index]
+
+
+def test_details_json_is_the_validated_encoding() -> None:
+    result = make(details={"judge_spec": {"name": "exact", "args": {}}, "note": "café", "n": [1, 2.5]})
+    text = result.details_json()
+    assert text == '{"judge_spec":{"name":"exact","args":{}},"note":"café","n":[1,2.5]}'
+    assert json.loads(text) == dict(result.details)
+
+
+def test_nested_read_only_mappings_are_accepted_as_objects() -> None:
+    # dataclasses.replace / GradeRow details carry MappingProxyType values; they encode as objects.
+    result = make(details={"inner": MappingProxyType({"a": 1})})
+    assert json.loads(result.details_json()) == {"inner": {"a": 1}}
+
+
+def test_self_containing_details_are_rejected() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="JSON"):
+        make(details={"loop": loop})
 
 
 def test_round_trip_through_dict() -> None:

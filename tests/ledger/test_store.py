@@ -259,3 +259,13 @@ def test_running_totals_match_the_grades(ledger: QualityLedger, make_result: Mak
         assert a.mean == pytest.approx(b.mean) and a.first_at == b.first_at and a.last_at == b.last_at
         assert a.candidate_mean_cost_usd == pytest.approx(b.candidate_mean_cost_usd)
         assert a.baseline_mean_latency_ms == pytest.approx(b.baseline_mean_latency_ms)
+
+
+def test_details_are_stored_as_validated(ledger: QualityLedger, make_result: MakeResult) -> None:
+    # Nested values changed after construction (here to NaN, which strict JSON rejects) do not
+    # reach the ledger: it stores the encoding GradingResult validated.
+    result = make_result(0.5, details={"judge_spec": {"name": "exact", "args": {}}, "scores": [0.5]})
+    result.details["scores"][0] = float("nan")
+    ledger.record(result, task="support")
+    (row,) = ledger.results()
+    assert row.details["scores"] == [0.5]
