@@ -3,20 +3,24 @@
 Both sides insert the same N grades (keyed by run_id/case_id, as the CLI
 writes them) into freshly migrated databases in the same run, in batches:
 
-* SQLite: ``record_many`` vs ``sqlite3.Connection.executemany`` (same pragmas: WAL,
-  synchronous=NORMAL, one transaction per batch).
+* SQLite: ``record_batch`` vs ``sqlite3.Connection.executemany`` (the ledger's pragmas: WAL,
+  synchronous=NORMAL, mmap; one ``BEGIN IMMEDIATE`` transaction per batch).
 * PostgreSQL (when ``LLM_CONNECT_BENCH_POSTGRES_URL`` or ``LLM_CONNECT_TEST_POSTGRES_URL``
   is set): ``record_many`` vs ``psycopg`` ``executemany`` (one transaction per batch).
 
 Two raw baselines are timed: "raw insert" gets rows already converted to
 tuples (pure database cost); "raw + convert" also turns each GradingResult into
 its row in plain Python (what a hand-written logger does). The ratio printed
-is raw time / record_many time (1.0 = as fast as the raw driver).
+is raw time / record_many time (1.0 = as fast as the raw driver), per round,
+summarised by its median over the rounds. Within a round the sides take turns
+batch by batch (rotating order), each into its own fresh database: this disk's
+fsync and checkpoint times swing by tens of percent from second to second, so
+timing each side in a separate run mostly measured which side met a slow spell.
 For SQLite the per-row cost of the ledger's Python side alone (validation and
 conversion to row tuples, no database) is printed too: the work the
 pre-converted baseline skips.
 
-    python scripts/bench/ledger_record_many.py [--n 20000] [--batch 500]
+    python scripts/bench/ledger_record_many.py [--n 20000] [--batch 500] [--rounds 5] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ import hashlib
 import json
 import os
 import sqlite3
+import statistics
 import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +43,7 @@ from sqlalchemy import create_engine, text
 
 from llm_connect.grading import GradingResult
 from llm_connect.ledger import QualityLedger, RecordItem, upgrade
+from llm_connect.ledger._engine import SQLITE_MMAP_BYTES
 from llm_connect.ledger._models import Grade
 from llm_connect.types import LLMResponse, RunConfig, Usage
 
@@ -127,17 +134,156 @@ def convert(
     return tuple(row[name] for name in COLUMNS)
 
 
-def bench_ledger(url: str, results: list[GradingResult], batch: int) -> float:
-    with QualityLedger(url) as ledger:
-        t0 = time.perf_counter()
-        for lo in range(0, len(results), batch):
-            ledger.record_batch(
-                [
-                    RecordItem(r, "support", run_id="bench", case_id=str(lo + i))
-                    for i, r in enumerate(results[lo : lo + batch])
-                ]
-            )
-        return time.perf_counter() - t0
+class Side:
+    """One way of writing the grades: ``open()``, then ``write(lo)`` per batch, then ``close()``."""
+
+    def __init__(self, results: list[GradingResult], batch: int) -> None:
+        self.results, self.batch = results, batch
+
+    def open(self) -> None: ...
+
+    def write(self, lo: int) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None: ...
+
+
+class Ours(Side):
+    """``QualityLedger.record_batch``: RecordItems built, validated, converted and inserted."""
+
+    def __init__(self, results: list[GradingResult], batch: int, url: Callable[[], str]) -> None:
+        super().__init__(results, batch)
+        self.url = url
+
+    def open(self) -> None:
+        self.ledger = QualityLedger(self.url())
+
+    def write(self, lo: int) -> None:
+        self.ledger.record_batch(
+            [
+                RecordItem(r, "support", run_id="bench", case_id=str(lo + i))
+                for i, r in enumerate(self.results[lo : lo + self.batch])
+            ]
+        )
+
+    def close(self) -> None:
+        self.ledger.close()
+
+
+class Raw(Side):
+    """The driver's ``executemany`` of rows; pre-converted (timed: the insert alone) or converted
+    in the timed loop by :func:`convert` (what a hand-written logger does)."""
+
+    def __init__(
+        self,
+        results: list[GradingResult],
+        batch: int,
+        connect: Callable[[], Any],
+        json_value: Any,
+        *,
+        pre: bool,
+    ) -> None:
+        super().__init__(results, batch)
+        self.connect, self.json_value, self.pre = connect, json_value, pre
+        self.now: Any = None
+        self.rows: list[tuple] | None = None
+
+    def open(self) -> None:
+        self.conn, self.sql, self.now = self.connect()
+        if self.pre:
+            self.rows = [
+                convert(r, "bench", str(i), self.now, self.json_value) for i, r in enumerate(self.results)
+            ]
+
+    def chunk(self, lo: int) -> list[tuple]:
+        if self.rows is not None:
+            return self.rows[lo : lo + self.batch]
+        return [
+            convert(r, "bench", str(lo + i), self.now, self.json_value)
+            for i, r in enumerate(self.results[lo : lo + self.batch])
+        ]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class RawSqlite(Raw):
+    def write(self, lo: int) -> None:
+        chunk = self.chunk(lo)
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.executemany(self.sql, chunk)
+        self.conn.execute("COMMIT")
+
+
+class RawPostgres(Raw):
+    def write(self, lo: int) -> None:
+        chunk = self.chunk(lo)
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.executemany(self.sql, chunk)
+
+
+def sqlite_connect(path: Callable[[], str]) -> Callable[[], Any]:
+    """A raw ``sqlite3`` connection to a freshly migrated file, with the ledger's pragmas."""
+
+    def connect() -> Any:
+        file = path()
+        upgrade(f"sqlite:///{file}")
+        conn = sqlite3.connect(file, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
+        sql = f"INSERT INTO grades ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
+        return conn, sql, "2026-01-01 00:00:00.000000"
+
+    return connect
+
+
+def postgres_connect(url: Callable[[], str]) -> Callable[[], Any]:
+    """A raw psycopg connection to a freshly migrated schema."""
+
+    def connect() -> Any:
+        import psycopg
+
+        schema_url = url()
+        upgrade(schema_url)
+        sa_url = create_engine(schema_url).url
+        schema = sa_url.query["options"].split("=", 1)[1]
+        conn = psycopg.connect(
+            host=sa_url.host,
+            port=sa_url.port,
+            user=sa_url.username,
+            dbname=sa_url.database,
+            password=sa_url.password,
+            options=f"-csearch_path={schema}",
+        )
+        sql = f"INSERT INTO grades ({', '.join(COLUMNS)}) VALUES ({', '.join('%s' for _ in COLUMNS)})"
+        return conn, sql, datetime.now(UTC)
+
+    return connect
+
+
+def bench_round(sides: dict[str, Side], n: int, batch: int, round_no: int) -> dict[str, float]:
+    """Every side writes all ``n`` grades into its own fresh database, batch by batch in turn.
+
+    Within a round the sides take turns per batch (the order rotating from batch
+    to batch), so a slow spell of the machine or the disk (fsync, checkpoints)
+    falls on all of them alike; only the ``write`` calls are timed.
+    """
+    names = list(sides)
+    spent = dict.fromkeys(names, 0.0)
+    for side in sides.values():
+        side.open()
+    try:
+        for k, lo in enumerate(range(0, n, batch)):
+            shift = (k + round_no) % len(names)
+            for name in names[shift:] + names[:shift]:
+                t0 = time.perf_counter()
+                sides[name].write(lo)
+                spent[name] += time.perf_counter() - t0
+    finally:
+        for side in sides.values():
+            side.close()
+    return spent
 
 
 def bench_convert_only(results: list[GradingResult], batch: int) -> float:
@@ -158,68 +304,6 @@ def bench_convert_only(results: list[GradingResult], batch: int) -> float:
     return time.perf_counter() - t0
 
 
-def bench_sqlite_raw(path: Path, results: list[GradingResult], batch: int, pre_converted: bool) -> float:
-    upgrade(f"sqlite:///{path}")
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    sql = f"INSERT INTO grades ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
-    now = "2026-01-01 00:00:00.000000"
-    rows = None
-    if pre_converted:
-        rows = [convert(r, "bench", str(i), now, json.dumps) for i, r in enumerate(results)]
-    t0 = time.perf_counter()
-    for lo in range(0, len(results), batch):
-        chunk = (
-            rows[lo : lo + batch]
-            if rows is not None
-            else [
-                convert(r, "bench", str(lo + i), now, json.dumps)
-                for i, r in enumerate(results[lo : lo + batch])
-            ]
-        )
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(sql, chunk)
-        conn.execute("COMMIT")
-    elapsed = time.perf_counter() - t0
-    conn.close()
-    return elapsed
-
-
-def bench_pg_raw(url: str, results: list[GradingResult], batch: int, pre_converted: bool) -> float:
-    import psycopg
-    from psycopg.types.json import Json
-
-    upgrade(url)
-    sa_url = create_engine(url).url
-    schema = sa_url.query["options"].split("=", 1)[1]
-    conn = psycopg.connect(
-        host=sa_url.host,
-        port=sa_url.port,
-        user=sa_url.username,
-        dbname=sa_url.database,
-        password=sa_url.password,
-        options=f"-csearch_path={schema}",
-    )
-    sql = f"INSERT INTO grades ({', '.join(COLUMNS)}) VALUES ({', '.join('%s' for _ in COLUMNS)})"
-    from datetime import UTC, datetime
-
-    now = datetime.now(UTC)
-    rows = [convert(r, "bench", str(i), now, Json) for i, r in enumerate(results)] if pre_converted else None
-    t0 = time.perf_counter()
-    for lo in range(0, len(results), batch):
-        chunk = (
-            rows[lo : lo + batch]
-            if rows is not None
-            else [convert(r, "bench", str(lo + i), now, Json) for i, r in enumerate(results[lo : lo + batch])]
-        )
-        with conn.transaction(), conn.cursor() as cur:
-            cur.executemany(sql, chunk)
-    elapsed = time.perf_counter() - t0
-    conn.close()
-    return elapsed
-
-
 def _pg_schema(base: str) -> tuple[str, Callable[[], None]]:
     engine = create_engine(base, isolation_level="AUTOCOMMIT")
     schema = f"bench_{uuid.uuid4().hex[:12]}"
@@ -235,71 +319,85 @@ def _pg_schema(base: str) -> tuple[str, Callable[[], None]]:
     return f"{base}{sep}options=-csearch_path%3D{schema}", drop
 
 
+def run(
+    name: str, sides: dict[str, Side], n: int, batch: int, rounds: int, what: str
+) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    for r in range(rounds):
+        for k, t in bench_round(sides, n, batch, r).items():
+            times[k].append(t)
+    _report(name, n, times, what)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20000)
     parser.add_argument("--batch", type=int, default=500)
-    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs per side")
+    parser.add_argument("--rounds", "--repeat", type=int, default=5, help="rounds (fresh databases each)")
+    parser.add_argument("--dir", default=None, help="directory of the SQLite files (default: temp dir)")
     args = parser.parse_args()
     results = make_results(args.n)
-    print(f"{args.n} grades, batches of {args.batch}, best of {args.repeat}")
+    n, batch = args.n, args.batch
+    print(f"{n} grades, batches of {batch}, {args.rounds} rounds; load {os.getloadavg()[0]:.1f}")
 
-    base = os.environ.get("LLM_CONNECT_BENCH_POSTGRES_URL") or os.environ.get("LLM_CONNECT_TEST_POSTGRES_URL")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         counter = iter(range(10**6))
 
         def fresh() -> str:
             return str(Path(tmp) / f"{next(counter)}.db")
 
-        sides: dict[str, Callable[[], float]] = {
-            "ours": lambda: bench_ledger(f"sqlite:///{fresh()}", results, args.batch),
-            "raw": lambda: bench_sqlite_raw(Path(fresh()), results, args.batch, True),
-            "raw_conv": lambda: bench_sqlite_raw(Path(fresh()), results, args.batch, False),
+        sides: dict[str, Side] = {
+            "ours": Ours(results, batch, lambda: f"sqlite:///{fresh()}"),
+            "raw": RawSqlite(results, batch, sqlite_connect(fresh), json.dumps, pre=True),
+            "raw_conv": RawSqlite(results, batch, sqlite_connect(fresh), json.dumps, pre=False),
         }
-        best = _interleaved(sides, args.repeat)
-        _report("SQLite", args.n, *best, "sqlite3 executemany")
-        convert_only = min(bench_convert_only(results, args.batch) for _ in range(args.repeat))
-        per_row = [1e6 * t / args.n for t in (best[0], best[1], convert_only)]
+        times = run("SQLite", sides, n, batch, args.rounds, "sqlite3 executemany")
+        convert_only = min(bench_convert_only(results, batch) for _ in range(3))
         print(
-            "SQLite per row: record_many {:.1f} us, raw insert {:.1f} us; the ledger's Python side "
-            "alone (validate + convert, no database) {:.1f} us".format(*per_row)
+            "SQLite per row (medians): record_many {:.1f} us, raw insert {:.1f} us; the ledger's Python "
+            "side alone (validate + convert, no database, best of 3) {:.1f} us".format(
+                *(1e6 * statistics.median(times[k]) / n for k in ("ours", "raw")), 1e6 * convert_only / n
+            )
         )
 
+    base = os.environ.get("LLM_CONNECT_BENCH_POSTGRES_URL") or os.environ.get("LLM_CONNECT_TEST_POSTGRES_URL")
     if not base:
         print("PostgreSQL: skipped (set LLM_CONNECT_TEST_POSTGRES_URL)")
         return
+    drops: list[Callable[[], None]] = []
 
-    def on_pg(kind: str) -> float:
+    def schema() -> str:
         url, drop = _pg_schema(base)
-        try:
-            if kind == "ours":
-                return bench_ledger(url, results, args.batch)
-            return bench_pg_raw(url, results, args.batch, kind == "raw")
-        finally:
+        drops.append(drop)
+        return url
+
+    from psycopg.types.json import Json
+
+    pg_sides: dict[str, Side] = {
+        "ours": Ours(results, batch, schema),
+        "raw": RawPostgres(results, batch, postgres_connect(schema), Json, pre=True),
+        "raw_conv": RawPostgres(results, batch, postgres_connect(schema), Json, pre=False),
+    }
+    try:
+        run("PostgreSQL", pg_sides, n, batch, args.rounds, "psycopg executemany")
+    finally:
+        for drop in drops:
             drop()
 
-    pg_sides: dict[str, Callable[[], float]] = {
-        k: (lambda k=k: on_pg(k)) for k in ("ours", "raw", "raw_conv")
-    }
-    _report("PostgreSQL", args.n, *_interleaved(pg_sides, args.repeat), "psycopg executemany")
 
-
-def _interleaved(sides: dict[str, Callable[[], float]], repeat: int) -> list[float]:
-    """Best time of each side, the sides alternating so machine load hits them alike."""
-    best = {name: float("inf") for name in sides}
-    for _ in range(repeat):
-        for name, fn in sides.items():
-            best[name] = min(best[name], fn())
-    return [best[name] for name in sides]
-
-
-def _report(name: str, n: int, ours: float, raw: float, raw_conv: float, what: str) -> None:
+def _report(name: str, n: int, times: dict[str, list[float]], what: str) -> None:
+    ours, raw, raw_conv = times["ours"], times["raw"], times["raw_conv"]
+    med = statistics.median
     print(
-        f"{name}: record_many {n / ours:,.0f} grades/s; {what} {n / raw:,.0f} rows/s "
-        f"(pre-converted), {n / raw_conv:,.0f} rows/s (converting in the loop)"
+        f"{name}: record_many {n / med(ours):,.0f} grades/s; {what} {n / med(raw):,.0f} rows/s "
+        f"(pre-converted), {n / med(raw_conv):,.0f} rows/s (converting in the loop) [medians]"
     )
+    vs_raw = sorted(r / o for r, o in zip(raw, ours, strict=True))
+    vs_conv = sorted(r / o for r, o in zip(raw_conv, ours, strict=True))
     print(
-        f"{name}: ratio vs raw insert {raw / ours:.2f}; ratio vs raw + convert {raw_conv / ours:.2f} "
+        f"{name}: ratio vs raw insert: median {med(vs_raw):.2f} of {len(vs_raw)} rounds "
+        f"(range {vs_raw[0]:.2f}-{vs_raw[-1]:.2f}); vs raw + convert: median {med(vs_conv):.2f} "
         f"(target >= 0.70)"
     )
 
