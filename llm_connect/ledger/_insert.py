@@ -12,13 +12,18 @@ a key already stored returns the stored row's id and writes nothing.
   batch's keys are read back instead. The maximum id is verified afterwards.
 * Both: the running totals in ``grade_stats`` are upserted for the rows
   actually inserted, in the same transaction.
-* PostgreSQL: psycopg ``executemany(..., returning=True)`` (pipeline mode) with
-  ``ON CONFLICT DO NOTHING RETURNING id``; keys that conflicted (a concurrent
-  writer or an earlier run) are looked up afterwards.
+* PostgreSQL: the batch's ids are taken from the ``grades.id`` sequence in one
+  query; the rows (with those ids) go through ``COPY`` into a temporary staging
+  table of the session (``ON COMMIT DELETE ROWS``), and one ``INSERT ... SELECT
+  ... ON CONFLICT DO NOTHING RETURNING id`` moves them into ``grades``, emptying
+  the stage. COPY is the fastest way into PostgreSQL (faster than psycopg's
+  pipelined ``executemany``); keys that conflicted (a concurrent writer or an
+  earlier run) are looked up afterwards, and their unused ids are left as gaps.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from operator import itemgetter
@@ -36,8 +41,21 @@ _COLS = ", ".join(INSERT_COLUMNS)
 _KEY_COLS = "run_id, case_id, grader_id, candidate_model"
 _SQLITE_INSERT = f"INSERT INTO grades ({_COLS}) VALUES ({', '.join('?' for _ in INSERT_COLUMNS)})"
 _SQLITE_INSERT_KEYED = f"{_SQLITE_INSERT} ON CONFLICT ({_KEY_COLS}) DO NOTHING"
-_PG_INSERT = (
-    f"INSERT INTO grades ({_COLS}) VALUES ({', '.join('%s' for _ in INSERT_COLUMNS)}) "
+_PG_NEXT_IDS = (
+    "SELECT nextval(seq) FROM (SELECT pg_get_serial_sequence('grades', 'id')::regclass AS seq) AS s, "
+    "generate_series(1, %s)"
+)
+# Named after the column list, so a release that writes other columns stages into a table of its own
+# (a pooled session may keep the previous release's staging table).
+_PG_STAGE = "llm_connect_grades_in_" + hashlib.sha256(_COLS.encode()).hexdigest()[:10]
+_PG_STAGE_CREATE = (
+    f"CREATE TEMPORARY TABLE IF NOT EXISTS {_PG_STAGE} ON COMMIT DELETE ROWS AS "
+    f"SELECT id, {_COLS} FROM grades WITH NO DATA"
+)
+_PG_COPY = f"COPY {_PG_STAGE} (id, {_COLS}) FROM STDIN"
+_PG_MOVE = (
+    f"WITH staged AS (DELETE FROM {_PG_STAGE} RETURNING *) "
+    f"INSERT INTO grades (id, {_COLS}) SELECT id, {_COLS} FROM staged "
     f"ON CONFLICT ({_KEY_COLS}) DO NOTHING RETURNING id"
 )
 _LOOKUP_CHUNK = 200  # keys per lookup statement (4 parameters each)
@@ -209,21 +227,27 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
 def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
     keys, first = _plan(rows)
     sent = [i for i, key in enumerate(keys) if key is None or first[key] == i]
+    batch = rows if len(sent) == len(rows) else [rows[i] for i in sent]
     ids: list[int | None] = [None] * len(rows)
     with dbapi.cursor() as cursor:
-        if sent:
-            batch = rows if len(sent) == len(rows) else [rows[i] for i in sent]
-            cursor.executemany(_PG_INSERT, batch, returning=True)
-            position = 0
-            while True:
-                rec = cursor.fetchone()
-                ids[sent[position]] = None if rec is None else rec[0]
-                position += 1
-                if not cursor.nextset():
-                    break
-        if None not in ids:  # every row was inserted: its own id
+        # Ids first (in item order), then the rows through COPY into a per-session staging
+        # table, then one INSERT ... SELECT that moves them (emptying the stage) and returns
+        # the ids it inserted: a key already stored is skipped, its id looked up below.
+        cursor.execute(_PG_NEXT_IDS, (len(batch),))
+        new_ids = sorted(rec[0] for rec in cursor.fetchall())
+        cursor.execute(_PG_STAGE_CREATE)
+        with cursor.copy(_PG_COPY) as copy:
+            write_row = copy.write_row
+            for new_id, row in zip(new_ids, batch, strict=True):
+                write_row((new_id, *row))
+        cursor.execute(_PG_MOVE)
+        inserted_ids = {rec[0] for rec in cursor.fetchall()}
+        if len(inserted_ids) == len(rows):  # every row was inserted: its own id
             cursor.executemany(_PG_STATS, _stats(rows))
-            return ids  # type: ignore[return-value]
+            return new_ids
+        for i, new_id in zip(sent, new_ids, strict=True):
+            if new_id in inserted_ids:
+                ids[i] = new_id
         inserted = [rows[i] for i in sent if ids[i] is not None]
         if inserted:
             cursor.executemany(_PG_STATS, _stats(inserted))

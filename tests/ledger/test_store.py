@@ -105,6 +105,28 @@ def test_record_batch_keeps_per_item_metadata_and_order(
     assert by_id[ids[0]].tags == ("x",) and by_id[ids[1]].task == "b"
 
 
+def test_a_batch_mixing_stored_keys_new_keys_and_keyless_rows(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    stored = ledger.record_batch([RecordItem(make_result(0.1), "t", run_id="r", case_id=c) for c in "ab"])
+    items = [
+        RecordItem(make_result(0.2), "t", run_id="r", case_id="c"),  # new
+        RecordItem(make_result(0.3), "t", run_id="r", case_id="a"),  # stored: keeps 0.1
+        RecordItem(make_result(0.4), "t"),  # keyless: always new
+        RecordItem(make_result(0.5), "t", run_id="r", case_id="b"),  # stored
+        RecordItem(make_result(0.6), "t", run_id="r", case_id="d"),  # new
+    ]
+    ids = ledger.record_batch(items)
+    assert ids[1] == stored[0] and ids[3] == stored[1]
+    new = [ids[0], ids[2], ids[4]]
+    assert len(set(new)) == 3 and min(new) > max(stored)
+    by_id = {row.id: row.quality_score for row in ledger.results()}
+    assert [by_id[i] for i in ids] == [0.2, 0.1, 0.4, 0.1, 0.6]
+    assert ledger.count() == 5
+    (row,) = ledger.summary(task="t")
+    assert row.n == 5  # the running totals count each stored grade once
+
+
 def test_results_filters(ledger: QualityLedger, make_result: MakeResult) -> None:
     ledger.record(make_result(candidate_model="m1", grader_id="g1"), task="a", run_id="r1", case_id="1")
     ledger.record(make_result(candidate_model="m2", grader_id="g1"), task="a", run_id="r1", case_id="1")
