@@ -251,12 +251,14 @@ def _read_yaml(raw: bytes, path: str) -> tuple[list[tuple[int, Any]], str | None
             if not isinstance(data["metadata"], dict):
                 raise SuiteError("must be a mapping", path=path, field="metadata")
             metadata = data["metadata"]
+        assert node is not None  # a mapping was constructed from it
         seq_node = next((v for k, v in node.value if k.value == "cases"), None)
         data = data.get("cases")
         if not isinstance(data, list):
             raise SuiteError("must be a list of cases", path=path, field="cases")
     elif not isinstance(data, list):
         raise SuiteError("a YAML suite is a list of cases or a mapping with 'cases'", path=path)
+    assert seq_node is not None  # the node of the list of cases checked above
     marks = [item.start_mark.line + 1 for item in seq_node.value]
     return list(zip(marks, data, strict=True)), file_task, metadata
 

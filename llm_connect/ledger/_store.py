@@ -107,10 +107,12 @@ class QualityLedger(RecordsMixin):
         """A dialect-specific INSERT (supports ``on_conflict_do_nothing``)."""
         # Imported here: the postgresql package loads every PostgreSQL driver's dialect (~50 ms).
         if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        return insert(table)
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            return pg_insert(table)
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table)
 
     def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any:
         with ledger_errors(what, self._url):
