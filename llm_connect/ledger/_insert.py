@@ -19,6 +19,9 @@ a key already stored returns the stored row's id and writes nothing.
   the stage. COPY is the fastest way into PostgreSQL (faster than psycopg's
   pipelined ``executemany``); keys that conflicted (a concurrent writer or an
   earlier run) are looked up afterwards, and their unused ids are left as gaps.
+  A role without the TEMPORARY privilege on the database (checked once per
+  connection) gets psycopg's pipelined ``executemany(..., returning=True)``
+  with ``ON CONFLICT DO NOTHING RETURNING id`` instead.
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ _COLS = ", ".join(INSERT_COLUMNS)
 _KEY_COLS = "run_id, case_id, grader_id, candidate_model"
 _SQLITE_INSERT = f"INSERT INTO grades ({_COLS}) VALUES ({', '.join('?' for _ in INSERT_COLUMNS)})"
 _SQLITE_INSERT_KEYED = f"{_SQLITE_INSERT} ON CONFLICT ({_KEY_COLS}) DO NOTHING"
+_PG_INSERT = (
+    f"INSERT INTO grades ({_COLS}) VALUES ({', '.join('%s' for _ in INSERT_COLUMNS)}) "
+    f"ON CONFLICT ({_KEY_COLS}) DO NOTHING RETURNING id"
+)
+_STAGE_ALLOWED = "llm_connect_may_stage"  # key in the pooled connection's info
 _PG_NEXT_IDS = (
     "SELECT nextval(seq) FROM (SELECT pg_get_serial_sequence('grades', 'id')::regclass AS seq) AS s, "
     "generate_series(1, %s)"
@@ -224,30 +232,49 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
     return [_id_of(ids[i], keys[i], by_key) for i in range(len(rows))]
 
 
-def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
+def _copy_in(cursor: Any, batch: list[tuple[Any, ...]]) -> list[int | None]:
+    """Insert ``batch`` through the staging table; each row's new id, or None where its key existed."""
+    # Ids first (in row order), then the rows through COPY into the session's staging table,
+    # then one INSERT ... SELECT that moves them (emptying the stage) and returns the ids it
+    # inserted: a row whose key is already stored is skipped.
+    cursor.execute(_PG_NEXT_IDS, (len(batch),))
+    new_ids: list[int | None] = sorted(rec[0] for rec in cursor.fetchall())
+    cursor.execute(_PG_STAGE_CREATE)
+    with cursor.copy(_PG_COPY) as copy:
+        write_row = copy.write_row
+        for new_id, row in zip(new_ids, batch, strict=True):
+            write_row((new_id, *row))
+    cursor.execute(_PG_MOVE)
+    inserted = {rec[0] for rec in cursor.fetchall()}
+    if len(inserted) == len(new_ids):  # the usual batch: every row is new
+        return new_ids
+    return [new_id if new_id in inserted else None for new_id in new_ids]
+
+
+def _execute_in(cursor: Any, batch: list[tuple[Any, ...]]) -> list[int | None]:
+    """Insert ``batch`` row by row (pipelined ``executemany``), for roles that may not create
+    temporary tables; each row's new id, or None where its key existed."""
+    cursor.executemany(_PG_INSERT, batch, returning=True)
+    out: list[int | None] = []
+    while True:
+        rec = cursor.fetchone()
+        out.append(None if rec is None else rec[0])
+        if not cursor.nextset():
+            return out
+
+
+def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]], *, stage: bool) -> list[int]:
     keys, first = _plan(rows)
     sent = [i for i, key in enumerate(keys) if key is None or first[key] == i]
     batch = rows if len(sent) == len(rows) else [rows[i] for i in sent]
-    ids: list[int | None] = [None] * len(rows)
     with dbapi.cursor() as cursor:
-        # Ids first (in item order), then the rows through COPY into a per-session staging
-        # table, then one INSERT ... SELECT that moves them (emptying the stage) and returns
-        # the ids it inserted: a key already stored is skipped, its id looked up below.
-        cursor.execute(_PG_NEXT_IDS, (len(batch),))
-        new_ids = sorted(rec[0] for rec in cursor.fetchall())
-        cursor.execute(_PG_STAGE_CREATE)
-        with cursor.copy(_PG_COPY) as copy:
-            write_row = copy.write_row
-            for new_id, row in zip(new_ids, batch, strict=True):
-                write_row((new_id, *row))
-        cursor.execute(_PG_MOVE)
-        inserted_ids = {rec[0] for rec in cursor.fetchall()}
-        if len(inserted_ids) == len(rows):  # every row was inserted: its own id
+        own = _copy_in(cursor, batch) if stage else _execute_in(cursor, batch)
+        if len(sent) == len(rows) and None not in own:  # every row was inserted: its own id
             cursor.executemany(_PG_STATS, _stats(rows))
-            return new_ids
-        for i, new_id in zip(sent, new_ids, strict=True):
-            if new_id in inserted_ids:
-                ids[i] = new_id
+            return own  # type: ignore[return-value]
+        ids: list[int | None] = [None] * len(rows)
+        for i, new_id in zip(sent, own, strict=True):
+            ids[i] = new_id
         inserted = [rows[i] for i in sent if ids[i] is not None]
         if inserted:
             cursor.executemany(_PG_STATS, _stats(inserted))
@@ -255,6 +282,17 @@ def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
         existing = _lookup(cursor, conflicted, "%s") if conflicted else {}
     by_key = {**existing, **{key: ids[i] for key, i in first.items() if ids[i] is not None}}
     return [_id_of(ids[i], keys[i], by_key) for i in range(len(rows))]
+
+
+def _may_stage(conn: Connection, dbapi: Any) -> bool:
+    """Whether this session may create the temporary staging table (asked once per connection)."""
+    info = conn.connection.info
+    allowed = info.get(_STAGE_ALLOWED)
+    if allowed is None:
+        with dbapi.cursor() as cursor:
+            cursor.execute("SELECT has_database_privilege(current_database(), 'TEMPORARY')")
+            allowed = info[_STAGE_ALLOWED] = bool(cursor.fetchone()[0])
+    return bool(allowed)
 
 
 def _id_of(own: int | None, key: Key | None, by_key: dict[Key, int | None]) -> int:
@@ -277,7 +315,7 @@ def insert_grades(conn: Connection, rows: list[tuple[Any, ...]]) -> list[int]:
     try:
         if conn.dialect.name == "sqlite":
             return _insert_sqlite(dbapi, rows)
-        return _insert_postgres(dbapi, rows)
+        return _insert_postgres(dbapi, rows, stage=_may_stage(conn, dbapi))
     except module.Error as exc:  # type: ignore[union-attr]
         # Map the driver's error as SQLAlchemy would have (OperationalError, IntegrityError...).
         disconnected = conn.dialect.is_disconnect(exc, dbapi, None)
