@@ -34,7 +34,7 @@ def naive(x: np.ndarray, y: np.ndarray, n_boot: int) -> dict[str, tuple[float, f
         po, pj, pr = np.mean(jp == rp), np.mean(jp), np.mean(rp)
         pe = pj * pr + (1 - pj) * (1 - pr)
         reps["cohen_kappa"].append((po - pe) / (1 - pe))
-    return {k: tuple(np.percentile(v, [2.5, 97.5])) for k, v in reps.items()}  # type: ignore[misc]
+    return {k: tuple(np.percentile(v, [2.5, 97.5])) for k, v in reps.items()}
 
 
 def timed(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]

@@ -95,7 +95,7 @@ def _sha(text_: str) -> str:
 
 def convert(
     result: GradingResult, run_id: str, case_id: str, now: Any, json_dumps: Callable[[Any], Any]
-) -> tuple:
+) -> tuple[Any, ...]:
     """Plain-Python conversion a hand-written logger would do (no secret scrubbing)."""
     b, c = result.baseline_response, result.candidate_response
     config = result.run_config
@@ -186,7 +186,7 @@ class Raw(Side):
         super().__init__(results, batch)
         self.connect, self.json_value, self.pre = connect, json_value, pre
         self.now: Any = None
-        self.rows: list[tuple] | None = None
+        self.rows: list[tuple[Any, ...]] | None = None
 
     def open(self) -> None:
         self.conn, self.sql, self.now = self.connect()
@@ -195,7 +195,7 @@ class Raw(Side):
                 convert(r, "bench", str(i), self.now, self.json_value) for i, r in enumerate(self.results)
             ]
 
-    def chunk(self, lo: int) -> list[tuple]:
+    def chunk(self, lo: int) -> list[tuple[Any, ...]]:
         if self.rows is not None:
             return self.rows[lo : lo + self.batch]
         return [
@@ -247,7 +247,7 @@ def postgres_connect(url: Callable[[], str]) -> Callable[[], Any]:
         schema_url = url()
         upgrade(schema_url)
         sa_url = create_engine(schema_url).url
-        schema = sa_url.query["options"].split("=", 1)[1]
+        schema = str(sa_url.query["options"]).split("=", 1)[1]
         conn = psycopg.connect(
             host=sa_url.host,
             port=sa_url.port,

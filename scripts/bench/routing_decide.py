@@ -126,12 +126,12 @@ def rows(total: int, timestamp: Callable[[datetime], Any]) -> Iterator[tuple[Any
 
 
 def _drop_indexes(conn: Any) -> None:
-    for index in Grade.__table__.indexes:
+    for index in Grade.__table__.indexes:  # type: ignore[attr-defined]
         conn.execute(text(f"DROP INDEX {index.name}"))
 
 
 def _create_indexes(conn: Any) -> None:
-    for index in Grade.__table__.indexes:
+    for index in Grade.__table__.indexes:  # type: ignore[attr-defined]
         index.create(conn)
 
 
@@ -169,7 +169,7 @@ def fill_postgres(url: str, total: int) -> None:
     with engine.connect() as conn:
         _drop_indexes(conn)
     sa_url = engine.url
-    schema = sa_url.query["options"].split("=", 1)[1]
+    schema = str(sa_url.query["options"]).split("=", 1)[1]
     with (
         psycopg.connect(
             host=sa_url.host,
@@ -178,8 +178,8 @@ def fill_postgres(url: str, total: int) -> None:
             password=sa_url.password,
             dbname=sa_url.database,
             options=f"-csearch_path={schema}",
-        ) as conn,
-        conn.cursor() as cur,
+        ) as pg,
+        pg.cursor() as cur,
         cur.copy(f"COPY grades ({', '.join(INSERT_COLUMNS)}) FROM STDIN") as copy,
     ):
         for row in rows(total, lambda d: d):
