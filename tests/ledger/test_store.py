@@ -291,3 +291,21 @@ def test_details_are_stored_as_validated(ledger: QualityLedger, make_result: Mak
     ledger.record(result, task="support")
     (row,) = ledger.results()
     assert row.details["scores"] == [0.5]
+
+
+def test_awkward_text_round_trips(ledger: QualityLedger, make_result: MakeResult) -> None:
+    # Tabs, newlines, backslashes and COPY's own markers (\N, \.) pass through PostgreSQL's COPY intact.
+    weird = "tab\there\nnewline \\N backslash\\ \\. é 😀 \r cr"
+    base = make_result()
+    result = make_result(
+        0.5,
+        prompt=weird,
+        notes=weird,
+        candidate_text=weird,
+        details={"judge_spec": {"name": "exact", "args": {}}, "s": weird},
+    )
+    ledger.record_batch([RecordItem(result, "t", tags=("a\tb", "\\N")), RecordItem(base, "t")])
+    row = next(ledger.results())
+    assert (row.prompt, row.notes, row.candidate_text, row.details["s"]) == (weird,) * 4
+    assert row.tags == ("a\tb", "\\N")
+    assert row.to_result() == result
