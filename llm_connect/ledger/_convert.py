@@ -27,8 +27,8 @@ __all__ = [
     "GRADE_COLUMNS",
     "INSERT_COLUMNS",
     "KEY_POSITIONS",
+    "batch_values",
     "grade_row",
-    "item_values",
     "mask_secret_text",
     "scrub",
     "sha256_text",
@@ -150,7 +150,7 @@ def _tool_calls_json(response: LLMResponse) -> str | None:
     )
 
 
-#: Columns of ``grades`` written on insert, in the order of :func:`item_values`.
+#: Columns of ``grades`` written on insert, in the order of :func:`batch_values`.
 INSERT_COLUMNS: tuple[str, ...] = (
     "created_at",
     "run_id",
@@ -195,33 +195,6 @@ KEY_POSITIONS: tuple[int, ...] = tuple(
 )
 
 
-def _response_values(response: LLMResponse, store_text: bool) -> tuple[Any, ...]:
-    """The 11 ``baseline_*`` / ``candidate_*`` values of one response (adapter id first)."""
-    usage = response.usage
-    text = response.text
-    return (
-        f"{response.provider}:{response.model}",
-        response.provider,
-        response.model,
-        text if store_text else None,
-        sha256_text(text),
-        response.latency_ms,
-        None if usage is None else usage.prompt_tokens,
-        None if usage is None else usage.completion_tokens,
-        response.cost_usd,
-        response.finish_reason,
-        _tool_calls_json(response),
-    )
-
-
-def _memoised(memo: dict[Any, Any], obj: Any, make: Any, *args: Any) -> Any:
-    """``make(obj, *args)``, computed once per object within one batch (``memo`` keyed by id)."""
-    cached = memo.get(id(obj))
-    if cached is None or cached[0] is not obj:
-        cached = memo[id(obj)] = (obj, make(obj, *args))
-    return cached[1]
-
-
 def _config_values(config: RunConfig) -> tuple[str, str | None]:
     system = config.system_prompt
     # to_json() drops the tracker and secret-named params; scrub masks the rest.
@@ -232,70 +205,121 @@ def _config_values(config: RunConfig) -> tuple[str, str | None]:
 
 
 def _tags_json(tags: Sequence[str]) -> str:
-    return json.dumps(list(tags), ensure_ascii=False) if tags else "[]"
+    return json.dumps(list(tags), ensure_ascii=False)
 
 
-def item_values(item: RecordItem, *, store_text: bool, now: Any, memo: dict[Any, Any]) -> tuple[Any, ...]:
-    """The ``grades`` values of one validated item, in :data:`INSERT_COLUMNS` order.
+def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> list[tuple[Any, ...]]:
+    """Validate a batch and return each item's ``grades`` values, in :data:`INSERT_COLUMNS` order.
 
-    JSON columns are encoded here (compact JSON text), so the driver's
-    ``executemany`` gets plain values; ``now`` is passed through as given.
-    ``memo`` (one dict per batch, the same ``store_text`` throughout) keeps the
-    values derived from objects that items share (a response graded by several
-    judges, one prompt, run config or tags tuple), so they are computed once.
+    Every item is checked (:func:`validate_item`; the error names the item's
+    index) before the caller writes anything. JSON columns are encoded here
+    (compact text), so the driver's ``executemany`` gets plain values; ``now``
+    is passed through as given. Work on what items share (the texts of a
+    response graded by several judges, one prompt, one run config) is done
+    once per batch (the caller's list holds them, so ``id()`` identifies them).
     """
-    result = item.result
-    config = result.run_config
-    # The memo lookups are spelled out (a function call each would cost more than the lookup).
-    if config is None:
-        config_json = system_sha = None
-    else:
-        cached = memo.get(id(config))
-        if cached is None or cached[0] is not config:
-            cached = memo[id(config)] = (config, _config_values(config))
-        config_json, system_sha = cached[1]
-    response = result.baseline_response
-    cached = memo.get(id(response))
-    if cached is None or cached[0] is not response:
-        cached = memo[id(response)] = (response, _response_values(response, store_text))
-    base = cached[1]
-    response = result.candidate_response
-    cached = memo.get(id(response))
-    if cached is None or cached[0] is not response:
-        cached = memo[id(response)] = (response, _response_values(response, store_text))
-    cand = cached[1]
-    if item.baseline_adapter_id:
-        base = (item.baseline_adapter_id, *base[1:])
-    if item.candidate_adapter_id:
-        cand = (item.candidate_adapter_id, *cand[1:])
-    prompt = result.prompt
-    cached = memo.get(id(prompt))
-    if cached is None or cached[0] is not prompt:
-        cached = memo[id(prompt)] = (prompt, sha256_text(prompt))
-    notes = result.notes
-    details = result.details_json()
-    if _maybe_secret(notes + details):  # one marker test for both (the usual grade has none)
-        notes = mask_secret_text(notes)
-        details = _scrubbed_json(result.details, details)
-    tags = item.tags
-    return (
-        now,
-        item.run_id,
-        item.case_id,
-        item.task,
-        _memoised(memo, tags, _tags_json) if tags else "[]",
-        prompt if store_text else None,
-        cached[1],
-        system_sha,
-        *base,
-        *cand,
-        result.grader_id,
-        result.quality_score,
-        notes,
-        details,
-        config_json,
-        __version__,
-    )
+    items = items if type(items) is list else list(items)
+    digests: dict[int, str] = {}
+    configs: dict[int, tuple[str, str | None]] = {}
+    tag_texts: dict[int, str] = {}
+    get_digest = digests.get
+    new_digest = _SHA256.copy
+    version = __version__
+    rows: list[tuple[Any, ...]] = []
+    append = rows.append
+    for index, item in enumerate(items):
+        if type(item) is not RecordItem:
+            validate_item(index, item)  # raises unless it is a RecordItem subclass
+        result, task, run_id, case_id, tags = item.result, item.task, item.run_id, item.case_id, item.tags
+        if not (  # the usual item passes this one test; validate_item names a bad field
+            type(result) is GradingResult
+            and type(task) is str
+            and task.strip()
+            and (run_id is None or (type(run_id) is str and run_id))
+            and (case_id is None or (type(case_id) is str and case_id))
+            and not tags
+            and item.baseline_adapter_id is None
+            and item.candidate_adapter_id is None
+        ):
+            validate_item(index, item)
+        config = result.run_config
+        if config is None:
+            config_json = system_sha = None
+        else:
+            known = configs.get(id(config))
+            if known is None:
+                known = configs[id(config)] = _config_values(config)
+            config_json, system_sha = known
+        base, cand = result.baseline_response, result.candidate_response
+        prompt, base_text, cand_text = result.prompt, base.text, cand.text
+        # The three digests, spelled out: a helper call per text costs more than the lookups.
+        prompt_sha = get_digest(id(prompt))
+        if prompt_sha is None:
+            h = new_digest()
+            h.update(prompt.encode("utf-8"))
+            prompt_sha = digests[id(prompt)] = h.hexdigest()
+        base_sha = get_digest(id(base_text))
+        if base_sha is None:
+            h = new_digest()
+            h.update(base_text.encode("utf-8"))
+            base_sha = digests[id(base_text)] = h.hexdigest()
+        cand_sha = get_digest(id(cand_text))
+        if cand_sha is None:
+            h = new_digest()
+            h.update(cand_text.encode("utf-8"))
+            cand_sha = digests[id(cand_text)] = h.hexdigest()
+        notes, details = result.notes, result.details_json()
+        if _maybe_secret(notes) or _maybe_secret(details):  # the usual grade has no marker
+            notes = mask_secret_text(notes)
+            details = _scrubbed_json(result.details, details)
+        if tags:
+            tags_json = tag_texts.get(id(tags))
+            if tags_json is None:
+                tags_json = tag_texts[id(tags)] = _tags_json(tags)
+        else:
+            tags_json = "[]"
+        base_usage, cand_usage = base.usage, cand.usage
+        append(
+            (
+                now,
+                run_id,
+                case_id,
+                task,
+                tags_json,
+                prompt if store_text else None,
+                prompt_sha,
+                system_sha,
+                item.baseline_adapter_id or f"{base.provider}:{base.model}",
+                base.provider,
+                base.model,
+                base_text if store_text else None,
+                base_sha,
+                base.latency_ms,
+                None if base_usage is None else base_usage.prompt_tokens,
+                None if base_usage is None else base_usage.completion_tokens,
+                base.cost_usd,
+                base.finish_reason,
+                _tool_calls_json(base) if base.tool_calls else None,
+                item.candidate_adapter_id or f"{cand.provider}:{cand.model}",
+                cand.provider,
+                cand.model,
+                cand_text if store_text else None,
+                cand_sha,
+                cand.latency_ms,
+                None if cand_usage is None else cand_usage.prompt_tokens,
+                None if cand_usage is None else cand_usage.completion_tokens,
+                cand.cost_usd,
+                cand.finish_reason,
+                _tool_calls_json(cand) if cand.tool_calls else None,
+                result.grader_id,
+                result.quality_score,
+                notes,
+                details,
+                config_json,
+                version,
+            )
+        )
+    return rows
 
 
 GRADE_COLUMNS: tuple[str, ...] = tuple(name for name in GradeRow.__dataclass_fields__)

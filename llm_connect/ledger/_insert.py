@@ -1,6 +1,6 @@
 """The fast path that writes grades: the driver's own ``executemany``, inside the ledger's transaction.
 
-Rows arrive as value tuples (:func:`~llm_connect.ledger._convert.item_values`);
+Rows arrive as value tuples (:func:`~llm_connect.ledger._convert.batch_values`);
 the idempotency key is (run_id, case_id, grader_id, candidate_model) when
 run_id and case_id are both given. Duplicates within a batch share one row;
 a key already stored returns the stored row's id and writes nothing.

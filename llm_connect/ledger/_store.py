@@ -13,7 +13,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, sel
 
 from llm_connect.errors import LedgerError
 from llm_connect.grading._results import GradingResult
-from llm_connect.ledger._convert import GRADE_COLUMNS, grade_row, item_values, validate_item
+from llm_connect.ledger._convert import GRADE_COLUMNS, batch_values, grade_row
 from llm_connect.ledger._engine import (
     display_url,
     ledger_errors,
@@ -165,12 +165,9 @@ class QualityLedger(RecordsMixin):
         A database failure (constraint violation, dropped connection) raises
         :class:`~llm_connect.errors.LedgerError` and leaves the ledger as it was.
         """
-        items = [validate_item(i, item) for i, item in enumerate(items)]
-        if not items:
+        rows = batch_values(items, store_text=self.store_text, now=created_value(utcnow(), self.dialect))
+        if not rows:
             return []
-        now = created_value(utcnow(), self.dialect)
-        memo: dict[Any, Any] = {}
-        rows = [item_values(item, store_text=self.store_text, now=now, memo=memo) for item in items]
         return self._write("recording grades", lambda conn: insert_grades(conn, rows))  # type: ignore[no-any-return]
 
     # -- reading grades --------------------------------------------------------

@@ -288,19 +288,17 @@ def bench_round(sides: dict[str, Side], n: int, batch: int, round_no: int) -> di
 
 def bench_convert_only(results: list[GradingResult], batch: int) -> float:
     """The ledger's Python side alone: items built, validated and turned into row tuples, no database."""
-    from llm_connect.ledger._convert import item_values, validate_item
+    from llm_connect.ledger._convert import batch_values
     from llm_connect.ledger._insert import created_value
     from llm_connect.ledger._models import utcnow
 
     t0 = time.perf_counter()
     for lo in range(0, len(results), batch):
         items = [
-            validate_item(i, RecordItem(r, "support", run_id="bench", case_id=str(lo + i)))
+            RecordItem(r, "support", run_id="bench", case_id=str(lo + i))
             for i, r in enumerate(results[lo : lo + batch])
         ]
-        now = created_value(utcnow(), "sqlite")
-        memo: dict[Any, Any] = {}
-        [item_values(item, store_text=True, now=now, memo=memo) for item in items]
+        batch_values(items, store_text=True, now=created_value(utcnow(), "sqlite"))
     return time.perf_counter() - t0
 
 
