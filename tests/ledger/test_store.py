@@ -195,6 +195,35 @@ def test_store_text_false_keeps_only_digests(ledger_url: str, make_result: MakeR
     assert row.quality_score == 1.0
 
 
+def test_every_digest_matches_its_text_in_a_generated_batch(ledger_url: str, make_result: MakeResult) -> None:
+    # Items made on the fly (a generator, each result dropped once converted) and texts shared
+    # between items: each stored digest is still the SHA-256 of that grade's own texts.
+    import hashlib
+
+    def sha(text_: str) -> str:
+        return hashlib.sha256(text_.encode()).hexdigest()
+
+    shared = make_result(candidate_text="shared answer")
+    items = (
+        RecordItem(
+            shared if i % 3 == 0 else make_result(prompt=f"q{i}", candidate_text=f"answer {i} " * (i % 7)),
+            "t",
+            run_id="r",
+            case_id=str(i),
+        )
+        for i in range(200)
+    )
+    with QualityLedger(ledger_url, store_text=False) as ledger:
+        ids = ledger.record_batch(items)  # type: ignore[arg-type]
+        rows = {row.id: row for row in ledger.results()}
+    assert len(ids) == len(rows) == 200
+    for i, row_id in enumerate(ids):
+        row = rows[row_id]
+        prompt, answer = ("What is 2+2?", "shared answer") if i % 3 == 0 else (f"q{i}", f"answer {i} " * (i % 7))
+        assert (row.prompt_sha256, row.candidate_text_sha256) == (sha(prompt), sha(answer)), i
+        assert row.baseline_text_sha256 == sha("4")
+
+
 def test_export_jsonl_and_csv(ledger: QualityLedger, make_result: MakeResult, tmp_path: Path) -> None:
     ledger.record_many([make_result(0.5), make_result(1.0)], task="t", tags=["a"])
     ledger.record(make_result(0.1), task="other")
