@@ -19,8 +19,9 @@ a key already stored returns the stored row's id and writes nothing.
   the stage. COPY is the fastest way into PostgreSQL (faster than psycopg's
   pipelined ``executemany``); keys that conflicted (a concurrent writer or an
   earlier run) are looked up afterwards, and their unused ids are left as gaps.
-  A role without the TEMPORARY privilege on the database (checked once per
-  connection) gets psycopg's pipelined ``executemany(..., returning=True)``
+  Batches under :data:`PG_COPY_MIN_ROWS` rows, and every batch of a role
+  without the TEMPORARY privilege on the database (checked once per
+  connection), use psycopg's pipelined ``executemany(..., returning=True)``
   with ``ON CONFLICT DO NOTHING RETURNING id`` instead.
 """
 
@@ -38,7 +39,7 @@ from sqlalchemy.exc import DBAPIError
 from llm_connect.errors import LedgerError
 from llm_connect.ledger._convert import INSERT_COLUMNS, KEY_POSITIONS
 
-__all__ = ["created_value", "insert_grades", "sqlite_timestamp"]
+__all__ = ["PG_COPY_MIN_ROWS", "created_value", "insert_grades", "sqlite_timestamp"]
 
 _COLS = ", ".join(INSERT_COLUMNS)
 _KEY_COLS = "run_id, case_id, grader_id, candidate_model"
@@ -49,6 +50,9 @@ _PG_INSERT = (
     f"ON CONFLICT ({_KEY_COLS}) DO NOTHING RETURNING id"
 )
 _STAGE_ALLOWED = "llm_connect_may_stage"  # key in the pooled connection's info
+#: Batches at least this long go through COPY; below it the extra round trips (ids, staging
+#: table, move) cost more than COPY saves (1 row: 1.5 vs 0.7 ms; 25: 2.4 vs 2.3; 100: 5.5 vs 6.6).
+PG_COPY_MIN_ROWS = 50
 _PG_NEXT_IDS = (
     "SELECT nextval(seq) FROM (SELECT pg_get_serial_sequence('grades', 'id')::regclass AS seq) AS s, "
     "generate_series(1, %s)"
@@ -315,7 +319,8 @@ def insert_grades(conn: Connection, rows: list[tuple[Any, ...]]) -> list[int]:
     try:
         if conn.dialect.name == "sqlite":
             return _insert_sqlite(dbapi, rows)
-        return _insert_postgres(dbapi, rows, stage=_may_stage(conn, dbapi))
+        stage = len(rows) >= PG_COPY_MIN_ROWS and _may_stage(conn, dbapi)
+        return _insert_postgres(dbapi, rows, stage=stage)
     except module.Error as exc:  # type: ignore[union-attr]
         # Map the driver's error as SQLAlchemy would have (OperationalError, IntegrityError...).
         disconnected = conn.dialect.is_disconnect(exc, dbapi, None)

@@ -61,15 +61,17 @@ def test_a_role_that_may_not_create_temporary_tables_still_records(
             ).scalar_one()
         assert may_temp is False  # the fixture works: COPY staging is not available to this role
         first = ledger.record_batch([RecordItem(make_result(0.1), "t", run_id="r", case_id=c) for c in "ab"])
-        ids = ledger.record_batch(
+        pad = [RecordItem(make_result(0.9), "t", run_id="r", case_id=f"p{i}") for i in range(100)]
+        ids = ledger.record_batch(  # large enough for the COPY path, were the role allowed it
             [
                 RecordItem(make_result(0.2), "t", run_id="r", case_id="a"),  # stored: keeps 0.1
                 RecordItem(make_result(0.3), "t"),  # keyless: new
                 RecordItem(make_result(0.4), "t", run_id="r", case_id="c"),  # new
+                *pad,
             ]
         )
-        assert ids[0] == first[0] and len(set(ids) | set(first)) == 4
+        assert ids[0] == first[0] and len(set(ids) | set(first)) == 104
         scores = {row.id: row.quality_score for row in ledger.results()}
-        assert [scores[i] for i in ids] == [0.1, 0.3, 0.4]
+        assert [scores[i] for i in ids[:3]] == [0.1, 0.3, 0.4]
         (row,) = ledger.summary(task="t")
-        assert row.n == 4
+        assert row.n == 104

@@ -105,8 +105,14 @@ def test_record_batch_keeps_per_item_metadata_and_order(
     assert by_id[ids[0]].tags == ("x",) and by_id[ids[1]].task == "b"
 
 
+# PostgreSQL sends batches of 50 rows or more through COPY and smaller ones through executemany:
+# padding a batch with PAD more new grades runs the same checks down the COPY path.
+PAD = 100
+
+
+@pytest.mark.parametrize("pad", [0, PAD], ids=["small", "large"])
 def test_a_batch_mixing_stored_keys_new_keys_and_keyless_rows(
-    ledger: QualityLedger, make_result: MakeResult
+    ledger: QualityLedger, make_result: MakeResult, pad: int
 ) -> None:
     stored = ledger.record_batch([RecordItem(make_result(0.1), "t", run_id="r", case_id=c) for c in "ab"])
     items = [
@@ -115,16 +121,18 @@ def test_a_batch_mixing_stored_keys_new_keys_and_keyless_rows(
         RecordItem(make_result(0.4), "t"),  # keyless: always new
         RecordItem(make_result(0.5), "t", run_id="r", case_id="b"),  # stored
         RecordItem(make_result(0.6), "t", run_id="r", case_id="d"),  # new
+        RecordItem(make_result(0.5), "t", run_id="r", case_id="c"),  # duplicate within the batch
+        *(RecordItem(make_result(0.9), "t", run_id="r", case_id=f"pad{i}") for i in range(pad)),
     ]
     ids = ledger.record_batch(items)
-    assert ids[1] == stored[0] and ids[3] == stored[1]
-    new = [ids[0], ids[2], ids[4]]
-    assert len(set(new)) == 3 and min(new) > max(stored)
+    assert ids[1] == stored[0] and ids[3] == stored[1] and ids[5] == ids[0]
+    new = [ids[0], ids[2], ids[4], *ids[6:]]
+    assert len(set(new)) == 3 + pad and min(new) > max(stored)
     by_id = {row.id: row.quality_score for row in ledger.results()}
-    assert [by_id[i] for i in ids] == [0.2, 0.1, 0.4, 0.1, 0.6]
-    assert ledger.count() == 5
+    assert [by_id[i] for i in ids[:6]] == [0.2, 0.1, 0.4, 0.1, 0.6, 0.2]
+    assert ledger.count() == 5 + pad
     (row,) = ledger.summary(task="t")
-    assert row.n == 5  # the running totals count each stored grade once
+    assert row.n == 5 + pad  # the running totals count each stored grade once
 
 
 def test_results_filters(ledger: QualityLedger, make_result: MakeResult) -> None:
@@ -322,10 +330,10 @@ def test_details_are_stored_as_validated(ledger: QualityLedger, make_result: Mak
     assert row.details["scores"] == [0.5]
 
 
-def test_awkward_text_round_trips(ledger: QualityLedger, make_result: MakeResult) -> None:
+@pytest.mark.parametrize("pad", [0, PAD], ids=["small", "large"])
+def test_awkward_text_round_trips(ledger: QualityLedger, make_result: MakeResult, pad: int) -> None:
     # Tabs, newlines, backslashes and COPY's own markers (\N, \.) pass through PostgreSQL's COPY intact.
     weird = "tab\there\nnewline \\N backslash\\ \\. é 😀 \r cr"
-    base = make_result()
     result = make_result(
         0.5,
         prompt=weird,
@@ -333,7 +341,8 @@ def test_awkward_text_round_trips(ledger: QualityLedger, make_result: MakeResult
         candidate_text=weird,
         details={"judge_spec": {"name": "exact", "args": {}}, "s": weird},
     )
-    ledger.record_batch([RecordItem(result, "t", tags=("a\tb", "\\N")), RecordItem(base, "t")])
+    filler = [RecordItem(make_result(), "t") for _ in range(pad)]
+    ledger.record_batch([RecordItem(result, "t", tags=("a\tb", "\\N")), *filler])
     row = next(ledger.results())
     assert (row.prompt, row.notes, row.candidate_text, row.details["s"]) == (weird,) * 4
     assert row.tags == ("a\tb", "\\N")
