@@ -33,13 +33,12 @@ import sqlite3
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, text
+from _pg import pg_schema, raw_connect
 
 from llm_connect.grading import GradingResult
 from llm_connect.ledger import QualityLedger, RecordItem, upgrade
@@ -242,20 +241,9 @@ def postgres_connect(url: Callable[[], str]) -> Callable[[], Any]:
     """A raw psycopg connection to a freshly migrated schema."""
 
     def connect() -> Any:
-        import psycopg
-
         schema_url = url()
         upgrade(schema_url)
-        sa_url = create_engine(schema_url).url
-        schema = str(sa_url.query["options"]).split("=", 1)[1]
-        conn = psycopg.connect(
-            host=sa_url.host,
-            port=sa_url.port,
-            user=sa_url.username,
-            dbname=sa_url.database,
-            password=sa_url.password,
-            options=f"-csearch_path={schema}",
-        )
+        conn = raw_connect(schema_url)
         sql = f"INSERT INTO grades ({', '.join(COLUMNS)}) VALUES ({', '.join('%s' for _ in COLUMNS)})"
         return conn, sql, datetime.now(UTC)
 
@@ -300,21 +288,6 @@ def bench_convert_only(results: list[GradingResult], batch: int) -> float:
         ]
         batch_values(items, store_text=True, now=created_value(utcnow(), "sqlite"))
     return time.perf_counter() - t0
-
-
-def _pg_schema(base: str) -> tuple[str, Callable[[], None]]:
-    engine = create_engine(base, isolation_level="AUTOCOMMIT")
-    schema = f"bench_{uuid.uuid4().hex[:12]}"
-    with engine.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-
-    def drop() -> None:
-        with engine.connect() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
-
-    sep = "&" if "?" in base else "?"
-    return f"{base}{sep}options=-csearch_path%3D{schema}", drop
 
 
 def run(
@@ -366,7 +339,7 @@ def main() -> None:
     drops: list[Callable[[], None]] = []
 
     def schema() -> str:
-        url, drop = _pg_schema(base)
+        url, drop = pg_schema(base)
         drops.append(drop)
         return url
 

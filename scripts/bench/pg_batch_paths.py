@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ledger_record_many import _pg_schema, make_results
+from _pg import pg_schema
+from ledger_record_many import make_results
 
 import llm_connect.ledger._insert as insert_module
 from llm_connect.ledger import QualityLedger, RecordItem
@@ -36,7 +37,7 @@ def main() -> None:
         raise SystemExit("set LLM_CONNECT_TEST_POSTGRES_URL")
     sizes = [int(s) for s in args.sizes.split(",")]
     results = make_results(max(sizes))
-    url, drop = _pg_schema(base)
+    url, drop = pg_schema(base)
     threshold = insert_module.PG_COPY_MIN_ROWS
     case = 0
     try:

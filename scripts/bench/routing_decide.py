@@ -26,12 +26,12 @@ import random
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _pg import pg_schema, raw_connect
 from sqlalchemy import create_engine, text
 
 from llm_connect.ledger import QualityLedger, upgrade
@@ -162,23 +162,12 @@ def fill_sqlite(path: Path, total: int) -> None:
 
 
 def fill_postgres(url: str, total: int) -> None:
-    import psycopg
-
     upgrade(url)
     engine = create_engine(url, isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:
         _drop_indexes(conn)
-    sa_url = engine.url
-    schema = str(sa_url.query["options"]).split("=", 1)[1]
     with (
-        psycopg.connect(
-            host=sa_url.host,
-            port=sa_url.port,
-            user=sa_url.username,
-            password=sa_url.password,
-            dbname=sa_url.database,
-            options=f"-csearch_path={schema}",
-        ) as pg,
+        raw_connect(url) as pg,
         pg.cursor() as cur,
         cur.copy(f"COPY grades ({', '.join(INSERT_COLUMNS)}) FROM STDIN") as copy,
     ):
@@ -263,22 +252,14 @@ def main() -> None:
         if not base:
             print("PostgreSQL: skipped (set LLM_CONNECT_TEST_POSTGRES_URL)")
             return
-        schema = f"bench_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(base, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        url, drop = pg_schema(base)
         try:
-            sep = "&" if "?" in base else "?"
-            url = f"{base}{sep}options=-csearch_path%3D{schema}"
             t0 = time.perf_counter()
             fill_postgres(url, args.rows)
             print(f"PostgreSQL: filled {args.rows:,} rows in {time.perf_counter() - t0:.1f} s")
             report("PostgreSQL", measure(url, args.calls))
         finally:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-            admin.dispose()
-
+            drop()
 
 if __name__ == "__main__":
     main()
