@@ -256,8 +256,8 @@ def _copy_in(cursor: Any, batch: list[tuple[Any, ...]]) -> list[int | None]:
 
 
 def _execute_in(cursor: Any, batch: list[tuple[Any, ...]]) -> list[int | None]:
-    """Insert ``batch`` row by row (pipelined ``executemany``), for roles that may not create
-    temporary tables; each row's new id, or None where its key existed."""
+    """Insert ``batch`` row by row (pipelined ``executemany``), for small batches and for roles
+    that may not create temporary tables; each row's new id, or None where its key existed."""
     cursor.executemany(_PG_INSERT, batch, returning=True)
     out: list[int | None] = []
     while True:
