@@ -218,6 +218,15 @@ class BudgetTracker:
             if response.usage is not None:
                 self._spent_tokens += response.usage.total_tokens
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle/deep-copy state: limits and spend (a copy is an independent tracker)."""
+        with self._lock:
+            return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def __repr__(self) -> str:
         return (
             f"BudgetTracker(max_usd={self.max_usd!r}, max_tokens={self.max_tokens!r}, "
@@ -275,6 +284,21 @@ class RunConfig:
         if not isinstance(self.model_params, Mapping):
             raise ConfigurationError("RunConfig model_params must be a mapping")
         object.__setattr__(self, "model_params", _freeze(self.model_params))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt through __init__ (model_params is a read-only view, which pickle and
+        # copy.deepcopy cannot copy as it is); a deep copy also copies the budget tracker.
+        return (
+            type(self),
+            (
+                self.temperature,
+                self.max_tokens,
+                self.system_prompt,
+                dict(self.model_params),
+                self.timeout_s,
+                self.budget_tracker,
+            ),
+        )
 
     def replace(self, **changes: Any) -> RunConfig:
         """A copy with ``changes`` applied (the budget tracker is kept unless replaced)."""

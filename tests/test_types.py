@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import pickle
 import threading
 
 import pytest
@@ -105,3 +107,21 @@ def test_budget_tracker_token_limit() -> None:
 def test_budget_tracker_rejects_negative_limits() -> None:
     with pytest.raises(ConfigurationError):
         BudgetTracker(max_usd=-1)
+
+
+def test_run_config_and_tracker_survive_pickle_and_deepcopy() -> None:
+    tracker = BudgetTracker(max_usd=1.0)
+    tracker.charge(LLMResponse("a", "m", "p", cost_usd=0.25, usage=Usage(3, 4)))
+    config = RunConfig(temperature=0.0, model_params={"seed": 1, "stop": ["x"]}, budget_tracker=tracker)
+    for copied in (pickle.loads(pickle.dumps(config)), copy.deepcopy(config)):
+        assert copied == config and copied.model_params["stop"] == ["x"]
+        with pytest.raises(TypeError):
+            copied.model_params["seed"] = 2  # type: ignore[index]
+        twin = copied.budget_tracker
+        assert twin is not None and twin is not tracker  # an independent copy of the spend so far
+        assert (twin.max_usd, twin.spent_usd, twin.spent_tokens, twin.calls) == (1.0, 0.25, 7, 1)
+        twin.charge(LLMResponse("b", "m", "p", cost_usd=0.75))
+        with pytest.raises(BudgetExceededError):
+            twin.check()
+        tracker.check()  # the original still has budget left
+    assert copy.copy(config).budget_tracker is tracker  # a shallow copy shares it

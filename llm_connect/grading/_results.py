@@ -80,6 +80,23 @@ class GradingResult:
         # Kept (outside the dataclass fields): the ledger stores this text, the details as validated.
         object.__setattr__(self, "_details_json", encoded)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt (and re-validated) through __init__: ``details`` is a read-only view, which
+        # pickle and copy.deepcopy cannot copy as it is.
+        return (
+            type(self),
+            (
+                self.quality_score,
+                self.notes,
+                self.grader_id,
+                self.baseline_response,
+                self.candidate_response,
+                dict(self.details),
+                self.prompt,
+                self.run_config,
+            ),
+        )
+
     def details_json(self) -> str:
         """``details`` as compact JSON text, encoded when the result was validated.
 

@@ -102,3 +102,18 @@ def test_round_trip_through_dict() -> None:
     result = make(0.75, details={"judge_spec": {"name": "exact", "args": {}}}, prompt="Q?", run_config=rc)
     again = GradingResult.from_dict(result.to_dict())
     assert again == result
+
+
+def test_results_survive_pickle_and_deepcopy() -> None:
+    import copy
+    import pickle
+
+    rc = RunConfig(temperature=0.0, model_params={"seed": 7})
+    result = make(0.75, details={"judge_spec": {"name": "exact", "args": {}}, "n": [1, 2]}, prompt="Q", run_config=rc)
+    for copied in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result), copy.copy(result)):
+        assert copied == result and copied.details_json() == result.details_json()
+        with pytest.raises(TypeError):
+            copied.details["n"] = 3  # type: ignore[index]
+    deep = copy.deepcopy(result)
+    deep.details["n"].append(3)  # nested values are copies: the original is untouched
+    assert result.details["n"] == [1, 2]
