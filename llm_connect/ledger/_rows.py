@@ -115,6 +115,16 @@ class GradeRow:
     run_config: Mapping[str, Any] | None
     llm_connect_version: str
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The read-only views (details, run_config, tool calls) go as plain dicts and are
+        # frozen again on the way back, so pickle and copy.deepcopy work.
+        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        values["details"] = dict(self.details)
+        values["run_config"] = None if self.run_config is None else dict(self.run_config)
+        for name in ("baseline_tool_calls", "candidate_tool_calls"):
+            values[name] = tuple(dict(call) for call in values[name])
+        return (_grade_row_from, (values,))
+
     def _response(self, side: str) -> LLMResponse:
         prompt_tokens = getattr(self, f"{side}_prompt_tokens")
         completion_tokens = getattr(self, f"{side}_completion_tokens")
@@ -176,6 +186,13 @@ class GradeRow:
                 value = [dict(v) if isinstance(v, Mapping) else v for v in value]
             out[name] = value
         return out
+
+
+def _grade_row_from(values: dict[str, Any]) -> GradeRow:
+    """A :class:`GradeRow` from its pickled values (read-only views restored)."""
+    from llm_connect.ledger._convert import grade_row  # _convert imports this module
+
+    return grade_row(values)
 
 
 @dataclass(frozen=True)

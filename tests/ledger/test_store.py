@@ -57,6 +57,31 @@ def test_tool_calls_and_missing_usage_round_trip(ledger: QualityLedger, make_res
     assert row.to_result() == result
 
 
+def test_rows_survive_pickle_and_deepcopy(ledger: QualityLedger, make_result: MakeResult) -> None:
+    import copy
+    import pickle
+
+    cand = LLMResponse("", "gpt-4o-mini", "openai", tool_calls=(ToolCall("lookup", '{"q": "x"}'),))
+    result = GradingResult(
+        0.5,
+        "n",
+        "exact",
+        make_result().baseline_response,
+        cand,
+        details={"judge_spec": {"name": "exact", "args": {}}, "n": [1]},
+        prompt="p",
+        run_config=RunConfig(temperature=0.0, model_params={"seed": 1}),
+    )
+    ledger.record(result, task="t")
+    (row,) = ledger.results()
+    for copied in (pickle.loads(pickle.dumps(row)), copy.deepcopy(row)):
+        assert copied == row and copied.to_result() == result
+        with pytest.raises(TypeError):
+            copied.details["n"] = 2  # type: ignore[index]
+        with pytest.raises(TypeError):
+            copied.candidate_tool_calls[0]["name"] = "x"  # type: ignore[index]
+
+
 def test_rerecording_a_key_returns_the_existing_id_and_changes_nothing(
     ledger: QualityLedger, make_result: MakeResult
 ) -> None:
