@@ -41,17 +41,19 @@ def test_an_invalid_item_rejects_the_whole_batch(ledger: QualityLedger, make_res
     assert _dump(ledger) == before
 
 
+@pytest.mark.parametrize("size", [5, 120], ids=["small", "large"])  # PostgreSQL: executemany / COPY
 def test_a_constraint_violation_rolls_back_the_whole_batch(
-    ledger: QualityLedger, make_result: MakeResult
+    ledger: QualityLedger, make_result: MakeResult, size: int
 ) -> None:
     ledger.record(make_result(), task="t")
     before = _dump(ledger)
-    items = [RecordItem(make_result(), "t", run_id="r", case_id=str(i)) for i in range(5)]
+    items = [RecordItem(make_result(), "t", run_id="r", case_id=str(i)) for i in range(size)]
     items.append(RecordItem(_bad_score(make_result), "t", run_id="r", case_id="bad"))
     with pytest.raises(LedgerError, match="recording grades failed"):
         ledger.record_batch(items)
     assert _dump(ledger) == before
-    assert ledger.record_batch(items[:5])  # the good items alone go in afterwards
+    assert len(ledger.record_batch(items[:size])) == size  # the good items alone go in afterwards
+    assert ledger.count() == 1 + size
 
 
 def test_check_constraint_enforces_the_score_range_in_sql(ledger: QualityLedger) -> None:
