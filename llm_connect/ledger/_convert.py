@@ -95,8 +95,11 @@ def sha256_text(text: str) -> str:
 
 
 def validate_item(index: int, item: object) -> RecordItem:
-    """Check one batch item before anything is written; the error names the item."""
-    if type(item) is not RecordItem and not isinstance(item, RecordItem):
+    """Check one batch item before anything is written; the error names the item.
+
+    :func:`batch_values` calls it only for items its own quick test does not pass.
+    """
+    if not isinstance(item, RecordItem):
         raise GradingValidationError(f"item {index}: expected a RecordItem, not {type(item).__name__}")
     if not isinstance(item.result, GradingResult):
         raise GradingValidationError(
@@ -105,21 +108,14 @@ def validate_item(index: int, item: object) -> RecordItem:
     task = item.task
     if type(task) is not str or not task.strip():
         raise GradingValidationError(f"item {index}: task must be a non-empty string, not {task!r}")
-    run_id, case_id = item.run_id, item.case_id
-    if not (  # the usual item passes this one test; the loop below names the bad field
-        (run_id is None or (type(run_id) is str and run_id))
-        and (case_id is None or (type(case_id) is str and case_id))
-        and item.baseline_adapter_id is None
-        and item.candidate_adapter_id is None
+    for name, value in (
+        ("run_id", item.run_id),
+        ("case_id", item.case_id),
+        ("baseline_adapter_id", item.baseline_adapter_id),
+        ("candidate_adapter_id", item.candidate_adapter_id),
     ):
-        for name, value in (
-            ("run_id", run_id),
-            ("case_id", case_id),
-            ("baseline_adapter_id", item.baseline_adapter_id),
-            ("candidate_adapter_id", item.candidate_adapter_id),
-        ):
-            if value is not None and (type(value) is not str or not value):
-                raise GradingValidationError(f"item {index}: {name} must be a non-empty string or None")
+        if value is not None and (type(value) is not str or not value):
+            raise GradingValidationError(f"item {index}: {name} must be a non-empty string or None")
     tags = item.tags
     if tags and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise GradingValidationError(f"item {index}: tags must be a sequence of strings, not {tags!r}")
