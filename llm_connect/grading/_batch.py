@@ -340,7 +340,10 @@ class BatchGrader:
                 if isinstance(res, asyncio.CancelledError):
                     raise res
                 if isinstance(res, CaseDataError) and lacks_case_data(case, res):
-                    report.not_applicable.append(not_applicable(case, judge.grader_id, cand.spec, res))
+                    model = responses[cand.spec].model
+                    na = not_applicable(case, judge.grader_id, cand.spec, res, candidate_model=model)
+                    report.not_applicable.append(na)
+                    work.skips.append(na)
                     continue
                 if isinstance(res, BaseException):
                     if not isinstance(res, Exception):

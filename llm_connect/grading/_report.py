@@ -58,6 +58,8 @@ class NotApplicable:
     """The judge's message (``no JSON schema: give the judge option 'schema' ...``)."""
     line: int | None = None
     """The case's line in the suite file."""
+    candidate_model: str | None = None
+    """The candidate model as it answered (``LLMResponse.model``); the ledger keys the outcome by it."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,9 @@ def lacks_case_data(case: Case, exc: CaseDataError) -> bool:
     return isinstance(value, (list, tuple, dict)) and not value
 
 
-def not_applicable(case: Case, grader_id: str, candidate: str, exc: CaseDataError) -> NotApplicable:
+def not_applicable(
+    case: Case, grader_id: str, candidate: str, exc: CaseDataError, candidate_model: str | None = None
+) -> NotApplicable:
     """The :class:`NotApplicable` record of ``exc`` for ``case``."""
     reason = (getattr(exc, "message", None) or str(exc)).strip().splitlines()
     return NotApplicable(
@@ -172,4 +176,5 @@ def not_applicable(case: Case, grader_id: str, candidate: str, exc: CaseDataErro
         field=exc.field,
         reason=(reason[0] if reason else type(exc).__name__)[:500],
         line=case.line,
+        candidate_model=candidate_model,
     )

@@ -1,6 +1,6 @@
 """The batch engine's writer thread: commits finished cases off the event loop.
 
-Every finished case (grades, cache entries, failures) is queued; the thread
+Every finished case (grades, cache entries, failures, not-applicable pairs) is queued; the thread
 commits whatever is queued in one transaction, lingering briefly so cases
 finishing meanwhile share the commit. A write error is kept and re-raised by
 the next :meth:`LedgerWriter.submit` or by :meth:`LedgerWriter.close`.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from llm_connect.errors import LedgerError
-from llm_connect.grading._report import CaseFailure
+from llm_connect.grading._report import CaseFailure, NotApplicable
 from llm_connect.types import LLMResponse
 
 if TYPE_CHECKING:
@@ -26,11 +26,12 @@ __all__ = ["CaseWork", "LedgerWriter"]
 
 @dataclass
 class CaseWork:
-    """What one finished case writes: grades, cache entries, failures."""
+    """What one finished case writes: grades, cache entries, failures, not-applicable pairs."""
 
     records: list[RecordItem] = field(default_factory=list)
     cache: list[tuple[str, str, LLMResponse]] = field(default_factory=list)
     failures: list[CaseFailure] = field(default_factory=list)
+    skips: list[NotApplicable] = field(default_factory=list)
 
 
 class LedgerWriter:
@@ -96,6 +97,9 @@ class LedgerWriter:
         if cache:
             self.ledger.cache_put_many(cache)
         if self.run_id is not None:
+            skips = [na for w in batch for na in w.skips]
+            if skips:  # a resumed run counts these pairs as done
+                self.ledger.record_not_applicable(self.run_id, skips)
             for f in (f for w in batch for f in w.failures):
                 self.ledger.record_failure(
                     run_id=self.run_id,

@@ -44,6 +44,7 @@ __all__ = [
     "RoutingDecisionRecord",
     "Run",
     "RunFailure",
+    "RunSkip",
     "UTCDateTime",
     "utcnow",
 ]
@@ -238,6 +239,27 @@ class RunFailure(Base):
     error_type: Mapped[str] = mapped_column(String(200))
     message: Mapped[str] = mapped_column(Text)
     adapter_id: Mapped[str | None] = mapped_column(String(300))
+
+
+class RunSkip(Base):
+    """A (case, judge, candidate) of a run the judge had no case data for: not a grade, not a failure.
+
+    Kept so that resuming the run does not grade that case again.
+    """
+
+    __tablename__ = "run_skips"
+    __table_args__ = (UniqueConstraint("run_id", "case_id", "grader_id", "candidate_model"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    run_id: Mapped[str] = mapped_column(String(200), ForeignKey("runs.run_id", ondelete="CASCADE"))
+    case_id: Mapped[str] = mapped_column(String(200))
+    task: Mapped[str] = mapped_column(String(200))
+    grader_id: Mapped[str] = mapped_column(String(300))
+    candidate_model: Mapped[str] = mapped_column(String(200))
+    candidate: Mapped[str] = mapped_column(String(300))
+    field: Mapped[str | None] = mapped_column(String(200))
+    reason: Mapped[str] = mapped_column(Text)
 
 
 class Calibration(Base):

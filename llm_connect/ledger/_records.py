@@ -1,4 +1,4 @@
-"""The ledger's other tables: response cache, runs, run failures, calibrations, routing decisions.
+"""The ledger's other tables: response cache, runs, run failures and skips, calibrations, routing decisions.
 
 Mixed into :class:`~llm_connect.ledger.QualityLedger`; every method here is
 part of its public surface.
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Connection, Table, select, update
 
 from llm_connect._version import __version__
-from llm_connect.errors import LedgerError
+from llm_connect.errors import GradingValidationError, LedgerError
 from llm_connect.ledger._convert import mask_secret_text, scrub
 from llm_connect.ledger._models import (
     Calibration,
@@ -22,12 +22,14 @@ from llm_connect.ledger._models import (
     RoutingDecisionRecord,
     Run,
     RunFailure,
+    RunSkip,
     utcnow,
 )
 from llm_connect.ledger._rows import CalibrationRow, FailureRow, RunRow
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
+    from llm_connect.grading import NotApplicable
     from llm_connect.routing import RoutingDecision
 
 __all__ = ["RecordsMixin"]
@@ -35,6 +37,7 @@ __all__ = ["RecordsMixin"]
 _CACHE = cast(Table, ResponseCacheEntry.__table__)
 _RUNS = cast(Table, Run.__table__)
 _FAILURES = cast(Table, RunFailure.__table__)
+_SKIPS = cast(Table, RunSkip.__table__)
 _CALIBRATIONS = cast(Table, Calibration.__table__)
 _DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
 _CHUNK = 500
@@ -204,12 +207,7 @@ class RecordsMixin:
             "message": mask_secret_text(message),
             "adapter_id": adapter_id,
         }
-        run_row = {
-            "run_id": run_id,
-            "status": "running",
-            "started_at": utcnow(),
-            "llm_connect_version": __version__,
-        }
+        run_row = _new_run(run_id)
 
         def write(conn: Connection) -> int:
             conn.execute(self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]), run_row)
@@ -224,6 +222,62 @@ class RecordsMixin:
             stmt = stmt.where(_FAILURES.c.run_id == run_id)
         with self._read("reading failures"), self._connect() as conn:
             return [FailureRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]
+
+    def record_not_applicable(self, run_id: str, outcomes: Sequence[NotApplicable]) -> int:
+        """Record pairs of ``run_id`` that a judge had no case data for; returns how many were new.
+
+        Each outcome needs its ``candidate_model`` (the model as it answered):
+        with it, :meth:`completed_keys` counts the pair as done, so a resumed
+        run does not grade the case again. The run is registered if it was not
+        yet; a pair already recorded keeps its first record.
+        """
+        rows = []
+        for i, na in enumerate(outcomes):
+            if not na.candidate_model:
+                raise GradingValidationError(f"item {i}: a not-applicable outcome needs its candidate_model")
+            rows.append(
+                {
+                    "created_at": utcnow(),
+                    "run_id": run_id,
+                    "case_id": na.case_id,
+                    "task": na.task,
+                    "grader_id": na.grader_id,
+                    "candidate_model": na.candidate_model,
+                    "candidate": na.candidate,
+                    "field": na.field,
+                    "reason": mask_secret_text(na.reason),
+                }
+            )
+        if not rows:
+            return 0
+        run_row = _new_run(run_id)
+        keys = ["run_id", "case_id", "grader_id", "candidate_model"]
+
+        def write(conn: Connection) -> int:
+            conn.execute(self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]), run_row)
+            stmt = self._insert(_SKIPS).on_conflict_do_nothing(index_elements=keys).returning(_SKIPS.c.id)
+            return sum(1 for row in rows if conn.execute(stmt, row).first() is not None)
+
+        return self._write("recording not-applicable outcomes", write)  # type: ignore[no-any-return]
+
+    def not_applicable(self, run_id: str) -> list[NotApplicable]:
+        """The recorded not-applicable outcomes of ``run_id``, oldest first."""
+        from llm_connect.grading import NotApplicable
+
+        stmt = select(_SKIPS).where(_SKIPS.c.run_id == run_id).order_by(_SKIPS.c.id)
+        with self._read("reading not-applicable outcomes"), self._connect() as conn:
+            return [
+                NotApplicable(
+                    case_id=rec["case_id"],
+                    task=rec["task"],
+                    grader_id=rec["grader_id"],
+                    candidate=rec["candidate"],
+                    field=rec["field"],
+                    reason=rec["reason"],
+                    candidate_model=rec["candidate_model"],
+                )
+                for rec in conn.execute(stmt).mappings()
+            ]
 
     # -- calibrations ----------------------------------------------------------
 
@@ -328,6 +382,11 @@ class RecordsMixin:
         with self._read("reading routing decisions"), self._connect() as conn:
             recs = conn.execute(stmt).all()
         return [RoutingDecision.from_dict(evidence, decision_id=rid) for rid, evidence in reversed(recs)]
+
+
+def _new_run(run_id: str) -> dict[str, Any]:
+    """The ``runs`` row registered for a run first seen through a failure or a skip."""
+    return {"run_id": run_id, "status": "running", "started_at": utcnow(), "llm_connect_version": __version__}
 
 
 def _calibration_row(rec: Mapping[Any, Any]) -> CalibrationRow:

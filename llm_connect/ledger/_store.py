@@ -24,7 +24,7 @@ from llm_connect.ledger._engine import (
 )
 from llm_connect.ledger._insert import created_value, insert_grades
 from llm_connect.ledger._migrate import ensure_schema
-from llm_connect.ledger._models import GRADE_STATS_REBUILD_SQL, Grade, GradeStats, utcnow
+from llm_connect.ledger._models import GRADE_STATS_REBUILD_SQL, Grade, GradeStats, RunSkip, utcnow
 from llm_connect.ledger._records import RecordsMixin
 from llm_connect.ledger._rows import GradeRow, RecordItem, SummaryRow
 from llm_connect.ledger._stats import mean_std, t_interval
@@ -32,6 +32,7 @@ from llm_connect.ledger._stats import mean_std, t_interval
 __all__ = ["QualityLedger"]
 
 _G = cast(Table, Grade.__table__)
+_SKIPS = cast(Table, RunSkip.__table__)
 _S = cast(Table, GradeStats.__table__)
 _KEY = ("run_id", "case_id", "grader_id", "candidate_model")
 _KEY_COLUMNS = [_G.c[name] for name in _KEY]
@@ -444,9 +445,13 @@ class QualityLedger(RecordsMixin):
             return int(conn.execute(stmt).scalar_one())
 
     def completed_keys(self, run_id: str) -> set[tuple[str, str, str]]:
-        """``(case_id, grader_id, candidate_model)`` of every grade already stored for ``run_id``."""
-        stmt = select(_G.c.case_id, _G.c.grader_id, _G.c.candidate_model).where(
+        """``(case_id, grader_id, candidate_model)`` of every grade already stored for ``run_id``,
+        and of every pair recorded as not applicable (:meth:`record_not_applicable`)."""
+        graded = select(_G.c.case_id, _G.c.grader_id, _G.c.candidate_model).where(
             and_(_G.c.run_id == run_id, _G.c.case_id.is_not(None))
         )
+        skipped = select(_SKIPS.c.case_id, _SKIPS.c.grader_id, _SKIPS.c.candidate_model).where(
+            _SKIPS.c.run_id == run_id
+        )
         with self._read("reading completed cases"), self._connect() as conn:
-            return {(r[0], r[1], r[2]) for r in conn.execute(stmt)}
+            return {(r[0], r[1], r[2]) for stmt in (graded, skipped) for r in conn.execute(stmt)}

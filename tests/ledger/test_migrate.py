@@ -24,6 +24,7 @@ TABLES = {
     "response_cache",
     "routing_decisions",
     "run_failures",
+    "run_skips",
     "runs",
 }
 

@@ -142,3 +142,26 @@ def test_calibration_figures_never_hold_nan(ledger: QualityLedger) -> None:
             passed=False,
         )
     assert ledger.calibrations() == []
+
+
+def test_not_applicable_outcomes_count_as_done_for_resume(ledger: QualityLedger) -> None:
+    from llm_connect.errors import GradingValidationError
+    from llm_connect.grading import NotApplicable
+
+    def na(case: str, model: str | None = "gpt-4o-mini", reason: str = "no JSON schema") -> NotApplicable:
+        return NotApplicable(case, "t", "schema", "openai:gpt-4o-mini", "expected.schema", reason, 3, model)
+
+    secret = "sk-THISMUSTNEVERBESTORED0123456789"
+    assert ledger.record_not_applicable("r1", [na("c1"), na("c2", reason=f"key {secret}")]) == 2
+    assert ledger.run("r1") is not None  # the run is registered on first sight
+    assert ledger.record_not_applicable("r1", [na("c1", reason="again"), na("c3")]) == 1  # c1 kept
+    stored = ledger.not_applicable("r1")
+    assert [(s.case_id, s.reason) for s in stored][:1] == [("c1", "no JSON schema")]
+    assert [s.case_id for s in stored] == ["c1", "c2", "c3"]
+    assert secret not in stored[1].reason and stored[1].candidate_model == "gpt-4o-mini"
+    assert stored[0].line is None  # the suite line is not stored
+    assert ledger.completed_keys("r1") == {(c, "schema", "gpt-4o-mini") for c in ("c1", "c2", "c3")}
+    assert ledger.not_applicable("other") == [] and ledger.completed_keys("other") == set()
+    with pytest.raises(GradingValidationError, match="item 0"):
+        ledger.record_not_applicable("r1", [na("c9", model=None)])
+    assert len(ledger.not_applicable("r1")) == 3
