@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -198,6 +199,12 @@ class BatchGrader:
         if ledger is not None and self.run_id is not None:
             if self.resume:
                 done_keys = set(await asyncio.to_thread(ledger.completed_keys, self.run_id))
+                # Pairs found not applicable before the restart stay in the report of the run.
+                lines = {c.id: c.line for c in suite.cases}
+                report.not_applicable.extend(
+                    replace(na, line=lines.get(na.case_id))
+                    for na in await asyncio.to_thread(ledger.not_applicable, self.run_id)
+                )
             await asyncio.to_thread(ledger.start_run, self.run_id, suite=suite.path, config=self.run_info)
         todo = [c for c in suite.cases if not done_keys or self._missing(c, done_keys)]
         report.cases_skipped = len(suite.cases) - len(todo)
@@ -260,7 +267,8 @@ class BatchGrader:
                     status = "failed"
                 await asyncio.to_thread(ledger.finish_run, self.run_id, status)
             order = {c.id: i for i, c in enumerate(suite.cases)}
-            report.not_applicable.sort(key=lambda na: order.get(na.case_id, len(order)))  # file order
+            once = {(na.case_id, na.grader_id, na.candidate): na for na in report.not_applicable}
+            report.not_applicable = sorted(once.values(), key=lambda na: order.get(na.case_id, len(order)))
             report.elapsed_s = time.perf_counter() - started
         return report
 

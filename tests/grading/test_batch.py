@@ -415,4 +415,5 @@ def test_resume_treats_not_applicable_pairs_as_done(openai_server: OpenAIServer,
     assert {na.field for na in stored} == {"expected.schema"} and stored[0].candidate == "openai:cand"
     again = grade_suite(suite, **sides, judges=judges, ledger=ledger, run_id="r-na", resume=True, use_cache=False)
     assert again.cases_skipped == 6 and len(openai_server.requests) == 12  # nothing graded or called again
+    assert again.not_applicable == first.not_applicable  # the run's report still lists them, lines included
     assert ledger.count() == 3 and ledger.failures(run_id="r-na") == []
