@@ -133,6 +133,14 @@ def convert(
     return tuple(row[name] for name in COLUMNS)
 
 
+def items(results: list[GradingResult], lo: int, batch: int) -> list[RecordItem]:
+    """The batch starting at ``lo`` as the CLI writes it: keyed by run and case, built in the timed loop."""
+    return [
+        RecordItem(r, "support", run_id="bench", case_id=str(lo + i))
+        for i, r in enumerate(results[lo : lo + batch])
+    ]
+
+
 class Side:
     """One way of writing the grades: ``open()``, then ``write(lo)`` per batch, then ``close()``."""
 
@@ -158,12 +166,7 @@ class Ours(Side):
         self.ledger = QualityLedger(self.url())
 
     def write(self, lo: int) -> None:
-        self.ledger.record_batch(
-            [
-                RecordItem(r, "support", run_id="bench", case_id=str(lo + i))
-                for i, r in enumerate(self.results[lo : lo + self.batch])
-            ]
-        )
+        self.ledger.record_batch(items(self.results, lo, self.batch))
 
     def close(self) -> None:
         self.ledger.close()
@@ -282,11 +285,7 @@ def bench_convert_only(results: list[GradingResult], batch: int) -> float:
 
     t0 = time.perf_counter()
     for lo in range(0, len(results), batch):
-        items = [
-            RecordItem(r, "support", run_id="bench", case_id=str(lo + i))
-            for i, r in enumerate(results[lo : lo + batch])
-        ]
-        batch_values(items, store_text=True, now=created_value(utcnow(), "sqlite"))
+        batch_values(items(results, lo, batch), store_text=True, now=created_value(utcnow(), "sqlite"))
     return time.perf_counter() - t0
 
 

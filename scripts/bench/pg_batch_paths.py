@@ -14,11 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 from _pg import pg_schema
 from ledger_record_many import make_results
