@@ -288,17 +288,9 @@ class RunConfig:
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt through __init__ (model_params is a read-only view, which pickle and
         # copy.deepcopy cannot copy as it is); a deep copy also copies the budget tracker.
-        return (
-            type(self),
-            (
-                self.temperature,
-                self.max_tokens,
-                self.system_prompt,
-                dict(self.model_params),
-                self.timeout_s,
-                self.budget_tracker,
-            ),
-        )
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values["model_params"] = dict(self.model_params)
+        return (type(self), tuple(values.values()))
 
     def replace(self, **changes: Any) -> RunConfig:
         """A copy with ``changes`` applied (the budget tracker is kept unless replaced)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -83,19 +83,9 @@ class GradingResult:
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt (and re-validated) through __init__: ``details`` is a read-only view, which
         # pickle and copy.deepcopy cannot copy as it is.
-        return (
-            type(self),
-            (
-                self.quality_score,
-                self.notes,
-                self.grader_id,
-                self.baseline_response,
-                self.candidate_response,
-                dict(self.details),
-                self.prompt,
-                self.run_config,
-            ),
-        )
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["details"] = dict(self.details)
+        return (type(self), tuple(values.values()))
 
     def details_json(self) -> str:
         """``details`` as compact JSON text, encoded when the result was validated.
