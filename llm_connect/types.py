@@ -103,7 +103,7 @@ class LLMResponse:
     text: str
     """The completion text (empty when the model only called tools)."""
     model: str
-    """The model name as the provider reported it (routing keys on this)."""
+    """The model name as the server reported it (e.g. the dated snapshot ``gpt-4o-mini-2024-07-18``)."""
     provider: str
     """The provider or adapter family (``openai``, ``recorded``)."""
     latency_ms: float | None = None
@@ -116,6 +116,18 @@ class LLMResponse:
     """Tool calls the model requested, in order."""
     finish_reason: str | None = None
     """Why generation stopped (``stop``, ``length``, ``tool_calls``), when reported."""
+    requested_model: str | None = None
+    """The model name that was asked for (the adapter's model); ``None`` means :attr:`model`.
+
+    Grades, resume, routing and the ledger's summaries key on this name, never on
+    the one the server reports."""
+    endpoint: str | None = None
+    """The server that answered: its base URL without credentials or query (``None`` offline)."""
+
+    @property
+    def asked_model(self) -> str:
+        """:attr:`requested_model` when known, else :attr:`model`."""
+        return self.requested_model or self.model
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict; :meth:`from_dict` reverses it."""
@@ -133,6 +145,8 @@ class LLMResponse:
             "cost_usd": self.cost_usd,
             "tool_calls": [{"name": t.name, "arguments": t.arguments} for t in self.tool_calls],
             "finish_reason": self.finish_reason,
+            "requested_model": self.requested_model,
+            "endpoint": self.endpoint,
         }
 
     @classmethod
@@ -152,6 +166,8 @@ class LLMResponse:
                 ToolCall(t["name"], t["arguments"]) for t in data.get("tool_calls") or ()
             ),
             finish_reason=data.get("finish_reason"),
+            requested_model=data.get("requested_model"),
+            endpoint=data.get("endpoint"),
         )
 
 

@@ -32,6 +32,25 @@ _log = logging.getLogger("llm_connect.adapters.openai")
 PLACEHOLDER_API_KEY = "sk-no-key-required"
 
 
+#: The SDK's server when no ``base_url`` is given.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def public_endpoint(base_url: str | None) -> str:
+    """``base_url`` as it may be stored and shown: scheme, host, port and path only.
+
+    User info (``https://user:key@host``), the query string (``?api-key=...``) and
+    the fragment are dropped; a trailing slash is removed. ``None`` is the SDK's
+    default server.
+    """
+    parts = urlsplit(base_url or DEFAULT_BASE_URL)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    return f"{parts.scheme}://{netloc}{parts.path}".rstrip("/")
+
+
 def _is_loopback(url: str) -> bool:
     host = (urlsplit(url).hostname or "").lower()
     return host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.")
@@ -228,6 +247,8 @@ class OpenAIAdapter:
         self._clients = _Clients(
             base_url=base_url, api_key=api_key or "", client=client, max_retries=max_retries
         )
+        self.endpoint = public_endpoint(self._clients.base_url)
+        """The server without credentials (stored with every response, part of cache keys)."""
 
     @property
     def base_url(self) -> str | None:
@@ -304,6 +325,8 @@ class OpenAIAdapter:
             cost_usd=cost_usd(self._prices, [self.model, str(model)], usage),
             tool_calls=tuple(calls),
             finish_reason=choice.finish_reason,
+            requested_model=self.model,
+            endpoint=self.endpoint,
         )
 
     def _log_call(self, response: LLMResponse) -> None:

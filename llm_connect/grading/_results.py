@@ -55,6 +55,11 @@ class GradingResult:
     """The prompt both sides answered."""
     run_config: RunConfig | None = None
     """The run config both sides were called with."""
+    asks_llm: bool = False
+    """Whether the judge asked an LLM for this grade (then routing trusts it only once calibrated).
+
+    Set from the judge's own ``asks_llm`` attribute by :class:`PairedGrader` and the
+    batch engine when the judge left it ``False``."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "quality_score", validate_quality_score(self.quality_score))
@@ -69,6 +74,8 @@ class GradingResult:
                 raise GradingValidationError(f"{side} must be an LLMResponse")
         if self.run_config is not None and not isinstance(self.run_config, RunConfig):
             raise GradingValidationError("run_config must be a RunConfig or None")
+        if not isinstance(self.asks_llm, bool):
+            raise GradingValidationError(f"asks_llm must be a bool, not {self.asks_llm!r}")
         if not isinstance(self.details, Mapping):
             raise GradingValidationError("details must be a mapping")
         details = dict(self.details)  # a MappingProxyType (dataclasses.replace) too
@@ -106,6 +113,7 @@ class GradingResult:
             "details": dict(self.details),
             "prompt": self.prompt,
             "run_config": None if self.run_config is None else self.run_config.to_dict(),
+            "asks_llm": self.asks_llm,
         }
 
     @classmethod
@@ -121,4 +129,5 @@ class GradingResult:
             details=data.get("details") or {},
             prompt=data.get("prompt", ""),
             run_config=None if rc is None else RunConfig.from_dict(rc),
+            asks_llm=bool(data.get("asks_llm", False)),
         )
