@@ -19,6 +19,7 @@ from llm_connect.errors import (
     ServerError,
 )
 from llm_connect.grading import RateLimiter, ResilientAdapter, RetryPolicy
+from llm_connect.grading._retry import CallLimit
 from llm_connect.types import LLMResponse, RunConfig
 
 
@@ -111,3 +112,32 @@ def test_wrapper_keeps_the_adapter_id() -> None:
     wrapped = ResilientAdapter(inner)
     assert wrapped.adapter_id == "recorded:m" and wrapped.model == "m"
     assert wrapped.complete("p", RunConfig()).text == "x"
+
+
+def test_adapters_given_one_asyncio_semaphore_share_one_call_limit() -> None:
+    semaphore = asyncio.Semaphore(2)  # how callers wired the bound before CallLimit
+    a = ResilientAdapter(Flaky([]), semaphore=semaphore)
+    b = ResilientAdapter(Flaky([]), semaphore=semaphore)
+    assert isinstance(a.semaphore, CallLimit) and a.semaphore is b.semaphore
+    assert a.semaphore.limit == 2
+    other = ResilientAdapter(Flaky([]), semaphore=asyncio.Semaphore(3)).semaphore
+    assert other is not a.semaphore and other is not None and other.limit == 3
+    assert ResilientAdapter(Flaky([]), semaphore=4).semaphore.limit == 4  # type: ignore[union-attr]
+    limit = CallLimit(5)
+    assert ResilientAdapter(Flaky([]), semaphore=limit).semaphore is limit
+    with pytest.raises(ConfigurationError):
+        ResilientAdapter(Flaky([]), semaphore="8")  # type: ignore[arg-type]
+
+
+def test_sync_calls_take_a_slot_of_the_limit() -> None:
+    limit = CallLimit(1)
+    seen: list[int] = []
+
+    class Probe(Flaky):
+        def complete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
+            seen.append(limit.in_flight)
+            return super().complete(prompt, run_config)
+
+    wrapped = ResilientAdapter(Probe([ServerError("503")]), policy=NO_WAIT, semaphore=limit)
+    assert wrapped.complete("p", RunConfig()).text == "ok"
+    assert seen == [1, 1] and limit.in_flight == 0 and wrapped.calls == 2
