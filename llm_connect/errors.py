@@ -28,9 +28,14 @@ translated at one boundary each, so callers only ever catch these classes::
     └── CalibrationError                    a calibration could not be computed
 
 The CLI is the only place an exception becomes an exit code.
+Every message is masked when the error is built: a credential (``sk-...``,
+``Bearer ...``, ``api_key=...``; see :mod:`llm_connect._secrets`) never reaches
+``str(error)``.
 """
 
 from __future__ import annotations
+
+from llm_connect._secrets import mask_secrets
 
 __all__ = [
     "AdapterConnectionError",
@@ -59,7 +64,16 @@ __all__ = [
 
 
 class LLMConnectError(Exception):
-    """Base class of every error llm-connect raises on purpose."""
+    """Base class of every error llm-connect raises on purpose.
+
+    Its message never carries a credential: every string argument is passed
+    through :func:`llm_connect._secrets.mask_secrets` when the error is built
+    (``sk-...``, ``hf_...``, ``Bearer ...``, ``api_key=...`` become
+    ``[REDACTED]``), so whatever prints, logs or stores ``str(error)`` is masked.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(mask_secrets(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigurationError(LLMConnectError, ValueError):
@@ -95,7 +109,7 @@ class SuiteError(LLMConnectError, ValueError):
         if field is not None:
             where = f"{where} field {field!r}" if where else f"field {field!r}"
         super().__init__(f"{where}: {message}" if where else message)
-        self.message = message
+        self.message = mask_secrets(message)
 
 
 class AdapterError(LLMConnectError):
@@ -194,7 +208,7 @@ class CaseDataError(JudgeError, ValueError):
         if field is not None:
             where += f" field {field!r}"
         super().__init__(f"{where}: {message}")
-        self.message = message
+        self.message = mask_secrets(message)
 
 
 class EmbeddingOutputError(JudgeError, ValueError):

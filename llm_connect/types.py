@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from llm_connect._secrets import SECRET_KEY_MARKERS, is_secret_key, redact_request
 from llm_connect.errors import BudgetExceededError, ConfigurationError
 
 __all__ = [
@@ -32,43 +33,20 @@ __all__ = [
     "redact_secrets",
 ]
 
-#: Parameter names containing any of these (case-insensitive) are treated as
-#: secrets: they are sent to the model but never serialised, logged or stored.
-SECRET_KEY_MARKERS: tuple[str, ...] = (
-    "api_key",
-    "apikey",
-    "x_api_key",
-    "authorization",
-    "password",
-    "secret",
-    "token",
-    "credential",
-)
-
-# Model parameters whose names contain a marker but carry no secret.
-_NOT_SECRET = frozenset({"max_tokens", "max_completion_tokens", "logit_bias", "top_logprobs"})
-
-
 def _is_secret_key(key: str) -> bool:
-    low = key.lower().replace("-", "_")
-    if low in _NOT_SECRET or low.endswith("_tokens"):
-        return False
-    return any(marker in low for marker in SECRET_KEY_MARKERS)
+    """Whether a request parameter or header ``key`` names a secret (see ``_secrets.is_secret_key``)."""
+    return is_secret_key(key)
 
 
 def redact_secrets(value: Any) -> Any:
-    """Return ``value`` with every mapping entry whose key names a secret removed.
+    """Return ``value`` without secret-named entries and with credential-looking strings masked.
 
-    Works recursively through mappings and lists; used before anything derived
-    from a run config or model parameters is stored or logged.
+    For request-side data (model parameters, extra headers and query parameters,
+    run options): :func:`llm_connect._secrets.redact_request`. Works recursively
+    through mappings and lists. Judge details are not request data: mask them with
+    :func:`llm_connect._secrets.mask_value`, which drops no key.
     """
-    if isinstance(value, Mapping):
-        return {
-            str(k): redact_secrets(v) for k, v in value.items() if not _is_secret_key(str(k))
-        }
-    if isinstance(value, (list, tuple)):
-        return [redact_secrets(v) for v in value]
-    return value
+    return redact_request(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,13 @@ any other httpx/httpx2/httpcore error       ``AdapterError``
 ==========================================  =================================
 
 Errors of our own hierarchy pass through unchanged; any other exception (a
-programming error such as ``TypeError``) is not masked. Messages never carry
-the API key: the boundary replaces the adapter's secrets with ``***``.
+programming error such as ``TypeError``) is not translated. Messages never carry
+a credential, in two steps: the boundary replaces the secrets the adapter knows
+(its API key, the values of secret-named parameters and headers, see
+:func:`llm_connect._secrets.secret_values`) with ``***``, whatever their shape;
+then the error class masks every credential-looking value left (a key the server
+echoes, another header's token) with ``[REDACTED]``
+(:class:`~llm_connect.errors.LLMConnectError` masks its message when built).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from llm_connect._secrets import mask_secrets
 from llm_connect.errors import (
     AdapterConnectionError,
     AdapterError,
@@ -99,10 +105,10 @@ def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = 
 
 
 def _redact(message: str, secrets: Iterable[str | None]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            message = message.replace(secret, "***")
-    return message
+    """``message`` with each known secret (4 characters or more) replaced by ``***``, longest first."""
+    for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        message = message.replace(secret, "***")
+    return mask_secrets(message)
 
 
 _HTTP_CLIENTS = ("httpx", "httpx2", "httpcore")
@@ -146,7 +152,8 @@ def translate_exception(
         if headers is not None:
             request_id = headers.get("x-request-id") or request_id
     request_id = getattr(exc, "request_id", None) or request_id
-    message = _redact(f"{adapter_id or 'adapter'}: {exc}", list(secrets))
+    secrets = list(secrets)
+    message = _redact(f"{adapter_id or 'adapter'}: {exc}", secrets)
     kw: dict[str, Any] = {"adapter_id": adapter_id, "status_code": status, "request_id": request_id}
 
     try:
@@ -199,7 +206,9 @@ def translate_exception(
     if isinstance(exc, ConnectionError):
         return AdapterConnectionError(message, **kw)
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
-        return MalformedResponseError(f"{adapter_id}: response body is not valid JSON: {exc}", **kw)
+        return MalformedResponseError(
+            _redact(f"{adapter_id}: response body is not valid JSON: {exc}", secrets), **kw
+        )
     if type(exc).__name__ == "ValidationError" and type(exc).__module__.startswith("pydantic"):
         return MalformedResponseError(message, **kw)
     return exc

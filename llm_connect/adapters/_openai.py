@@ -17,16 +17,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from llm_connect._secrets import get_logger, secret_values
 from llm_connect.adapters._errors import ResponseInfo, sdk_errors
 from llm_connect.errors import ConfigurationError, MalformedResponseError
-from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage, redact_secrets
+from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
 
 if TYPE_CHECKING:
     import openai
 
 __all__ = ["PLACEHOLDER_API_KEY", "OpenAIAdapter", "OpenAIEmbeddingAdapter", "cost_usd", "resolve_pricing"]
 
-_log = logging.getLogger("llm_connect.adapters.openai")
+_log = get_logger("llm_connect.adapters.openai")  # masks credentials in every record
 
 #: Sent as the API key to loopback servers when no key is configured anywhere.
 PLACEHOLDER_API_KEY = "sk-no-key-required"
@@ -112,6 +113,21 @@ def cost_usd(
             per_in, per_out = prices[model]
             return (usage.prompt_tokens * per_in + usage.completion_tokens * per_out) / 1_000_000
     return None
+
+
+_SDK_OPTIONS = ("extra_headers", "extra_query", "extra_body")
+"""``model_params`` entries passed to the SDK as its own request options, not as body fields."""
+
+
+def _request_option(value: Any, name: str, adapter_id: str) -> dict[str, Any]:
+    """``model_params[name]`` for an SDK request option: a mapping with string keys (``{}`` if unset)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(
+            f"{adapter_id}: model_params[{name!r}] must be a mapping, not {type(value).__name__}"
+        )
+    return {str(k): v for k, v in value.items()}
 
 
 def _malformed(message: str, adapter_id: str, info: ResponseInfo) -> MalformedResponseError:
@@ -265,6 +281,16 @@ class OpenAIAdapter:
     # -- request / response ---------------------------------------------------
 
     def _request(self, prompt: str, run_config: RunConfig) -> dict[str, Any]:
+        """The SDK keyword arguments of one chat-completion call.
+
+        ``model_params`` entries go into the JSON body verbatim, except the SDK's
+        own request options, which are passed as the SDK means them:
+        ``extra_headers`` (HTTP headers), ``extra_query`` (URL query parameters) and
+        ``extra_body`` (merged into the body; its entries win over same-named ones).
+
+        Raises:
+            ConfigurationError: one of them is not a mapping, or a header value is not text.
+        """
         messages: list[dict[str, str]] = []
         if run_config.system_prompt is not None:
             messages.append({"role": "system", "content": run_config.system_prompt})
@@ -276,14 +302,30 @@ class OpenAIAdapter:
             kwargs["max_tokens"] = run_config.max_tokens
         if run_config.timeout_s is not None:
             kwargs["timeout"] = run_config.timeout_s
-        if run_config.model_params:
-            kwargs["extra_body"] = dict(run_config.model_params)
+        body = dict(run_config.model_params)
+        options = {
+            name: _request_option(body.pop(name, None), name, self.adapter_id) for name in _SDK_OPTIONS
+        }
+        body.update(options["extra_body"])
+        if body:
+            kwargs["extra_body"] = body
+        headers = options["extra_headers"]
+        for name, value in headers.items():
+            if not isinstance(value, str):
+                raise ConfigurationError(
+                    f"{self.adapter_id}: extra_headers[{name!r}] must be a string, not {type(value).__name__}"
+                )
+        if headers:
+            kwargs["extra_headers"] = headers
+        if options["extra_query"]:
+            kwargs["extra_query"] = options["extra_query"]
         return kwargs
 
     def _secrets(self, run_config: RunConfig) -> list[str]:
-        params = run_config.model_params
-        kept = redact_secrets(params)
-        return [self._clients.api_key] + [str(v) for k, v in params.items() if k not in kept]
+        """What the error boundary replaces with ``***``: the API key and every value
+        under a secret-named parameter or header, at any depth (``extra_headers``
+        included; a ``Bearer X`` value also gives ``X``)."""
+        return [self._clients.api_key, *secret_values(run_config.model_params)]
 
     def _to_response(self, completion: Any, latency_ms: float, info: ResponseInfo) -> LLMResponse:
         try:
