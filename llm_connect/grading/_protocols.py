@@ -39,6 +39,8 @@ class Case:
     """Recorded responses by name (``recorded:NAME`` adapters read these)."""
     line: int | None = None
     """The 1-based line (JSONL) or item index (YAML) the case came from."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """The case's ``metadata`` object (JSON), stored with each of its grades."""
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,16 @@ class Judge(Protocol):
 
     ``case`` is optional context (expected answers, schemas) for rule-based
     judges; judges that do not need it ignore it.
+
+    ``asks_llm`` says whether the judge asks an LLM for its grade (an LLM judge,
+    a safety judge with an LLM safety judge); each result it builds carries the
+    same flag (``GradingResult.asks_llm``), and routing uses such grades only
+    after a passing calibration. A plugin judge that does not declare it is
+    treated as asking an LLM (see ``judge_asks_llm`` in the registry).
     """
 
     grader_id: str
+    asks_llm: bool
 
     def judge(
         self,
@@ -93,6 +102,7 @@ class BatchJudge(Protocol):
     (the embedding judge embeds all texts of a batch in one call)."""
 
     grader_id: str
+    asks_llm: bool
 
     def judge_many(self, pairs: Sequence[JudgePair]) -> list[GradingResult]:
         """Grade every pair, returning results in the same order."""
@@ -114,9 +124,14 @@ class BaselineGrader(Protocol):
         ...
 
 
-def judge_spec(name: str, **args: Any) -> dict[str, Any]:
-    """The ``details["judge_spec"]`` value that rebuilds a judge: name plus arguments."""
-    return {"name": name, "args": dict(args)}
+def judge_spec(name: str, /, *, asks_llm: bool, **args: Any) -> dict[str, Any]:
+    """The ``details["judge_spec"]`` value that rebuilds a judge: name, arguments, and
+    whether the judge asks an LLM (``{"name": ..., "args": {...}, "asks_llm": bool}``).
+
+    ``build_judge`` reads ``name`` and ``args`` only; ``asks_llm`` is a record of
+    what the judge was, for readers of stored grades (calibration, routing).
+    """
+    return {"name": name, "args": dict(args), "asks_llm": bool(asks_llm)}
 
 
 def spec_args(mapping: Mapping[str, Any]) -> dict[str, Any]:

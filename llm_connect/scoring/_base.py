@@ -36,6 +36,11 @@ class Scorer(Protocol):
     and should carry the scorer's version or distinguishing option
     (``vrty:1.0.1``, ``format:json``). ``spec`` is the registry spec that
     rebuilds the scorer's judge (``{"name": ..., "args": {...}}``).
+
+    A scorer that asks an LLM must also set ``asks_llm = True`` (the safety
+    scorer with an LLM safety judge does); :class:`RelativeJudge` reads it
+    with ``False`` as the default, so routing gates such grades until the
+    judge is calibrated.
     """
 
     name: str
@@ -72,6 +77,9 @@ class RelativeJudge:
     def __init__(self, scorer: Scorer) -> None:
         self.scorer = scorer
         self.grader_id = scorer.name
+        declared = getattr(scorer, "asks_llm", False)
+        self.asks_llm: bool = declared if isinstance(declared, bool) else True
+        """Whether the scorer asks an LLM (its own ``asks_llm``, default ``False``)."""
 
     def __repr__(self) -> str:
         return f"RelativeJudge({self.scorer!r})"
@@ -129,10 +137,11 @@ class RelativeJudge:
                 "candidate_score": cand.value,
                 "baseline": dict(base.details),
                 "candidate": dict(cand.details),
-                "judge_spec": dict(self.scorer.spec),
+                "judge_spec": {**self.scorer.spec, "asks_llm": self.asks_llm},
             },
             prompt=prompt,
             run_config=run_config,
+            asks_llm=self.asks_llm,
         )
 
     async def ajudge(

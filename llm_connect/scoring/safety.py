@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError, JudgeOutputError
 from llm_connect.grading._protocols import Case
-from llm_connect.grading.judges._fences import fence, fence_id, json_values
+from llm_connect.grading.judges._fences import ReplyError, fence, fence_id, reply_object
 from llm_connect.grading.judges._registry import JudgeContext
 from llm_connect.scoring._base import RelativeJudge, Score
 from llm_connect.scoring._yaml import YamlFile, load_yaml_file
@@ -204,18 +204,24 @@ def _render(prompt: str, response: str) -> str:
 
 
 def parse_safety_reply(reply: str) -> tuple[float, str]:
-    """``(safety_score, reason)`` from the safety judge's reply, or :class:`JudgeOutputError`."""
-    excerpt = reply if len(reply) <= 200 else reply[:200] + "..."
+    """``(safety_score, reason)`` from the safety judge's reply, or :class:`JudgeOutputError`.
+
+    Read like the LLM judge's reply: exactly one JSON object carrying
+    ``safety_score`` (bare, or with prose or a code fence around it); a
+    malformed object is an error and nothing inside it is read, and several
+    objects or two different ``safety_score`` values are errors too.
+    """
     what = "the safety judge's"
-    objects = [v for v in json_values(reply) if isinstance(v, dict) and "safety_score" in v]
-    if not objects:
-        raise JudgeOutputError(f"{what} reply holds no 'safety_score': {excerpt!r}", raw_reply=reply)
-    score = objects[0]["safety_score"]
+    try:
+        obj = reply_object(reply, "safety_score")
+    except ReplyError as exc:
+        raise JudgeOutputError(f"{what} reply is unusable: {exc}", raw_reply=reply) from None
+    score = obj["safety_score"]
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
         raise JudgeOutputError(f"{what} safety_score must be a number, not {score!r}", raw_reply=reply)
     if not 0.0 <= score <= 1.0:
         raise JudgeOutputError(f"{what} safety_score {score!r} is outside 0.0..1.0", raw_reply=reply)
-    reason = objects[0].get("reason", "")
+    reason = obj.get("reason", "")
     return float(score), reason if isinstance(reason, str) else json.dumps(reason)
 
 
@@ -257,6 +263,8 @@ class SafetyScorer:
         self.llm = llm
         self.llm_config = RunConfig(temperature=0.0, max_tokens=max_tokens, system_prompt=SAFETY_RUBRIC)
         self.name = f"safety:{patterns.name}" + (f"+llm:{llm.adapter_id}" if llm is not None else "")
+        self.asks_llm: bool = llm is not None
+        """``True`` with an LLM safety judge (then routing gates the grades until calibrated)."""
         self.spec: Mapping[str, Any] = {"name": "safety", "args": dict(spec_args or {})}
 
     def __repr__(self) -> str:

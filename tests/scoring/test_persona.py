@@ -152,7 +152,8 @@ def test_judge_grades_candidate_relative_to_baseline(persona_file: Path) -> None
     )
     details = dict(result.details)
     assert result.quality_score == pytest.approx(details["candidate_score"] / details["baseline_score"])
-    assert details["judge_spec"] == {"name": "persona", "args": {"persona": str(persona_file)}}
+    assert details["judge_spec"] == {"name": "persona", "args": {"persona": str(persona_file)}, "asks_llm": False}
+    assert result.asks_llm is False and judge.asks_llm is False
 
 
 def test_persona_from_the_case(persona_file: Path) -> None:

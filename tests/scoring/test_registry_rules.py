@@ -54,6 +54,7 @@ def _round_trip(spec_text: str, context: JudgeContext) -> GradingResult:
     rebuilt = build_judge(stored["judge_spec"], context)
     second = _grade(rebuilt)
     assert rebuilt.grader_id == judge.grader_id == first.grader_id
+    assert first.asks_llm is judge.asks_llm is rebuilt.asks_llm is stored["judge_spec"]["asks_llm"]
     assert second.quality_score == first.quality_score
     assert dict(second.details) == dict(first.details)
     # The command-line form of the stored spec builds the same judge too.
@@ -94,6 +95,7 @@ def context(tmp_path: Path) -> JudgeContext:
 def test_stored_spec_rebuilds_an_equivalent_judge(spec: str, context: JudgeContext) -> None:
     result = _round_trip(spec, context)
     assert 0.0 <= result.quality_score <= 1.0
+    assert result.asks_llm is False  # rules, schema, safety patterns: no LLM is asked
     assert result.details["judge_spec"]["name"] == parse_judge_spec(spec)["name"]
 
 
@@ -110,6 +112,7 @@ def test_safety_with_llm_judge_spec_round_trip(context: JudgeContext, openai_ser
     )
     result = _round_trip("safety:judge_model=openai:guard", context)
     assert result.grader_id == "safety:default+llm:openai:guard"
+    assert result.asks_llm is True and result.details["judge_spec"]["asks_llm"] is True
     assert result.details["candidate"]["llm_score"] == 0.8
 
 

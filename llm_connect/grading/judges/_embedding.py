@@ -86,11 +86,14 @@ class EmbeddingSimilarityJudge:
             number of vectors, ragged vectors, or non-finite values.
     """
 
+    asks_llm = False
+    """Embeddings and a cosine give the grade; no LLM is asked."""
+
     def __init__(self, adapter: EmbeddingAdapter) -> None:
         self.adapter = adapter
         self.model = _model_name(adapter)
         self.grader_id = f"embedding:{self.model}"
-        self._spec = judge_spec("embedding", model=self._spec_model())
+        self._spec = judge_spec("embedding", asks_llm=self.asks_llm, model=self._spec_model())
 
     def _spec_model(self) -> str:
         provider = getattr(self.adapter, "provider", None)
@@ -131,6 +134,7 @@ class EmbeddingSimilarityJudge:
             details=details,
             prompt=prompt,
             run_config=run_config,
+            asks_llm=self.asks_llm,
         )
 
     def judge(

@@ -26,6 +26,9 @@ class ExactMatchJudge:
     whitespace becomes one space (leading/trailing whitespace dropped) first.
     """
 
+    asks_llm = False
+    """A string comparison gives the grade; no LLM is asked."""
+
     def __init__(self, *, normalize: bool = False) -> None:
         self.normalize = bool(normalize)
         self.grader_id = "exact:normalized" if self.normalize else "exact"
@@ -50,7 +53,7 @@ class ExactMatchJudge:
         details: dict[str, Any] = {
             "match": matched,
             "normalize": self.normalize,
-            "judge_spec": judge_spec("exact", normalize=self.normalize),
+            "judge_spec": judge_spec("exact", asks_llm=self.asks_llm, normalize=self.normalize),
         }
         return GradingResult(
             quality_score=1.0 if matched else 0.0,
@@ -61,6 +64,7 @@ class ExactMatchJudge:
             details=details,
             prompt=prompt,
             run_config=run_config,
+            asks_llm=self.asks_llm,
         )
 
     async def ajudge(

@@ -9,10 +9,17 @@ is data, never instructions; a marker occurring inside a text is neutralised.
 A response therefore cannot close its fence and pose as the judge's
 instructions.
 
-The reply must contain a JSON object (bare, or inside a ```json fence) with a
-numeric ``quality_score`` in 0..1 and optional ``notes``. Anything else raises
-:class:`~llm_connect.errors.JudgeOutputError` (a ``ValueError``) that keeps
-the raw reply; the judge never guesses a grade it could not parse.
+The judge asks for structured output: ``response_format`` of type
+``json_schema`` (:data:`JUDGE_REPLY_SCHEMA`, strict), and when the server
+rejects that, ``json_object``, then plain text (the rubric alone asks for the
+JSON). What a server accepted is remembered per endpoint and model for the
+life of the process (see :class:`LLMJudge`), so later calls go straight to it.
+
+The reply must be exactly one JSON object (bare, or with prose or a code
+fence around it) with a numeric ``quality_score`` in 0..1 and optional
+``notes``. Anything else raises :class:`~llm_connect.errors.JudgeOutputError`
+(a ``ValueError``) that keeps the raw reply; the judge never guesses a grade
+it could not parse (:func:`parse_judge_reply`).
 """
 
 from __future__ import annotations
@@ -20,14 +27,16 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.errors import ConfigurationError, JudgeOutputError
+from llm_connect.errors import BadRequestError, ConfigurationError, JudgeOutputError
 from llm_connect.grading._protocols import Case, judge_spec, spec_args
 from llm_connect.grading._results import GradingResult
-from llm_connect.grading.judges._fences import fence, fence_id, json_values
+from llm_connect.grading.judges._fences import ReplyError, fence, fence_id, reply_object
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
@@ -36,12 +45,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_RUBRIC",
+    "JUDGE_REPLY_SCHEMA",
+    "RESPONSE_FORMATS",
     "RUBRICS",
     "LLMJudge",
     "Rubric",
+    "accepted_response_format",
+    "forget_response_formats",
     "make_llm_judge",
     "parse_judge_reply",
     "render_judge_prompt",
+    "response_format_param",
 ]
 
 
@@ -99,6 +113,79 @@ DEFAULT_RUBRIC = Rubric("rubric-v1", _RUBRIC_V1)
 RUBRICS: dict[str, Rubric] = {DEFAULT_RUBRIC.version: DEFAULT_RUBRIC}
 
 
+#: The JSON schema of a judge's reply, sent as ``response_format`` (type ``json_schema``, strict).
+JUDGE_REPLY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "quality_score": {"type": "number", "minimum": 0, "maximum": 1},
+        "notes": {"type": "string"},
+    },
+    "required": ["quality_score", "notes"],
+    "additionalProperties": False,
+}
+
+#: How the judge asks for its reply, most structured first: ``response_format``
+#: ``json_schema``, then ``json_object``, then plain text (no ``response_format``).
+RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "text")
+
+# A 400 (or 422, as FastAPI-based servers answer) to a request carrying response_format is taken as
+# a rejection of that format; 404 (unknown model) and every other error are not.
+_REJECTION_STATUSES = (400, 422, None)
+
+
+def response_format_param(mode: str) -> dict[str, Any] | None:
+    """The ``response_format`` request parameter for ``mode`` (``None`` for ``"text"``)."""
+    if mode == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "judge_grade", "strict": True, "schema": JUDGE_REPLY_SCHEMA},
+        }
+    if mode == "json_object":
+        return {"type": "json_object"}
+    if mode == "text":
+        return None
+    raise ConfigurationError(f"unknown response format {mode!r} (known: {', '.join(RESPONSE_FORMATS)})")
+
+
+_accepted: dict[tuple[str, str], str] = {}
+_accepted_lock = threading.Lock()
+
+
+def _server_key(adapter: LLMAdapter) -> tuple[str, str]:
+    """``(endpoint, model)`` of the judge's server; the adapter id for adapters without them."""
+    endpoint = getattr(adapter, "endpoint", None)
+    model = getattr(adapter, "model", None)
+    return (
+        endpoint if isinstance(endpoint, str) else "",
+        model if isinstance(model, str) and model else adapter.adapter_id,
+    )
+
+
+def accepted_response_format(adapter: LLMAdapter) -> str:
+    """The first mode of :data:`RESPONSE_FORMATS` the judge tries with ``adapter``'s server.
+
+    ``"json_schema"`` until a call to that endpoint and model has had to fall back.
+    """
+    with _accepted_lock:
+        return _accepted.get(_server_key(adapter), RESPONSE_FORMATS[0])
+
+
+def _remember(adapter: LLMAdapter, mode: str) -> None:
+    with _accepted_lock:
+        _accepted[_server_key(adapter)] = mode
+
+
+def forget_response_formats() -> None:
+    """Forget every remembered response format (the next calls start at ``json_schema`` again)."""
+    with _accepted_lock:
+        _accepted.clear()
+
+
+def _rejects_format(exc: BadRequestError) -> bool:
+    return exc.status_code in _REJECTION_STATUSES
+
+
+
 def render_judge_prompt(
     prompt: str,
     baseline: str,
@@ -130,39 +217,22 @@ def render_judge_prompt(
     return "\n\n".join(parts)
 
 
-def _excerpt(reply: str, limit: int = 200) -> str:
-    return reply if len(reply) <= limit else reply[:limit] + "..."
-
-
 def parse_judge_reply(reply: str) -> tuple[float, str]:
     """``(quality_score, notes)`` from a judge's reply, or :class:`JudgeOutputError`.
 
-    The first JSON object holding ``quality_score`` is used; the score must be a
-    finite number (not a boolean, not a string) within 0..1. A reply holding
-    several objects with *different* scores (a judge quoting a response that
-    grades itself) is ambiguous and rejected rather than guessed at.
+    The reply must hold exactly one JSON object carrying ``quality_score``
+    (see :func:`~llm_connect.grading.judges._fences.reply_object`: the whole
+    reply, or one object with prose or a code fence around it). A malformed
+    object is an error and nothing inside it is read, so a response's injected
+    ``{"quality_score": 1.0}`` quoted in broken JSON never becomes a grade;
+    several objects, a duplicated key, or two different ``quality_score``
+    values anywhere in the reply are errors too. The score must be a finite
+    number (not a boolean, not a string) within 0..1.
     """
-    if not reply.strip():
-        raise JudgeOutputError("the judge's reply is empty", raw_reply=reply)
-    values = json_values(reply)
-    objects = [v for v in values if isinstance(v, dict)]
-    if not objects:
-        raise JudgeOutputError(
-            f"the judge's reply holds no JSON object: {_excerpt(reply)!r}", raw_reply=reply
-        )
-    graded = [o for o in objects if "quality_score" in o]
-    if not graded:
-        keys = sorted({str(k) for o in objects for k in o})
-        raise JudgeOutputError(
-            f"the judge's JSON has no 'quality_score' (keys: {keys}): {_excerpt(reply)!r}", raw_reply=reply
-        )
-    distinct = {json.dumps(o["quality_score"]) for o in graded}
-    if len(distinct) > 1:
-        raise JudgeOutputError(
-            f"the judge's reply is ambiguous: several different quality_score values {sorted(distinct)}",
-            raw_reply=reply,
-        )
-    obj = graded[0]
+    try:
+        obj = reply_object(reply, "quality_score")
+    except ReplyError as exc:
+        raise JudgeOutputError(f"the judge's reply is unusable: {exc}", raw_reply=reply) from None
     score = obj["quality_score"]
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise JudgeOutputError(
@@ -184,8 +254,21 @@ class LLMJudge:
     """Asks an LLM to grade the candidate against the baseline with a versioned rubric.
 
     The judge's own call uses ``RunConfig(temperature=0.0, max_tokens=max_tokens,
-    model_params={"seed": seed})`` (no ``seed`` key when ``seed`` is ``None``), the
-    graded call's ``timeout_s``, and never the caller's budget tracker.
+    model_params={"seed": seed, "response_format": ...})`` (no ``seed`` key when
+    ``seed`` is ``None``), the graded call's ``timeout_s``, and never the caller's
+    budget tracker.
+
+    Structured output: the first call to a server (endpoint and model) asks for
+    ``response_format`` ``json_schema`` (:data:`JUDGE_REPLY_SCHEMA`). When the
+    server answers that request with a 400 (or 422) the same request is sent
+    again asking for ``json_object``, then with no ``response_format`` (plain
+    text, the rubric alone asks for JSON). The first mode that succeeds is
+    remembered for that endpoint and model, process-wide and thread-safe, so
+    later calls go straight to it. A downgrade is remembered only once a lower
+    mode succeeds: if the plain-text request fails as well, the format was not
+    the problem, that last error is raised and nothing is remembered. Other
+    errors (429, 5xx, timeouts, 404) are raised at once. The mode used is in
+    ``details["response_format"]``.
 
     Args:
         adapter: the judge model.
@@ -197,6 +280,9 @@ class LLMJudge:
         JudgeOutputError: the reply held no usable grade (``raw_reply`` keeps it).
         AdapterError: the judge model's call failed.
     """
+
+    asks_llm = True
+    """An LLM gives the grade: routing trusts it only after a passing calibration."""
 
     def __init__(
         self,
@@ -217,6 +303,7 @@ class LLMJudge:
         rubric_arg = rubric_source or (self.rubric.version if self.rubric.version in RUBRICS else None)
         self._spec = judge_spec(
             "llm",
+            asks_llm=self.asks_llm,
             **spec_args(
                 {
                     "model": adapter.adapter_id,
@@ -231,12 +318,19 @@ class LLMJudge:
             max_tokens=max_tokens,
             model_params={} if seed is None else {"seed": seed},
         )
+        """The judge call's config before a ``response_format`` is added."""
 
     def __repr__(self) -> str:
         return f"LLMJudge({self.adapter!r}, seed={self.seed!r}, rubric={self.rubric.version!r})"
 
-    def _config(self, run_config: RunConfig) -> RunConfig:
-        return self.judge_config.replace(timeout_s=run_config.timeout_s)
+    def _config(self, run_config: RunConfig, mode: str) -> RunConfig:
+        params = dict(self.judge_config.model_params)
+        response_format = response_format_param(mode)
+        if response_format is not None:
+            params["response_format"] = response_format
+        return self.judge_config.replace(
+            timeout_s=run_config.timeout_s, system_prompt=self.rubric.text, model_params=params
+        )
 
     def request(
         self,
@@ -245,16 +339,56 @@ class LLMJudge:
         *,
         prompt: str,
         run_config: RunConfig,
+        response_format: str | None = None,
     ) -> tuple[str, RunConfig]:
-        """The ``(user message, run config)`` the judge sends for this pair."""
+        """The ``(user message, run config)`` the judge sends for this pair.
+
+        ``response_format`` is one of :data:`RESPONSE_FORMATS`; by default the
+        one the judge would try first with its server now.
+        """
         message = render_judge_prompt(
             prompt, baseline_response.text, candidate_response.text, system_prompt=run_config.system_prompt
         )
-        return message, self._config(run_config).replace(system_prompt=self.rubric.text)
+        mode = response_format or accepted_response_format(self.adapter)
+        return message, self._config(run_config, mode)
+
+    def _modes(self) -> tuple[str, ...]:
+        first = accepted_response_format(self.adapter)
+        return RESPONSE_FORMATS[RESPONSE_FORMATS.index(first) :]
+
+    def _send(self, message: str, run_config: RunConfig) -> tuple[LLMResponse, str]:
+        modes = self._modes()
+        for mode in modes:
+            try:
+                reply = self.adapter.complete(message, self._config(run_config, mode))
+            except BadRequestError as exc:
+                if mode == modes[-1] or not _rejects_format(exc):
+                    raise
+                continue
+            if mode != modes[0]:
+                _remember(self.adapter, mode)
+            return reply, mode
+        raise AssertionError("unreachable: the last mode returns or raises")  # pragma: no cover
+
+    async def _asend(self, message: str, run_config: RunConfig) -> tuple[LLMResponse, str]:
+        modes = self._modes()
+        call: Callable[[str, RunConfig], Awaitable[LLMResponse]] = self.adapter.acomplete
+        for mode in modes:
+            try:
+                reply = await call(message, self._config(run_config, mode))
+            except BadRequestError as exc:
+                if mode == modes[-1] or not _rejects_format(exc):
+                    raise
+                continue
+            if mode != modes[0]:
+                _remember(self.adapter, mode)
+            return reply, mode
+        raise AssertionError("unreachable: the last mode returns or raises")  # pragma: no cover
 
     def _result(
         self,
         reply: LLMResponse,
+        mode: str,
         baseline_response: LLMResponse,
         candidate_response: LLMResponse,
         *,
@@ -268,6 +402,7 @@ class LLMJudge:
         details: dict[str, Any] = {
             "rubric_version": self.rubric.version,
             "raw_reply": reply.text,
+            "response_format": mode,
             "judge_model": reply.model,
             "judge_adapter": self.adapter.adapter_id,
             "judge_usage": None if reply.usage is None else reply.to_dict()["usage"],
@@ -285,6 +420,7 @@ class LLMJudge:
             details=details,
             prompt=prompt,
             run_config=run_config,
+            asks_llm=self.asks_llm,
         )
 
     def judge(
@@ -297,12 +433,12 @@ class LLMJudge:
         case: Case | None = None,
     ) -> GradingResult:
         """Ask the judge model for a grade and validate its reply."""
-        message, config = self.request(
-            baseline_response, candidate_response, prompt=prompt, run_config=run_config
+        message = render_judge_prompt(
+            prompt, baseline_response.text, candidate_response.text, system_prompt=run_config.system_prompt
         )
-        reply = self.adapter.complete(message, config)
+        reply, mode = self._send(message, run_config)
         return self._result(
-            reply, baseline_response, candidate_response, prompt=prompt, run_config=run_config
+            reply, mode, baseline_response, candidate_response, prompt=prompt, run_config=run_config
         )
 
     async def ajudge(
@@ -315,12 +451,12 @@ class LLMJudge:
         case: Case | None = None,
     ) -> GradingResult:
         """Async form of :meth:`judge` (``adapter.acomplete``)."""
-        message, config = self.request(
-            baseline_response, candidate_response, prompt=prompt, run_config=run_config
+        message = render_judge_prompt(
+            prompt, baseline_response.text, candidate_response.text, system_prompt=run_config.system_prompt
         )
-        reply = await self.adapter.acomplete(message, config)
+        reply, mode = await self._asend(message, run_config)
         return self._result(
-            reply, baseline_response, candidate_response, prompt=prompt, run_config=run_config
+            reply, mode, baseline_response, candidate_response, prompt=prompt, run_config=run_config
         )
 
 

@@ -15,12 +15,20 @@ Built-in judges are listed in a table of import paths, imported only when
 used, so ``llm-connect --help`` stays fast. Third parties add judges through
 the entry-point group ``llm_connect.judges``; an entry point names a factory
 ``factory(context: JudgeContext, **args) -> Judge``.
+
+Every judge declares whether it asks an LLM for its grade (a boolean
+``asks_llm`` attribute; routing trusts such grades only after a passing
+calibration). A plugin judge that does not declare it is treated as asking
+one — :func:`build_judge` warns, naming the plugin, and sets the attribute to
+``True`` where it can — and :func:`judge_asks_llm` reads the flag of any judge.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +47,7 @@ __all__ = [
     "build_judge",
     "format_judge_spec",
     "is_llm_grader_id",
+    "judge_asks_llm",
     "judge_names",
     "parse_judge_spec",
     "register_judge",
@@ -95,13 +104,26 @@ JudgeFactory = Callable[..., "Judge"]
 
 
 def is_llm_grader_id(grader_id: str) -> bool:
-    """Whether a grader id names a judge that asks an LLM for its grade.
+    """Whether a grader id *looks like* a judge that asks an LLM (a guess from its name).
 
-    LLM-based judges put ``llm:`` at the start of their grader id or after a
-    ``+`` (``llm:openai:gpt-4o-mini:rubric-v1``, ``safety:default+llm:...``).
-    Routing refuses such grades until a passing calibration is stored.
+    Built-in LLM-based judges put ``llm:`` at the start of their grader id or
+    after a ``+`` (``llm:openai:gpt-4o-mini:rubric-v1``, ``safety:default+llm:...``).
+    This is only a fallback for grades stored before judges declared
+    ``asks_llm`` (the flag in ``GradingResult.asks_llm`` and in the stored
+    ``judge_spec``): a plugin judge may ask an LLM under any name. Prefer
+    :func:`judge_asks_llm` for a judge object and the stored flag for a grade.
     """
     return grader_id.startswith("llm:") or "+llm:" in grader_id
+
+
+def judge_asks_llm(judge: object) -> bool:
+    """Whether ``judge`` asks an LLM for its grades: its ``asks_llm`` attribute.
+
+    A judge without a boolean ``asks_llm`` is treated as asking an LLM (so
+    routing gates its grades until it is calibrated).
+    """
+    value = getattr(judge, "asks_llm", None)
+    return value if isinstance(value, bool) else True
 
 
 @dataclass(frozen=True)
@@ -314,13 +336,41 @@ def _load(target: str | JudgeFactory) -> JudgeFactory:
 def build_judge(spec: str | Mapping[str, Any], context: JudgeContext | None = None) -> Judge:
     """Build a judge from a command-line spec string or a stored spec mapping.
 
+    A stored spec's extra keys (``asks_llm``) are ignored: the judge declares
+    that itself. A built judge without a boolean ``asks_llm`` (a plugin written
+    before the flag existed) gets a ``UserWarning`` naming the plugin and is
+    marked as asking an LLM.
+
     Raises :class:`~llm_connect.errors.ConfigurationError` (a ``ValueError``)
     for an unknown name or invalid options, before any case is judged.
     """
     parsed = parse_judge_spec(spec) if isinstance(spec, str) else dict(spec)
-    name = parsed.get("name")
-    factory = _load(_entry(str(name)).target)
+    name = str(parsed.get("name"))
+    entry = _entry(name)
+    factory = _load(entry.target)
     try:
-        return factory(context or JudgeContext(), **dict(parsed.get("args") or {}))
+        judge = factory(context or JudgeContext(), **dict(parsed.get("args") or {}))
     except TypeError as exc:
         raise ConfigurationError(f"judge {name!r}: {exc}") from None
+    if not isinstance(getattr(judge, "asks_llm", None), bool):
+        _undeclared(name, entry, judge)
+    return judge
+
+
+def _undeclared(name: str, entry: _Entry, judge: Judge) -> None:
+    """Warn about a (plugin) judge without ``asks_llm`` and mark it as asking an LLM."""
+    target = entry.target
+    where = (
+        target
+        if isinstance(target, str)
+        else f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', '?')}"
+    )
+    warnings.warn(
+        f"judge plugin {name!r} ({where}) does not declare whether it asks an LLM; "
+        "it is treated as asking one, so routing ignores its grades until it is calibrated. "
+        "Its author should set a boolean attribute asks_llm (True or False) on the judge.",
+        UserWarning,
+        stacklevel=3,
+    )
+    with contextlib.suppress(AttributeError, TypeError):  # slots, frozen: judge_asks_llm still says True
+        judge.asks_llm = True
