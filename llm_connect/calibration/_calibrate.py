@@ -8,6 +8,15 @@ keeps these digests even with ``store_text=False``, so pairing never needs the
 texts. When a judge graded the same pair more than once, its most recent grade
 (highest row id) counts. Pairs are ordered by key before any statistic is
 computed, so the report does not depend on the order grades were stored in.
+
+Which graders ask an LLM
+------------------------
+Whether a grader asks an LLM (so it cannot be the only reference, and gets
+the self-preference probe) comes from what its judge declared: the grade's
+``asks_llm`` flag and the ``asks_llm`` of its stored ``judge_spec``, plus the
+judge object's own attribute when it is given. Only grades stored before
+judges declared the flag (no flag in their spec) fall back to guessing from
+the grader id (:func:`~llm_connect.grading.judges._registry.is_llm_grader_id`).
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from llm_connect.calibration._stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, MIN_
 from llm_connect.errors import CalibrationError, ConfigurationError, LLMConnectError
 from llm_connect.grading.judges._registry import (
     is_llm_grader_id,
+    judge_asks_llm,
     parse_judge_spec,
 )
 from llm_connect.types import RunConfig
@@ -53,6 +63,7 @@ __all__ = [
     "PROBES",
     "PairKey",
     "calibrate",
+    "grades_ask_llm",
     "pair_key",
     "resolve_grader",
 ]
@@ -85,6 +96,26 @@ def _spec_of(row: GradeRow) -> dict[str, Any] | None:
     if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
         return {"name": spec["name"], "args": dict(spec.get("args") or {})}
     return None
+
+
+def grades_ask_llm(grader_id: str, rows: Iterable[GradeRow]) -> bool:
+    """Whether the judge that gave ``rows`` (grades by ``grader_id``) asks an LLM.
+
+    True when any grade says so (``asks_llm`` on the grade, or ``"asks_llm": true``
+    in its ``judge_spec``). When no grade's spec carries the flag at all (grades
+    stored before judges declared it), the grader id decides
+    (:func:`~llm_connect.grading.judges._registry.is_llm_grader_id`).
+    """
+    declared = False
+    for row in rows:
+        if getattr(row, "asks_llm", False) is True:
+            return True
+        spec = row.details.get("judge_spec") if isinstance(row.details, Mapping) else None
+        flag = spec.get("asks_llm") if isinstance(spec, Mapping) else None
+        if flag is True:
+            return True
+        declared = declared or flag is False
+    return False if declared else is_llm_grader_id(grader_id)
 
 
 def resolve_grader(
@@ -350,9 +381,10 @@ def calibrate(
 
     The verdict follows ``thresholds``; with ``record`` (default) the report
     is stored with ``ledger.record_calibration`` and carries its id.
-    Raises :class:`CalibrationError` for no references, only LLM references, a
-    reference equal to the judge, or a name with no grades; :class:`ConfigurationError` for a
-    bad option.
+    Raises :class:`CalibrationError` for no references, only references that
+    ask an LLM (:func:`grades_ask_llm`), a reference equal to the judge, or a
+    name with no grades; :class:`ConfigurationError` for a bad option. The
+    self-preference probe runs only for a judge that asks an LLM.
     """
     thresholds = thresholds or CalibrationThresholds()
     if not against:
@@ -391,13 +423,16 @@ def calibrate(
         if ref_id not in [r for r, _ in refs]:
             refs.append((ref_id, ref_spec))
     ref_ids = [r for r, _ in refs]
-    if all(is_llm_grader_id(r) for r in ref_ids):
+    graded = _load(ledger, [judge_id, *ref_ids], task=task, since=since_dt)
+    if all(grades_ask_llm(r, graded[r].values()) for r in ref_ids):
         raise CalibrationError(
             f"calibrate {judge_id!r} against at least one non-LLM judge (embedding, vrty, exact, ...): "
             f"{', '.join(ref_ids)} all ask an LLM"
         )
-    graded = _load(ledger, [judge_id, *ref_ids], task=task, since=since_dt)
     jrows = graded[judge_id]
+    judge_is_llm = grades_ask_llm(judge_id, jrows.values()) or (
+        judge_adapter is not None and judge_asks_llm(judge_adapter)
+    )
 
     results = []
     scores: dict[str, tuple[tuple[float, float], ...]] = {}
@@ -419,7 +454,7 @@ def calibrate(
             graded, judge_id, ref_ids, margin=margin, min_pairs=min_pairs, n_boot=n_boot, seed=seed
         )
     if "self_preference" in wanted:
-        if is_llm_grader_id(judge_id):
+        if judge_is_llm:
             margin = self_preference_margin
             if margin is None:
                 margin = thresholds.max_self_preference if thresholds.max_self_preference is not None else 0.1

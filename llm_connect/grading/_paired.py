@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from llm_connect.grading._protocols import Case, Judge
 from llm_connect.grading._results import GradingResult
+from llm_connect.grading.judges._registry import judge_asks_llm
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
     from llm_connect.adapters import LLMAdapter
 
-__all__ = ["PairedGrader", "judge_async"]
+__all__ = ["PairedGrader", "flag_asks_llm", "judge_async"]
+
+
+def flag_asks_llm(judge: object, result: GradingResult) -> GradingResult:
+    """``result`` with ``asks_llm=True`` when ``judge`` asks an LLM but the result does not say so.
+
+    A judge's own ``asks_llm`` attribute wins over a result that left the flag
+    at its default; a judge without the attribute counts as asking an LLM
+    (:func:`~llm_connect.grading.judges._registry.judge_asks_llm`).
+    """
+    if result.asks_llm or not judge_asks_llm(judge):
+        return result
+    return dataclasses.replace(result, asks_llm=True)
 
 
 async def judge_async(
@@ -24,7 +38,10 @@ async def judge_async(
     run_config: RunConfig,
     case: Case | None = None,
 ) -> GradingResult:
-    """Await ``judge.ajudge`` when it exists, else run ``judge.judge`` in a thread."""
+    """Await ``judge.ajudge`` when it exists, else run ``judge.judge`` in a thread.
+
+    The result says ``asks_llm=True`` whenever the judge does (:func:`flag_asks_llm`).
+    """
     import asyncio  # here, not at module level: ``llm-connect --help`` never needs it
 
     ajudge = getattr(judge, "ajudge", None)
@@ -32,10 +49,11 @@ async def judge_async(
         result: GradingResult = await ajudge(
             baseline, candidate, prompt=prompt, run_config=run_config, case=case
         )
-        return result
-    return await asyncio.to_thread(
+        return flag_asks_llm(judge, result)
+    result = await asyncio.to_thread(
         judge.judge, baseline, candidate, prompt=prompt, run_config=run_config, case=case
     )
+    return flag_asks_llm(judge, result)
 
 
 class PairedGrader:
@@ -96,10 +114,15 @@ class PairedGrader:
         *,
         case: Case | None = None,
     ) -> list[GradingResult]:
-        """One result per judge, from a single call to each adapter."""
+        """One result per judge, from a single call to each adapter.
+
+        A result says ``asks_llm=True`` whenever its judge does (:func:`flag_asks_llm`).
+        """
         baseline, candidate = self.run_pair(baseline_adapter, candidate_adapter, prompt, run_config)
         return [
-            j.judge(baseline, candidate, prompt=prompt, run_config=run_config, case=case)
+            flag_asks_llm(
+                j, j.judge(baseline, candidate, prompt=prompt, run_config=run_config, case=case)
+            )
             for j in judges
         ]
 

@@ -160,3 +160,80 @@ def test_a_regraded_pair_counts_once_with_its_latest_grade(ledger: QualityLedger
     assert report.reference("oracle:v1").agreement.n == 12
     oracle = next(r for r in ledger.results(grader_id="oracle:v1") if r.case_id == first.case_id)
     assert (0.0, oracle.quality_score) in report.scores["oracle:v1"]
+
+
+# -- which graders ask an LLM: what the judges declared, not their names ----------------
+
+
+@dataclasses.dataclass
+class _HouseScorer:
+    """A plugin's scorer grading through a model of its own, under a name without ``llm:``."""
+
+    asks_llm: bool
+    name: str = "house:v1"
+    spec: Any = dataclasses.field(default_factory=lambda: {"name": "house", "args": {}})
+
+    def score(self, text: str, *, prompt: str, case: Any = None) -> Any:
+        from llm_connect.scoring import Score
+
+        return Score(w.QUALITY[text])
+
+
+def _record_house(ledger: QualityLedger, *, asks_llm: bool, n: int) -> str:
+    from llm_connect.scoring import RelativeJudge
+
+    judge = RelativeJudge(_HouseScorer(asks_llm))
+    assert judge.asks_llm is asks_llm
+    for p in w.make_pairs(n):
+        result = w.as_result(judge, p)
+        assert result.asks_llm is asks_llm and result.details["judge_spec"]["asks_llm"] is asks_llm
+        ledger.record(result, task=w.TASK, run_id="run-1", case_id=f"c{p.index}")
+    return judge.grader_id
+
+
+@pytest.mark.parametrize("asks_llm", [True, False])
+def test_a_reference_that_declares_it_asks_an_llm_cannot_stand_alone(
+    ledger: QualityLedger, openai_server: Any, asks_llm: bool
+) -> None:
+    judge = _world(ledger, openai_server, "fair", n=10)
+    house = _record_house(ledger, asks_llm=asks_llm, n=10)
+    if asks_llm:
+        with pytest.raises(CalibrationError, match=r"at least one non-LLM judge.*house:v1 all ask an LLM"):
+            calibrate(ledger, judge=judge.grader_id, against=[house], record=False)
+    else:
+        report = calibrate(ledger, judge=judge.grader_id, against=[house], record=False)
+        assert report.reference(house).agreement.n == 10
+
+
+@pytest.mark.parametrize("asks_llm", [True, False])
+def test_a_judge_that_declares_it_asks_an_llm_gets_the_self_preference_probe(
+    ledger: QualityLedger, asks_llm: bool
+) -> None:
+    w.record_oracle(ledger, w.make_pairs(10))
+    house = _record_house(ledger, asks_llm=asks_llm, n=10)
+    report = calibrate(ledger, judge=house, against=["oracle"], record=False)
+    if asks_llm:
+        assert report.self_preference is not None
+        assert not any("self-preference probe skipped" in note for note in report.notes)
+    else:
+        assert report.self_preference is None
+        assert "self-preference probe skipped: 'house:v1' is not an LLM judge" in report.notes
+
+
+def test_grades_stored_before_the_flag_fall_back_to_the_grader_id() -> None:
+    from types import SimpleNamespace
+
+    from llm_connect.calibration._calibrate import grades_ask_llm
+
+    def rows(spec: dict[str, Any] | None, **extra: Any) -> list[Any]:
+        return [SimpleNamespace(details={} if spec is None else {"judge_spec": spec}, **extra)]
+
+    old = {"name": "llm", "args": {}}
+    assert grades_ask_llm("llm:openai:gpt-4o:rubric-v1", rows(old)) is True
+    assert grades_ask_llm("safety:default+llm:openai:g", rows(None)) is True
+    assert grades_ask_llm("embedding:all-MiniLM-L6-v2", rows(None)) is False
+    # a declared flag wins over the name, either way
+    assert grades_ask_llm("house:v1", rows({**old, "asks_llm": True})) is True
+    assert grades_ask_llm("llm-free-name:llm:x", rows({**old, "asks_llm": False})) is False
+    # and the grade's own flag (set from the judge's attribute) counts too
+    assert grades_ask_llm("house:v1", rows({**old, "asks_llm": False}, asks_llm=True)) is True
