@@ -96,8 +96,10 @@ def debug_enabled() -> bool:
 
 
 def echo_err(message: str) -> None:
-    """One line on stderr."""
-    typer.echo(message, err=True)
+    """One line on stderr, credentials masked (:func:`llm_connect._secrets.mask_secrets`)."""
+    from llm_connect._secrets import mask_secrets
+
+    typer.echo(mask_secrets(message), err=True)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -120,14 +122,19 @@ def exit_code_for(exc: BaseException) -> int:
 
 
 def report_exception(exc: BaseException) -> int:
-    """Print a one-line message for ``exc`` (a traceback in debug mode); return its exit code."""
+    """Print a one-line message for ``exc`` (a traceback in debug mode); return its exit code.
+
+    Whatever is printed has its credentials masked: our errors mask their own
+    messages, and a third-party exception's text or traceback is masked here.
+    """
+    from llm_connect._secrets import mask_secrets
     from llm_connect.errors import LLMConnectError
 
     code = exit_code_for(exc)
     if debug_enabled():
         import traceback
 
-        traceback.print_exception(exc, file=sys.stderr)
+        sys.stderr.write(mask_secrets("".join(traceback.format_exception(exc))))
     if isinstance(exc, LLMConnectError):
         echo_err(f"error: {exc}")
     else:
