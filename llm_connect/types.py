@@ -27,6 +27,7 @@ __all__ = [
     "SECRET_KEY_MARKERS",
     "BudgetTracker",
     "LLMResponse",
+    "Reservation",
     "RunConfig",
     "ToolCall",
     "Usage",
@@ -149,13 +150,71 @@ class LLMResponse:
         )
 
 
+class Reservation:
+    """Budget held for one call in flight, from :meth:`BudgetTracker.reserve` until the
+    call is over.
+
+    Close it exactly once: :meth:`BudgetTracker.settle` when the call answered (its
+    real cost replaces the estimate), :meth:`BudgetTracker.release` when it failed
+    or was cancelled (nothing is spent). As a context manager it is released on
+    leaving the block unless it was settled inside it.
+    """
+
+    __slots__ = ("_open", "_tracker", "tokens", "usd")
+
+    def __init__(self, tracker: BudgetTracker, usd: float, tokens: int) -> None:
+        self._tracker = tracker
+        self._open = True
+        self.usd = usd
+        """Dollars held (the call's estimated cost)."""
+        self.tokens = tokens
+        """Tokens held (the call's estimated prompt plus completion tokens)."""
+
+    @property
+    def open(self) -> bool:
+        """Whether the budget is still held (neither settled nor released)."""
+        return self._open
+
+    def settle(self, response: LLMResponse) -> None:
+        """:meth:`BudgetTracker.settle` this reservation with ``response``."""
+        self._tracker.settle(self, response)
+
+    def release(self) -> None:
+        """:meth:`BudgetTracker.release` this reservation (a no-op once closed)."""
+        self._tracker.release(self)
+
+    def __enter__(self) -> Reservation:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._tracker.release(self)
+
+    def __repr__(self) -> str:
+        state = "open" if self._open else "closed"
+        return f"Reservation(usd={self.usd!r}, tokens={self.tokens!r}, {state})"
+
+
 class BudgetTracker:
     """A spend limit shared by many calls, safe across threads and asyncio tasks.
 
-    Adapters call :meth:`check` before a call and :meth:`charge` after it. Once
-    the spent dollars reach ``max_usd`` or the spent tokens reach ``max_tokens``,
-    :meth:`check` raises :class:`~llm_connect.errors.BudgetExceededError`
-    instead of letting another call go out. ``None`` means no limit.
+    Adapters :meth:`reserve` a call's estimated cost before sending it and
+    :meth:`settle` the reservation with the response (or :meth:`release` it when
+    the call fails). A reservation is granted while the dollars spent plus the
+    dollars held by calls in flight are below ``max_usd``, and likewise for
+    tokens and ``max_tokens``; otherwise :meth:`reserve` raises
+    :class:`~llm_connect.errors.BudgetExceededError` and no call goes out.
+
+    So the last call granted may pass the limit, but only by its own estimate:
+    *spend never exceeds the limit by more than one call's estimate*, however
+    many calls are in flight at once (as long as each call's cost is within its
+    estimate). A single call whose estimate alone exceeds the limit is granted
+    when nothing has been spent or held yet, so a small budget still lets one
+    call through, as :meth:`check` always did. ``None`` means no limit.
+
+    Third-party adapters may still call :meth:`check` before a call and
+    :meth:`charge` after it; :meth:`check` counts reservations in flight too, but
+    calls made that way hold nothing while in flight, so each of them can add
+    to the overshoot.
     """
 
     def __init__(self, max_usd: float | None = None, max_tokens: int | None = None) -> None:
@@ -170,6 +229,9 @@ class BudgetTracker:
         self._spent_usd = 0.0
         self._spent_tokens = 0
         self._calls = 0
+        self._reserved_usd = 0.0
+        self._reserved_tokens = 0
+        self._in_flight = 0
 
     @property
     def spent_usd(self) -> float:
@@ -185,26 +247,52 @@ class BudgetTracker:
 
     @property
     def calls(self) -> int:
-        """Responses charged so far."""
+        """Responses charged (or settled) so far."""
         with self._lock:
             return self._calls
 
+    @property
+    def reserved_usd(self) -> float:
+        """Dollars held by open reservations (calls in flight)."""
+        with self._lock:
+            return self._reserved_usd
+
+    @property
+    def reserved_tokens(self) -> int:
+        """Tokens held by open reservations (calls in flight)."""
+        with self._lock:
+            return self._reserved_tokens
+
+    @property
+    def in_flight(self) -> int:
+        """Open reservations."""
+        with self._lock:
+            return self._in_flight
+
     def _exhausted(self) -> str | None:
-        if self.max_usd is not None and self._spent_usd >= self.max_usd:
-            return f"spent ${self._spent_usd:.6f} of a ${self.max_usd:.6f} budget"
-        if self.max_tokens is not None and self._spent_tokens >= self.max_tokens:
-            return f"spent {self._spent_tokens} of a {self.max_tokens}-token budget"
+        held = f" held by {self._in_flight} call(s) in flight" if self._in_flight else ""
+        if self.max_usd is not None and self._spent_usd + self._reserved_usd >= self.max_usd:
+            extra = f" + ${self._reserved_usd:.6f}{held}" if held else ""
+            return f"spent ${self._spent_usd:.6f}{extra} of a ${self.max_usd:.6f} budget"
+        if self.max_tokens is not None and self._spent_tokens + self._reserved_tokens >= self.max_tokens:
+            extra = f" + {self._reserved_tokens}{held}" if held else ""
+            return f"spent {self._spent_tokens}{extra} of a {self.max_tokens}-token budget"
         return None
 
+    @staticmethod
+    def _refusal(reason: str) -> BudgetExceededError:
+        return BudgetExceededError(f"budget exhausted: {reason}; no further calls are made")
+
     def check(self) -> None:
-        """Raise :class:`BudgetExceededError` if no budget is left for another call."""
+        """Raise :class:`BudgetExceededError` if no budget is left for another call
+        (spend plus what calls in flight hold has reached a limit)."""
         with self._lock:
             reason = self._exhausted()
         if reason is not None:
-            raise BudgetExceededError(f"budget exhausted: {reason}; no further calls are made")
+            raise self._refusal(reason)
 
     def charge(self, response: LLMResponse) -> None:
-        """Add a response's cost and tokens to the spend."""
+        """Add a response's cost and tokens to the spend (the :meth:`check` protocol)."""
         with self._lock:
             self._calls += 1
             if response.cost_usd is not None:
@@ -212,20 +300,102 @@ class BudgetTracker:
             if response.usage is not None:
                 self._spent_tokens += response.usage.total_tokens
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle/deep-copy state: limits and spend (a copy is an independent tracker)."""
+    def reserve(self, *, usd: float = 0.0, tokens: int = 0) -> Reservation:
+        """Hold ``usd`` dollars and ``tokens`` tokens for a call about to be sent.
+
+        Granted while spend plus the holdings of calls in flight are below each
+        limit (this call's own estimate is not counted: see the class docstring).
+
+        Raises:
+            BudgetExceededError: no budget left; the call must not be made.
+            ConfigurationError: a negative or non-finite estimate.
+        """
+        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not 0 <= usd < math.inf:
+            raise ConfigurationError(f"reserve usd must be a finite number >= 0, not {usd!r}")
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise ConfigurationError(f"reserve tokens must be an integer >= 0, not {tokens!r}")
         with self._lock:
-            return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+            reason = self._exhausted()
+            if reason is None:
+                self._reserved_usd += float(usd)
+                self._reserved_tokens += tokens
+                self._in_flight += 1
+                return Reservation(self, float(usd), tokens)
+        raise self._refusal(reason)
+
+    def _close(self, reservation: Reservation) -> None:
+        """Drop an open reservation's holdings (under the lock)."""
+        self._in_flight -= 1
+        if self._in_flight == 0:  # no float residue once nothing is in flight
+            self._reserved_usd, self._reserved_tokens = 0.0, 0
+        else:
+            self._reserved_usd -= reservation.usd
+            self._reserved_tokens -= reservation.tokens
+        reservation._open = False
+
+    def _own(self, reservation: Reservation) -> None:
+        if not isinstance(reservation, Reservation) or reservation._tracker is not self:
+            raise ConfigurationError(f"{reservation!r} was not made by this budget tracker")
+
+    def settle(self, reservation: Reservation, response: LLMResponse) -> None:
+        """The call answered: its cost and tokens replace the reservation's estimate.
+
+        What the response does not report (no usage, or no cost) is charged at the
+        estimate instead, so a server that omits usage cannot spend for free.
+
+        Raises:
+            ConfigurationError: the reservation is closed already or not this tracker's.
+        """
+        self._own(reservation)
+        with self._lock:
+            if not reservation._open:
+                raise ConfigurationError(f"{reservation!r} is already settled or released")
+            self._close(reservation)
+            self._calls += 1
+            self._spent_usd += reservation.usd if response.cost_usd is None else response.cost_usd
+            self._spent_tokens += (
+                reservation.tokens if response.usage is None else response.usage.total_tokens
+            )
+
+    def release(self, reservation: Reservation) -> None:
+        """The call failed or was cancelled: nothing is spent, the holding is freed.
+
+        Releasing a reservation that is already closed does nothing.
+
+        Raises:
+            ConfigurationError: the reservation is not this tracker's.
+        """
+        self._own(reservation)
+        with self._lock:
+            if reservation._open:
+                self._close(reservation)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle/deep-copy state: limits and spend (a copy is an independent tracker).
+
+        Reservations of calls in flight stay with the original: a copy holds none.
+        """
+        with self._lock:
+            state = {k: v for k, v in self.__dict__.items() if k != "_lock"}
+        state.update(_reserved_usd=0.0, _reserved_tokens=0, _in_flight=0)
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(_reserved_usd=0.0, _reserved_tokens=0, _in_flight=0)  # older pickles
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return (
-            f"BudgetTracker(max_usd={self.max_usd!r}, max_tokens={self.max_tokens!r}, "
-            f"spent_usd={self.spent_usd!r}, spent_tokens={self.spent_tokens!r})"
-        )
+        with self._lock:
+            held = (
+                f", reserved_usd={self._reserved_usd!r}, reserved_tokens={self._reserved_tokens!r}"
+                if self._in_flight
+                else ""
+            )
+            return (
+                f"BudgetTracker(max_usd={self.max_usd!r}, max_tokens={self.max_tokens!r}, "
+                f"spent_usd={self._spent_usd!r}, spent_tokens={self._spent_tokens!r}{held})"
+            )
 
 
 def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -25,6 +25,8 @@ from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
 if TYPE_CHECKING:
     import openai
 
+    from llm_connect.types import Reservation
+
 __all__ = ["PLACEHOLDER_API_KEY", "OpenAIAdapter", "OpenAIEmbeddingAdapter", "cost_usd", "resolve_pricing"]
 
 _log = get_logger("llm_connect.adapters.openai")  # masks credentials in every record
@@ -223,8 +225,8 @@ class OpenAIAdapter:
     ``timeout_s`` and every ``model_params`` entry verbatim (``seed``,
     ``top_p``, ``tools``, ``response_format``, ``max_completion_tokens``...).
     Records latency, usage, cost (when ``pricing`` knows the model), tool calls
-    and the finish reason. A run config's budget tracker is checked before the
-    call and charged after it.
+    and the finish reason. A run config's budget tracker reserves the call's
+    :meth:`estimate` before it and is settled with the response after it.
 
     Args:
         model: the model name sent to the server.
@@ -383,46 +385,110 @@ class OpenAIAdapter:
                 response.finish_reason,
             )
 
+    # -- budget -----------------------------------------------------------------
+
+    CHARS_PER_TOKEN = 4
+    """Prompt estimate: one token per this many characters, rounded up (English text
+    averages about four characters per token)."""
+    MESSAGE_OVERHEAD_TOKENS = 4
+    """Prompt estimate: tokens the chat format adds around each message (plus as many
+    again to prime the reply)."""
+    DEFAULT_MAX_TOKENS_ESTIMATE = 4096
+    """Completion estimate when neither ``RunConfig.max_tokens`` nor a ``max_tokens`` /
+    ``max_completion_tokens`` model parameter bounds the answer."""
+
+    def estimate(self, prompt: str, run_config: RunConfig) -> tuple[float, int]:
+        """``(usd, tokens)`` a budget tracker reserves before this call is sent.
+
+        ``tokens`` = the prompt estimate (every message's characters /
+        :attr:`CHARS_PER_TOKEN`, rounded up, plus :attr:`MESSAGE_OVERHEAD_TOKENS`
+        per message and for the reply; tool and response-format schemas count as
+        prompt text) + the completion bound: the largest of ``RunConfig.max_tokens``
+        and the ``max_tokens`` / ``max_completion_tokens`` model parameters, else
+        :attr:`DEFAULT_MAX_TOKENS_ESTIMATE`, times ``n`` when several choices are
+        asked for. ``usd`` prices both parts at this model's pricing (USD per 1M
+        tokens); with no price for the model it is 0.0 (the tokens still count).
+        """
+        params = run_config.model_params
+        texts = [prompt] if run_config.system_prompt is None else [run_config.system_prompt, prompt]
+        per = self.CHARS_PER_TOKEN
+        overhead = self.MESSAGE_OVERHEAD_TOKENS * (len(texts) + 1)
+        prompt_tokens = sum(-(-len(t) // per) for t in texts) + overhead
+        schemas = [params[k] for k in ("tools", "functions", "response_format") if params.get(k) is not None]
+        if schemas:
+            import json
+
+            prompt_tokens += -(-len(json.dumps(schemas, default=str)) // per)
+        bounds = [run_config.max_tokens, params.get("max_tokens"), params.get("max_completion_tokens")]
+        given = [b for b in bounds if isinstance(b, int) and not isinstance(b, bool) and b > 0]
+        completion_tokens = max(given) if given else self.DEFAULT_MAX_TOKENS_ESTIMATE
+        choices = params.get("n")
+        if isinstance(choices, int) and not isinstance(choices, bool) and choices > 1:
+            completion_tokens *= choices
+        price = self._prices.get(self.model)
+        usd = 0.0 if price is None else (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+        return usd, prompt_tokens + completion_tokens
+
+    def _reserve(self, prompt: str, run_config: RunConfig) -> Reservation | None:
+        tracker = run_config.budget_tracker
+        if tracker is None:
+            return None
+        usd, tokens = self.estimate(prompt, run_config)
+        return tracker.reserve(usd=usd, tokens=tokens)
+
     # -- calls ------------------------------------------------------------------
 
     def complete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
         """Answer ``prompt`` with one chat-completion request.
 
+        With a budget tracker in ``run_config``, the call's :meth:`estimate` is
+        reserved before the request, settled with the response, and released when
+        the call fails (nothing is spent).
+
         Raises:
             BudgetExceededError: the run config's tracker has no budget left (no call made).
             AdapterError: a subclass naming what went wrong (see ``_errors``).
         """
-        tracker = run_config.budget_tracker
-        if tracker is not None:
-            tracker.check()
-        kwargs = self._request(prompt, run_config)
-        client = self._clients.sync()
-        with sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
-            start = time.perf_counter()
-            raw = client.chat.completions.with_raw_response.create(**kwargs)
-            latency_ms = (time.perf_counter() - start) * 1000.0
-            info.note(raw)
-            response = self._to_response(_parse(raw, self.adapter_id, info), latency_ms, info)
-        if tracker is not None:
-            tracker.charge(response)
+        held = self._reserve(prompt, run_config)
+        try:
+            kwargs = self._request(prompt, run_config)
+            client = self._clients.sync()
+            with sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
+                start = time.perf_counter()
+                raw = client.chat.completions.with_raw_response.create(**kwargs)
+                latency_ms = (time.perf_counter() - start) * 1000.0
+                info.note(raw)
+                response = self._to_response(_parse(raw, self.adapter_id, info), latency_ms, info)
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+        if held is not None:
+            held.settle(response)
         self._log_call(response)
         return response
 
     async def acomplete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
-        """Async form of :meth:`complete` (``openai.AsyncOpenAI``, one client per event loop)."""
-        tracker = run_config.budget_tracker
-        if tracker is not None:
-            tracker.check()
-        kwargs = self._request(prompt, run_config)
-        client = self._clients.async_()
-        with sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
-            start = time.perf_counter()
-            raw = await client.chat.completions.with_raw_response.create(**kwargs)
-            latency_ms = (time.perf_counter() - start) * 1000.0
-            info.note(raw)
-            response = self._to_response(_parse(raw, self.adapter_id, info), latency_ms, info)
-        if tracker is not None:
-            tracker.charge(response)
+        """Async form of :meth:`complete` (``openai.AsyncOpenAI``, one client per event loop).
+
+        A cancelled call releases its budget reservation like a failed one.
+        """
+        held = self._reserve(prompt, run_config)
+        try:
+            kwargs = self._request(prompt, run_config)
+            client = self._clients.async_()
+            with sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
+                start = time.perf_counter()
+                raw = await client.chat.completions.with_raw_response.create(**kwargs)
+                latency_ms = (time.perf_counter() - start) * 1000.0
+                info.note(raw)
+                response = self._to_response(_parse(raw, self.adapter_id, info), latency_ms, info)
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+        if held is not None:
+            held.settle(response)
         self._log_call(response)
         return response
 
