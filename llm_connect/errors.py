@@ -23,7 +23,8 @@ translated at one boundary each, so callers only ever catch these classes::
     │   ├── EmbeddingOutputError (ValueError) an embedder returned unusable vectors
     │   └── JudgeOutputError (ValueError)   an LLM judge's reply held no usable grade
     ├── LedgerError                         the ledger could not be opened or written
-    │   └── SchemaVersionError              the database is at an unknown/newer revision
+    │   ├── SchemaVersionError              the database is at an unknown/newer revision
+    │   └── GradeConflictError              a grade's key is stored with different content
     ├── ScorerDataError                     a scorer's bundled data file failed its integrity check
     └── CalibrationError                    a calibration could not be computed
 
@@ -48,6 +49,7 @@ __all__ = [
     "CaseDataError",
     "ConfigurationError",
     "EmbeddingOutputError",
+    "GradeConflictError",
     "GradingValidationError",
     "JudgeError",
     "JudgeOutputError",
@@ -230,6 +232,19 @@ class LedgerError(LLMConnectError):
 
 class SchemaVersionError(LedgerError):
     """The database is at a revision this version of llm-connect does not know."""
+
+
+class GradeConflictError(LedgerError):
+    """A grade's key (run, case, grader, candidate model) is already stored with different content.
+
+    Recording the identical grade again is a no-op; a *different* grade under a
+    stored key is never dropped silently. ``keys`` lists each conflicting key as
+    ``(run_id, case_id, grader_id, candidate_model)``; nothing of the batch was written.
+    """
+
+    def __init__(self, message: str, *, keys: tuple[tuple[str, str, str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.keys = keys
 
 
 class ScorerDataError(LLMConnectError):

@@ -17,6 +17,7 @@ import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -32,7 +33,9 @@ __all__ = [
     "ToolCall",
     "Usage",
     "redact_secrets",
+    "utcnow",
 ]
+
 
 def _is_secret_key(key: str) -> bool:
     """Whether a request parameter or header ``key`` names a secret (see ``_secrets.is_secret_key``)."""
@@ -99,9 +102,14 @@ class LLMResponse:
     """The model name that was asked for (the adapter's model); ``None`` means :attr:`model`.
 
     Grades, resume, routing and the ledger's summaries key on this name, never on
-    the one the server reports."""
+    the one the server reports. Kept only when it differs from :attr:`model`
+    (equal names are stored as ``None``), so equality does not depend on who filled it."""
     endpoint: str | None = None
     """The server that answered: its base URL without credentials or query (``None`` offline)."""
+
+    def __post_init__(self) -> None:
+        if self.requested_model is not None and self.requested_model == self.model:
+            object.__setattr__(self, "requested_model", None)
 
     @property
     def asked_model(self) -> str:
@@ -396,6 +404,11 @@ class BudgetTracker:
                 f"BudgetTracker(max_usd={self.max_usd!r}, max_tokens={self.max_tokens!r}, "
                 f"spent_usd={self._spent_usd!r}, spent_tokens={self._spent_tokens!r}{held})"
             )
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
 
 
 def _freeze(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -418,6 +418,7 @@ def grade(
             "stats": [s.to_dict() for s in stats],
             "routing": [d.to_dict() for d in decisions],
             "routing_error": routing_error,
+            "served_as": report.served_as(),
             "failures": [f.__dict__ for f in report.failures],
             "not_applicable": [
                 {"grader_id": gid, **info} for gid, info in report.not_applicable_by_judge().items()
@@ -520,6 +521,13 @@ def _print_human(
         out.line((title, None))
         for text in _report.stats_lines(stats, confidence=0.95):
             out.line((text, None))
+    for spec, names in report.served_as().items():
+        out.line(
+            (f"{spec}", "dim"),
+            (f" answered as {', '.join(names)}; its grades are stored under ", None),
+            (f"{report.asked_models.get(spec)}", "bold"),
+            (" (the served name is in the ledger's *_served_model columns)", "dim"),
+        )
     for gid, info in report.not_applicable_by_judge().items():
         out.line(
             (f"judge {gid}", "yellow"),

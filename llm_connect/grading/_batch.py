@@ -144,6 +144,14 @@ class BatchGrader:
         specs = [c.spec for c in candidates]
         if len(set(specs)) != len(specs):
             raise ConfigurationError(f"a candidate is given twice: {specs}")
+        by_model: dict[str, str] = {}
+        for c in candidates:  # grades are keyed by the requested model: two sides may not share one
+            if c.model in by_model:
+                raise ConfigurationError(
+                    f"candidates {by_model[c.model]!r} and {c.spec!r} both ask for model {c.model!r}; "
+                    "their grades would share one key (grade them in separate runs)"
+                )
+            by_model[c.model] = c.spec
         if resume and (ledger is None or run_id is None):
             raise ConfigurationError("resume needs a ledger and a run id")
         self.baseline = baseline
@@ -175,7 +183,9 @@ class BatchGrader:
     def _cache_key(self, side: Side, case: Case) -> str:
         from llm_connect.ledger import QualityLedger
 
-        return QualityLedger.cache_key(side.adapter_id, case.prompt, self._config_for(case))
+        return QualityLedger.cache_key(
+            side.adapter_id, case.prompt, self._config_for(case), endpoint=side.endpoint
+        )
 
     def _missing(self, case: Case, done: set[tuple[str | None, str, str]]) -> bool:
         return any(
@@ -258,7 +268,10 @@ class BatchGrader:
                 if not w.done():
                     w.cancel()
             if writer is not None:
-                await asyncio.to_thread(writer.close)
+                try:
+                    await asyncio.to_thread(writer.close)
+                finally:
+                    self._merge_conflicts(report, writer, suite)
             if ledger is not None and self.run_id is not None:
                 status = "completed"
                 if report.interrupted:
@@ -272,6 +285,19 @@ class BatchGrader:
             report.elapsed_s = time.perf_counter() - started
         return report
 
+    @staticmethod
+    def _merge_conflicts(report: BatchReport, writer: LedgerWriter, suite: Suite) -> None:
+        """Grades the ledger refused become failures of the run (and leave its results)."""
+        if not writer.conflicts:
+            return
+        lines = {c.id: c.line for c in suite.cases}
+        report.failures.extend(replace(f, line=lines.get(f.case_id)) for f in writer.conflicts)
+        report.results = [
+            r
+            for r in report.results
+            if (r.case_id, r.result.grader_id, r.result.candidate_response.asked_model) not in writer.refused
+        ]
+
     async def _respond(
         self, side: Side, case: Case, cached: Mapping[str, LLMResponse], report: BatchReport
     ) -> tuple[LLMResponse, str | None]:
@@ -282,10 +308,10 @@ class BatchGrader:
         key = self._cache_key(side, case) if self.use_cache else None
         if key is not None and key in cached:
             report.cache_hits += 1
-            return cached[key], None
+            return side.as_asked(cached[key]), None
         report.model_calls += 1
         response = await side.adapter.acomplete(case.prompt, self._config_for(case))
-        return response, key
+        return side.as_asked(response), key
 
     async def _judge(self, judge: Judge, pair: JudgePair) -> GradingResult:
         batcher = self._batchers.get(id(judge))
@@ -327,6 +353,7 @@ class BatchGrader:
             response, key = outcome
             responses[side.spec] = response
             report.observed_models.setdefault(side.spec, set()).add(response.model)
+            report.asked_models.setdefault(side.spec, response.asked_model)
             if key is not None:
                 work.cache.append((key, side.adapter_id, response))
         baseline = responses.get(self.baseline.spec)
@@ -338,8 +365,9 @@ class BatchGrader:
                 if cand_resp is None:
                     continue
                 pair = JudgePair(baseline, cand_resp, case.prompt, rc, case)
+                model = cand_resp.asked_model  # as asked for: what the grade is stored under
                 for judge in self.judges:
-                    if (case.id, judge.grader_id, cand_resp.model) in done_keys:
+                    if (case.id, judge.grader_id, model) in done_keys:
                         continue
                     jobs.append((cand, judge))
                     coros.append(self._judge(judge, pair))
@@ -348,7 +376,7 @@ class BatchGrader:
                 if isinstance(res, asyncio.CancelledError):
                     raise res
                 if isinstance(res, CaseDataError) and lacks_case_data(case, res):
-                    model = responses[cand.spec].model
+                    model = responses[cand.spec].asked_model
                     na = not_applicable(case, judge.grader_id, cand.spec, res, candidate_model=model)
                     report.not_applicable.append(na)
                     work.skips.append(na)
@@ -358,6 +386,8 @@ class BatchGrader:
                         raise res
                     work.failures.append(case_failure(case, "judge", res, judge.grader_id))
                     continue
+                if getattr(judge, "asks_llm", False) and not res.asks_llm:
+                    res = replace(res, asks_llm=True)  # the judge's declaration is what routing trusts
                 report.results.append(BatchResult(case.id, case.task, cand.spec, res))
                 work.records.append(self._record(case, cand, res))
         report.failures.extend(work.failures)
@@ -374,6 +404,7 @@ class BatchGrader:
             tags=case.tags,
             baseline_adapter_id=self.baseline.adapter_id,
             candidate_adapter_id=cand.adapter_id,
+            metadata=case.metadata or None,
         )
 
 

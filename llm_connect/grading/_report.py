@@ -8,7 +8,7 @@ from typing import Any
 
 from llm_connect.errors import CaseDataError
 from llm_connect.grading._protocols import Case
-from llm_connect.grading._results import GradingResult
+from llm_connect.values import GradingResult, NotApplicable
 
 __all__ = [
     "BatchReport",
@@ -36,30 +36,6 @@ class CaseFailure:
     """The side or judge that failed (adapter id, or the judge's grader id)."""
     line: int | None = None
     """The case's line in the suite file."""
-
-
-@dataclass(frozen=True)
-class NotApplicable:
-    """A (case, judge) pair the judge had no data for: neither a grade nor a failure.
-
-    A rule judge raising :class:`~llm_connect.errors.CaseDataError` for a case
-    whose ``expected`` lacks the field it needs (``--judge schema`` on a case
-    without ``expected.schema``) does not apply to that case.
-    """
-
-    case_id: str
-    task: str
-    grader_id: str
-    candidate: str
-    """The candidate side's spec."""
-    field: str | None
-    """The case field the judge needed (``expected.schema``)."""
-    reason: str
-    """The judge's message (``no JSON schema: give the judge option 'schema' ...``)."""
-    line: int | None = None
-    """The case's line in the suite file."""
-    candidate_model: str | None = None
-    """The candidate model as it answered (``LLMResponse.model``); the ledger keys the outcome by it."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +72,18 @@ class BatchReport:
     interrupted: bool = False
     """The run was stopped (Ctrl-C) before every case finished."""
     observed_models: dict[str, set[str]] = field(default_factory=dict)
+    """Per side spec, every model name its server reported (``gpt-4o-mini-2024-07-18``)."""
+    asked_models: dict[str, str] = field(default_factory=dict)
+    """Per side spec, the model it asked for (what its grades are stored under)."""
+
+    def served_as(self) -> dict[str, list[str]]:
+        """Sides whose server reported a model name other than the one asked for:
+        ``{spec: sorted reported names}``."""
+        return {
+            spec: sorted(names)
+            for spec, names in self.observed_models.items()
+            if names != {self.asked_models.get(spec)}
+        }
     """Side spec -> model names its responses carried."""
 
     def not_applicable_by_judge(self) -> dict[str, dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from llm_connect.errors import ConfigurationError
@@ -25,11 +27,22 @@ class Side:
     """The spec as the user gave it (``openai:gpt-4o-mini``, ``recorded:gold``)."""
     adapter_id: str
     """Stored with every grade; live sides also key the response cache on it."""
+    model: str
+    """The model as it is asked for (``gpt-4o-mini`` for ``openai:gpt-4o-mini``, the name of a
+    recording): grades, resume and routing key on it, whatever name the server reports."""
+    endpoint: str | None = None
+    """The server this side calls (base URL without credentials); ``None`` for recordings."""
     live: bool = False
 
-    def expected_model(self, case: Case) -> str:  # pragma: no cover - abstract
-        """The model name this side's response for ``case`` is expected to carry."""
-        raise NotImplementedError
+    def expected_model(self, case: Case) -> str:
+        """The model name this side's grades are stored under (:attr:`model`)."""
+        return self.model
+
+    def as_asked(self, response: LLMResponse) -> LLMResponse:
+        """``response`` naming this side's requested model and endpoint (kept when already set)."""
+        if response.asked_model == self.model and (response.endpoint or None) == self.endpoint:
+            return response
+        return replace(response, requested_model=self.model, endpoint=response.endpoint or self.endpoint)
 
 
 class LiveSide(Side):
@@ -42,14 +55,12 @@ class LiveSide(Side):
         self.adapter = adapter
         self.adapter_id = adapter.adapter_id
         _, _, model = adapter.adapter_id.partition(":")
-        self._model = str(getattr(adapter, "model", None) or model or adapter.adapter_id)
+        self.model = str(getattr(adapter, "model", None) or model or adapter.adapter_id)
+        endpoint = getattr(adapter, "endpoint", None)
+        self.endpoint = endpoint if isinstance(endpoint, str) and endpoint else None
 
     def __repr__(self) -> str:
         return f"LiveSide({self.spec!r})"
-
-    def expected_model(self, case: Case) -> str:
-        """The model the adapter asks for (the server may report a more precise name)."""
-        return self._model
 
 
 class RecordedSide(Side):
@@ -65,6 +76,10 @@ class RecordedSide(Side):
         self.adapter_id = self.spec
         self.suite = suite
         suite.check_recorded(name)  # SuiteError naming the first case without it
+        # A recording names the model that answered (``"model"``, else the recording's name):
+        # grades are stored under it, case by case; ``model`` is the usual one.
+        models = Counter(suite.recorded(case, name).model for case in suite.cases)
+        self.model = models.most_common(1)[0][0] if models else name
 
     def __repr__(self) -> str:
         return f"RecordedSide({self.name!r})"
@@ -74,7 +89,8 @@ class RecordedSide(Side):
         return self.suite.recorded(case, self.name)
 
     def expected_model(self, case: Case) -> str:
-        return self.response(case).model
+        """The model the recording of ``case`` names."""
+        return self.response(case).asked_model
 
 
 def side_from_spec(

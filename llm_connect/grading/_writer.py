@@ -1,9 +1,15 @@
 """The batch engine's writer thread: commits finished cases off the event loop.
 
 Every finished case (grades, cache entries, failures, not-applicable pairs) is queued; the thread
-commits whatever is queued in one transaction, lingering briefly so cases
-finishing meanwhile share the commit. A write error is kept and re-raised by
-the next :meth:`LedgerWriter.submit` or by :meth:`LedgerWriter.close`.
+commits whatever is queued in ONE transaction (:meth:`QualityLedger.record_outcomes`),
+lingering briefly so cases finishing meanwhile share the commit: a case is
+either wholly in the ledger or not at all. When the ledger refuses a grade
+because its key already holds a *different* grade
+(:class:`~llm_connect.errors.GradeConflictError`), the batch is written again
+case by case and each refused grade becomes a failure of its case (stage
+``ledger``), so nothing is dropped silently and the rest is kept. Any other
+write error is kept and re-raised by the next :meth:`LedgerWriter.submit` or
+by :meth:`LedgerWriter.close`.
 """
 
 from __future__ import annotations
@@ -14,9 +20,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from llm_connect.errors import LedgerError
-from llm_connect.grading._report import CaseFailure, NotApplicable
+from llm_connect.errors import GradeConflictError, LedgerError
+from llm_connect.grading._report import CaseFailure
 from llm_connect.types import LLMResponse
+from llm_connect.values import NotApplicable
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger, RecordItem
@@ -45,6 +52,10 @@ class LedgerWriter:
         self.max_batch = max_batch
         self.linger_s = linger_s
         self.error: BaseException | None = None
+        self.conflicts: list[CaseFailure] = []
+        """Grades the ledger refused (their key holds a different grade), as failures of their case."""
+        self.refused: set[tuple[str, str, str]] = set()
+        """``(case_id, grader_id, candidate_model)`` of each refused grade."""
         self._queue: queue.Queue[CaseWork | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="llm-connect-ledger-writer", daemon=True)
         self._thread.start()
@@ -90,23 +101,63 @@ class LedgerWriter:
                     self.error = exc
 
     def _write(self, batch: list[CaseWork]) -> None:
-        records = [r for w in batch for r in w.records]
-        if records:
-            self.ledger.record_batch(records)
-        cache = [c for w in batch for c in w.cache]
-        if cache:
-            self.ledger.cache_put_many(cache)
-        if self.run_id is not None:
-            skips = [na for w in batch for na in w.skips]
-            if skips:  # a resumed run counts these pairs as done
-                self.ledger.record_not_applicable(self.run_id, skips)
-            for f in (f for w in batch for f in w.failures):
-                self.ledger.record_failure(
-                    run_id=self.run_id,
-                    case_id=f.case_id,
-                    task=f.task,
-                    stage=f.stage,
-                    error_type=f.error_type,
-                    message=f.message,
-                    adapter_id=f.adapter_id,
+        try:
+            self._commit(batch)
+        except GradeConflictError:
+            if len(batch) == 1 and not batch[0].records:
+                raise
+            for work in batch:  # find the refused grades: each case in its own transaction
+                try:
+                    self._commit([work])
+                except GradeConflictError as exc:
+                    self._commit([self._without_conflicts(work, exc)])
+
+    def _commit(self, batch: list[CaseWork]) -> None:
+        self.ledger.record_outcomes(
+            self.run_id,
+            records=[r for w in batch for r in w.records],
+            cache=[c for w in batch for c in w.cache],
+            not_applicable=[na for w in batch for na in w.skips] if self.run_id is not None else [],
+            failures=[
+                {
+                    "case_id": f.case_id,
+                    "task": f.task,
+                    "stage": f.stage,
+                    "error_type": f.error_type,
+                    "message": f.message,
+                    "adapter_id": f.adapter_id,
+                }
+                for w in batch
+                for f in w.failures
+            ]
+            if self.run_id is not None
+            else [],
+        )
+
+    def _without_conflicts(self, work: CaseWork, exc: GradeConflictError) -> CaseWork:
+        """``work`` minus the refused grades, which become failures of the case."""
+        refused = set(exc.keys)
+        kept: list[RecordItem] = []
+        added: list[CaseFailure] = []
+        for item in work.records:
+            result = item.result
+            key = (item.run_id, item.case_id, result.grader_id, result.candidate_response.asked_model)
+            if key not in refused:
+                kept.append(item)
+                continue
+            self.refused.add((key[1], key[2], key[3]))  # type: ignore[arg-type]
+            added.append(
+                CaseFailure(
+                    case_id=item.case_id or "",
+                    task=item.task,
+                    stage="ledger",
+                    error_type=type(exc).__name__,
+                    message=(
+                        f"the ledger holds a different grade of {item.result.grader_id} for candidate "
+                        f"{key[3]!r} under this run and case: {exc}"
+                    )[:500],
+                    adapter_id=item.result.grader_id,
                 )
+            )
+        self.conflicts.extend(added)
+        return CaseWork(records=kept, cache=work.cache, failures=[*work.failures, *added], skips=work.skips)

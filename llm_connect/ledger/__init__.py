@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
 from llm_connect.ledger._migrate import current_revision, head_revision, upgrade
-from llm_connect.ledger._rows import CalibrationRow, FailureRow, GradeRow, RecordItem, RunRow, SummaryRow
+from llm_connect.ledger._rows import (
+    CalibrationRow,
+    FailureRow,
+    GradeRow,
+    GradeTotals,
+    RecordItem,
+    RunRow,
+    SummaryRow,
+)
 from llm_connect.ledger._store import QualityLedger
 
 __all__ = [
@@ -21,6 +29,7 @@ __all__ = [
     "CalibrationRow",
     "FailureRow",
     "GradeRow",
+    "GradeTotals",
     "QualityLedger",
     "RecordItem",
     "RunRow",

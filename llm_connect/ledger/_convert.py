@@ -16,12 +16,12 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from llm_connect._json import compact_dumps
+from llm_connect._json import compact_dumps, strict_dumps
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError
-from llm_connect.grading._results import GradingResult
 from llm_connect.ledger._rows import GradeRow, RecordItem
 from llm_connect.types import LLMResponse, RunConfig, _is_secret_key
+from llm_connect.values import GradingResult
 
 __all__ = [
     "GRADE_COLUMNS",
@@ -116,6 +116,10 @@ def validate_item(index: int, item: object) -> RecordItem:
     ):
         if value is not None and (type(value) is not str or not value):
             raise GradingValidationError(f"item {index}: {name} must be a non-empty string or None")
+    if item.metadata is not None and not isinstance(item.metadata, Mapping):
+        raise GradingValidationError(
+            f"item {index}: metadata must be a mapping (a JSON object), not {type(item.metadata).__name__}"
+        )
     tags = item.tags
     if tags and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise GradingValidationError(f"item {index}: tags must be a sequence of strings, not {tags!r}")
@@ -184,6 +188,12 @@ INSERT_COLUMNS: tuple[str, ...] = (
     "details",
     "run_config",
     "llm_connect_version",
+    "baseline_served_model",
+    "baseline_endpoint",
+    "candidate_served_model",
+    "candidate_endpoint",
+    "metadata",
+    "asks_llm",
 )
 #: Positions of the idempotency key (run_id, case_id, grader_id, candidate_model) in a values tuple.
 KEY_POSITIONS: tuple[int, ...] = tuple(
@@ -198,6 +208,19 @@ def _config_values(config: RunConfig) -> tuple[str, str | None]:
         _scrubbed_json(json.loads(config.to_json())),
         None if system is None else sha256_text(system),
     )
+
+
+def _metadata_json(index: int, metadata: Any) -> str:
+    """A case's metadata as JSON text (an object; NaN refused, credentials masked)."""
+    if not isinstance(metadata, Mapping):
+        raise GradingValidationError(
+            f"item {index}: metadata must be a mapping (a JSON object), not {type(metadata).__name__}"
+        )
+    try:
+        text = strict_dumps(dict(metadata))
+    except (TypeError, ValueError) as exc:
+        raise GradingValidationError(f"item {index}: metadata must be JSON without NaN: {exc}") from None
+    return _scrubbed_json(metadata, text)
 
 
 def _tags_json(tags: Sequence[str]) -> str:
@@ -218,6 +241,7 @@ def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> 
     digests: dict[int, str] = {}
     configs: dict[int, tuple[str, str | None]] = {}
     tag_texts: dict[int, str] = {}
+    meta_texts: dict[int, str] = {}
     get_digest = digests.get
     new_digest = _SHA256.copy
     version = __version__
@@ -236,6 +260,7 @@ def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> 
             and not tags
             and item.baseline_adapter_id is None
             and item.candidate_adapter_id is None
+            and item.metadata is None
         ):
             validate_item(index, item)
         config = result.run_config
@@ -274,6 +299,13 @@ def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> 
                 tags_json = tag_texts[id(tags)] = _tags_json(tags)
         else:
             tags_json = "[]"
+        metadata = item.metadata
+        if metadata is None:
+            metadata_json = None
+        else:
+            metadata_json = meta_texts.get(id(metadata))
+            if metadata_json is None:
+                metadata_json = meta_texts[id(metadata)] = _metadata_json(index, metadata)
         base_usage, cand_usage = base.usage, cand.usage
         # Both sides' fields read straight into the row: a helper returning a tuple per response,
         # unpacked here, cost ~0.8 us a grade more (docs/benchmarks.md, record_many third pass).
@@ -287,9 +319,9 @@ def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> 
                 prompt if store_text else None,
                 prompt_sha,
                 system_sha,
-                item.baseline_adapter_id or f"{base.provider}:{base.model}",
+                item.baseline_adapter_id or f"{base.provider}:{base.asked_model}",
                 base.provider,
-                base.model,
+                base.requested_model or base.model,
                 base_text if store_text else None,
                 base_sha,
                 base.latency_ms,
@@ -298,9 +330,9 @@ def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> 
                 base.cost_usd,
                 base.finish_reason,
                 _tool_calls_json(base) if base.tool_calls else None,
-                item.candidate_adapter_id or f"{cand.provider}:{cand.model}",
+                item.candidate_adapter_id or f"{cand.provider}:{cand.asked_model}",
                 cand.provider,
-                cand.model,
+                cand.requested_model or cand.model,
                 cand_text if store_text else None,
                 cand_sha,
                 cand.latency_ms,
@@ -315,6 +347,12 @@ def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> 
                 details,
                 config_json,
                 version,
+                base.model,
+                base.endpoint,
+                cand.model,
+                cand.endpoint,
+                metadata_json,
+                result.asks_llm,
             )
         )
     return rows
@@ -340,4 +378,7 @@ def grade_row(mapping: Mapping[Any, Any]) -> GradeRow:
     values["run_config"] = None if values.get("run_config") is None else _freeze(values["run_config"])
     values["baseline_tool_calls"] = _tool_calls(values.get("baseline_tool_calls"))
     values["candidate_tool_calls"] = _tool_calls(values.get("candidate_tool_calls"))
+    meta = values.get("metadata")
+    values["metadata"] = None if meta is None else _freeze(meta)
+    values["asks_llm"] = bool(values.get("asks_llm"))
     return GradeRow(**values)

@@ -36,10 +36,10 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
-from llm_connect.errors import LedgerError
+from llm_connect.errors import GradeConflictError, LedgerError
 from llm_connect.ledger._convert import INSERT_COLUMNS, KEY_POSITIONS
 
-__all__ = ["PG_COPY_MIN_ROWS", "created_value", "insert_grades", "sqlite_timestamp"]
+__all__ = ["PG_COPY_MIN_ROWS", "SAME_GRADE_COLUMNS", "created_value", "insert_grades", "sqlite_timestamp"]
 
 _COLS = ", ".join(INSERT_COLUMNS)
 _KEY_COLS = "run_id, case_id, grader_id, candidate_model"
@@ -88,8 +88,9 @@ _STAT_COLS = (
     "candidate_latency_n",
     "first_at",
     "last_at",
+    "asks_llm",
 )
-_ADDED = _STAT_COLS[4:-2]
+_ADDED = _STAT_COLS[4:-3]
 _POS = {name: INSERT_COLUMNS.index(name) for name in INSERT_COLUMNS}
 
 
@@ -100,7 +101,8 @@ def _stats_upsert(placeholder: str, least: str, greatest: str) -> str:
         f"VALUES ({', '.join(placeholder for _ in _STAT_COLS)}) "
         f"ON CONFLICT ({', '.join(_STAT_KEY)}) DO UPDATE SET {updates}, "
         f"first_at = {least}(grade_stats.first_at, excluded.first_at), "
-        f"last_at = {greatest}(grade_stats.last_at, excluded.last_at)"
+        f"last_at = {greatest}(grade_stats.last_at, excluded.last_at), "
+        "asks_llm = grade_stats.asks_llm OR excluded.asks_llm"
     )
 
 
@@ -109,7 +111,7 @@ _PG_STATS = _stats_upsert("%s", "LEAST", "GREATEST")
 
 
 _I_TASK, _I_BASE, _I_GRADER, _I_CAND = (_POS[c] for c in _STAT_KEY)
-_I_Q, _I_CREATED = _POS["quality_score"], _POS["created_at"]
+_I_Q, _I_CREATED, _I_ASKS = _POS["quality_score"], _POS["created_at"], _POS["asks_llm"]
 # In the order of the (sum, count) pairs of _STAT_COLS.
 _I_SUMMED_COLUMNS = tuple(
     _POS[c]
@@ -139,7 +141,7 @@ def _stats(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
             values = [v for r in group if (v := r[column]) is not None]
             acc += [float(sum(values)), len(values)]
         created = [r[_I_CREATED] for r in group]
-        out.append((*key, *acc, min(created), max(created)))
+        out.append((*key, *acc, min(created), max(created), any(r[_I_ASKS] for r in group)))
     return out
 
 
@@ -176,14 +178,96 @@ def _lookup(cursor: Any, keys: list[Key], placeholder: str) -> dict[Key, int]:
     return found
 
 
+#: What makes two grades under one key "the same grade" (re-recording it is then a no-op).
+SAME_GRADE_COLUMNS: tuple[str, ...] = (
+    "task",
+    "baseline_model",
+    "prompt_sha256",
+    "baseline_text_sha256",
+    "candidate_text_sha256",
+    "quality_score",
+    "candidate_served_model",
+)
+_I_SAME = tuple(_POS[c] for c in SAME_GRADE_COLUMNS)
+_same_values = itemgetter(*_I_SAME)
+
+
+def _differences(stored: Sequence[Any], new: Sequence[Any]) -> list[str]:
+    """Fields in which two grades under one key differ ("" when they are the same grade).
+
+    A stored ``candidate_served_model`` of ``None`` (not recorded) matches anything.
+    """
+    out = []
+    for name, old, value in zip(SAME_GRADE_COLUMNS, stored, new, strict=True):
+        if old == value or (name == "candidate_served_model" and old is None):
+            continue
+        out.append(f"{name} stored {old!r}, new {value!r}")
+    return out
+
+
+def _conflict(found: list[tuple[Key, int | None, list[str]]]) -> GradeConflictError:
+    lines = []
+    for key, stored_id, diffs in found[:5]:
+        where = f"grade #{stored_id}" if stored_id is not None else "an earlier grade of this batch"
+        lines.append(
+            f"run {key[0]!r}, case {key[1]!r}, grader {key[2]!r}, candidate {key[3]!r}: {where} differs "
+            f"({'; '.join(diffs)})"
+        )
+    more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
+    return GradeConflictError(
+        f"{len(found)} grade(s) conflict with stored grades under the same key, nothing was written: "
+        + " | ".join(lines)
+        + more
+        + ". Use a new run id, or resume the run to grade only what is missing.",
+        keys=tuple(k for k, _, _ in found),  # type: ignore[misc]
+    )
+
+
 def _plan(rows: list[tuple[Any, ...]]) -> tuple[list[Key | None], dict[Key, int]]:
-    """Each row's key, and the first row index of each distinct key."""
+    """Each row's key, and the first row index of each distinct key.
+
+    A key repeated within the batch with different content raises :class:`GradeConflictError`.
+    """
     keys = [_key(r) for r in rows]
     first: dict[Key, int] = {}
+    clashes: list[tuple[Key, int | None, list[str]]] = []
     for i, key in enumerate(keys):
         if key is not None:
-            first.setdefault(key, i)
+            j = first.setdefault(key, i)
+            if j != i:
+                diffs = _differences(_same_values(rows[j]), _same_values(rows[i]))
+                if diffs:
+                    clashes.append((key, None, diffs))
+    if clashes:
+        raise _conflict(clashes)
     return keys, first
+
+
+def _check_existing(cursor: Any, placeholder: str, pending: dict[Key, tuple[Any, ...]]) -> dict[Key, int]:
+    """Ids of the stored grades under ``pending``'s keys; raises if one holds different content."""
+    if not pending:
+        return {}
+    cols = ", ".join(SAME_GRADE_COLUMNS)
+    one = f"({', '.join(placeholder for _ in range(4))})"
+    keys = list(pending)
+    found: dict[Key, int] = {}
+    clashes: list[tuple[Key, int | None, list[str]]] = []
+    for start in range(0, len(keys), _LOOKUP_CHUNK):
+        chunk = keys[start : start + _LOOKUP_CHUNK]
+        cursor.execute(
+            f"SELECT id, {_KEY_COLS}, {cols} FROM grades WHERE ({_KEY_COLS}) IN "
+            f"(VALUES {', '.join(one for _ in chunk)})",
+            [v for key in chunk for v in key],
+        )
+        for rec in cursor.fetchall():
+            key = tuple(rec[1:5])
+            found[key] = rec[0]
+            diffs = _differences(rec[5:], _same_values(pending[key]))
+            if diffs:
+                clashes.append((key, rec[0], diffs))
+    if clashes:
+        raise _conflict(clashes)
+    return found
 
 
 def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
@@ -216,10 +300,14 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
                 inserted += keyed
             else:  # some keys existed: read every key's id; ids above `start` are new
                 found = _lookup(cursor, [keys[i] for i in keyed], "?")  # type: ignore[misc]
+                existed = {}
                 for i in keyed:
                     ids[i] = found[keys[i]]  # type: ignore[index]
                     if found[keys[i]] > start:  # type: ignore[index]
                         inserted.append(i)
+                    else:
+                        existed[keys[i]] = rows[i]
+                _check_existing(cursor, "?", existed)  # type: ignore[arg-type]
         cursor.execute("SELECT COALESCE(MAX(id), 0) FROM grades")
         end = int(cursor.fetchone()[0])
         if end != start + (len(inserted) - len(plain)):
@@ -282,8 +370,8 @@ def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]], *, stage: bool) ->
         inserted = [rows[i] for i in sent if ids[i] is not None]
         if inserted:
             cursor.executemany(_PG_STATS, _stats(inserted))
-        conflicted = [key for key, i in first.items() if ids[i] is None]
-        existing = _lookup(cursor, conflicted, "%s") if conflicted else {}
+        conflicted = {key: rows[i] for key, i in first.items() if ids[i] is None}
+        existing = _check_existing(cursor, "%s", conflicted)
     by_key = {**existing, **{key: ids[i] for key, i in first.items() if ids[i] is not None}}
     return [_id_of(ids[i], keys[i], by_key) for i in range(len(rows))]
 

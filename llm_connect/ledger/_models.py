@@ -26,11 +26,13 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from llm_connect._version import __version__
+from llm_connect.types import utcnow
 
 __all__ = [
     "GRADE_STATS_REBUILD_SQL",
@@ -58,9 +60,6 @@ NAMING_CONVENTION: dict[str, str] = {
 }
 
 
-def utcnow() -> datetime:
-    """The current time, timezone-aware, in UTC (the default of every timestamp)."""
-    return datetime.now(UTC)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -147,6 +146,8 @@ class Grade(Base):
     baseline_cost_usd: Mapped[float | None] = mapped_column(Float)
     baseline_finish_reason: Mapped[str | None] = mapped_column(String(50))
     baseline_tool_calls: Mapped[list[Any] | None] = mapped_column(JSON)
+    baseline_served_model: Mapped[str | None] = mapped_column(String(200))
+    baseline_endpoint: Mapped[str | None] = mapped_column(String(500))
 
     candidate_adapter_id: Mapped[str] = mapped_column(String(300))
     candidate_provider: Mapped[str] = mapped_column(String(100))
@@ -159,6 +160,8 @@ class Grade(Base):
     candidate_cost_usd: Mapped[float | None] = mapped_column(Float)
     candidate_finish_reason: Mapped[str | None] = mapped_column(String(50))
     candidate_tool_calls: Mapped[list[Any] | None] = mapped_column(JSON)
+    candidate_served_model: Mapped[str | None] = mapped_column(String(200))
+    candidate_endpoint: Mapped[str | None] = mapped_column(String(500))
 
     grader_id: Mapped[str] = mapped_column(String(300))
     quality_score: Mapped[float] = mapped_column(Float)
@@ -166,6 +169,8 @@ class Grade(Base):
     details: Mapped[dict[str, Any]] = mapped_column(default=dict)
     run_config: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
+    case_metadata: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
+    asks_llm: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class GradeStats(Base):
@@ -197,6 +202,8 @@ class GradeStats(Base):
     candidate_latency_n: Mapped[int] = mapped_column(Integer)
     first_at: Mapped[datetime] = mapped_column()
     last_at: Mapped[datetime] = mapped_column()
+    asks_llm: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Whether any of these grades came from a judge that asks an LLM (gates routing)."""
 
 
 class ResponseCacheEntry(Base):
@@ -319,12 +326,12 @@ GRADE_STATS_REBUILD_SQL = """\
 INSERT INTO grade_stats (task, baseline_model, grader_id, candidate_model, n, sum_quality,
     sum_quality_sq, baseline_cost_sum, baseline_cost_n, candidate_cost_sum, candidate_cost_n,
     baseline_latency_sum, baseline_latency_n, candidate_latency_sum, candidate_latency_n,
-    first_at, last_at)
+    first_at, last_at, asks_llm)
 SELECT task, baseline_model, grader_id, candidate_model, COUNT(*), SUM(quality_score),
     SUM(quality_score * quality_score), COALESCE(SUM(baseline_cost_usd), 0.0), COUNT(baseline_cost_usd),
     COALESCE(SUM(candidate_cost_usd), 0.0), COUNT(candidate_cost_usd),
     COALESCE(SUM(baseline_latency_ms), 0.0), COUNT(baseline_latency_ms),
     COALESCE(SUM(candidate_latency_ms), 0.0), COUNT(candidate_latency_ms),
-    MIN(created_at), MAX(created_at)
+    MIN(created_at), MAX(created_at), MAX(CASE WHEN asks_llm THEN 1 ELSE 0 END) > 0
 FROM grades
 GROUP BY task, baseline_model, grader_id, candidate_model"""

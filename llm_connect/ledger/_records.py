@@ -15,7 +15,8 @@ from sqlalchemy import Connection, Table, select, update
 
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError, LedgerError
-from llm_connect.ledger._convert import mask_secret_text, scrub
+from llm_connect.ledger._convert import batch_values, mask_secret_text, scrub
+from llm_connect.ledger._insert import created_value, insert_grades
 from llm_connect.ledger._models import (
     Calibration,
     ResponseCacheEntry,
@@ -25,12 +26,11 @@ from llm_connect.ledger._models import (
     RunSkip,
     utcnow,
 )
-from llm_connect.ledger._rows import CalibrationRow, FailureRow, RunRow
-from llm_connect.types import LLMResponse, RunConfig
+from llm_connect.ledger._rows import CalibrationRow, FailureRow, RecordItem, RunRow
+from llm_connect.types import LLMResponse, RunConfig, redact_secrets
 
 if TYPE_CHECKING:
-    from llm_connect.grading import NotApplicable
-    from llm_connect.routing import RoutingDecision
+    from llm_connect.values import NotApplicable, RoutingDecision
 
 __all__ = ["RecordsMixin"]
 
@@ -68,16 +68,49 @@ class RecordsMixin:
         def _connect(self) -> Connection: ...
         def _read(self, what: str) -> Any: ...
 
+        store_text: bool
+
+        def _dialect_name(self) -> str: ...
+
     # -- response cache --------------------------------------------------------
 
     @staticmethod
-    def cache_key(adapter_id: str, prompt: str, run_config: RunConfig) -> str:
-        """The cache key of one model call: SHA-256 of canonical JSON of
-        (adapter id, prompt, system prompt, ``run_config.to_json()``)."""
+    def cache_key(adapter_id: str, prompt: str, run_config: RunConfig, *, endpoint: str | None = None) -> str:
+        """The cache key of one model call: SHA-256 of canonical JSON of the request.
+
+        Covers what decides the answer: the endpoint (base URL without credentials:
+        one model name on two servers is two entries), the adapter id (provider and
+        requested model), the messages (system prompt, prompt), temperature, max
+        tokens and every model parameter except secret-named ones (an API key never
+        reaches the key) and ``timeout``. The per-call timeout is left out: it does
+        not change the answer.
+        """
+        params = {
+            k: v
+            for k, v in redact_secrets(dict(run_config.model_params)).items()
+            if k not in ("timeout", "extra_headers")
+        }
+        headers = run_config.model_params.get("extra_headers")
+        if isinstance(headers, Mapping):  # headers may select a deployment: kept, secrets dropped
+            params["extra_headers"] = {str(k).lower(): v for k, v in redact_secrets(dict(headers)).items()}
+        messages = []
+        if run_config.system_prompt is not None:
+            messages.append({"role": "system", "content": run_config.system_prompt})
+        messages.append({"role": "user", "content": prompt})
         payload = json.dumps(
-            [adapter_id, prompt, run_config.system_prompt, run_config.to_json()],
+            {
+                "v": 2,
+                "endpoint": endpoint,
+                "adapter": adapter_id,
+                "messages": messages,
+                "temperature": run_config.temperature,
+                "max_tokens": run_config.max_tokens,
+                "params": params,
+            },
             ensure_ascii=False,
+            sort_keys=True,
             separators=(",", ":"),
+            default=str,
         )
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -110,26 +143,14 @@ class RecordsMixin:
         Same rule as :meth:`cache_put`: an entry already in the cache is kept
         as it is, and within ``entries`` the first one for a key wins.
         """
-        first: dict[str, dict[str, Any]] = {}
-        now = utcnow()
-        for key, adapter_id, response in entries:
-            if key not in first:
-                first[key] = {
-                    "key": key,
-                    "adapter_id": adapter_id,
-                    "response": response.to_dict(),
-                    "created_at": now,
-                }
-        if not first:
-            return
-        rows = list(first.values())
+        rows = _cache_rows(entries)
+        if rows:
+            self._write("writing the response cache", lambda conn: self._cache_in(conn, rows))
+
+    def _cache_in(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
         stmt = self._insert(_CACHE).on_conflict_do_nothing(index_elements=["key"])
-
-        def write(conn: Connection) -> None:
-            for start in range(0, len(rows), _CHUNK):
-                conn.execute(stmt, rows[start : start + _CHUNK])
-
-        self._write("writing the response cache", write)
+        for start in range(0, len(rows), _CHUNK):
+            conn.execute(stmt, rows[start : start + _CHUNK])
 
     # -- runs and failures -----------------------------------------------------
 
@@ -197,16 +218,7 @@ class RecordsMixin:
         The run is registered if it was not yet. API-key-shaped text in the
         message is masked.
         """
-        row = {
-            "created_at": utcnow(),
-            "run_id": run_id,
-            "case_id": case_id,
-            "task": task,
-            "stage": stage,
-            "error_type": error_type,
-            "message": mask_secret_text(message),
-            "adapter_id": adapter_id,
-        }
+        row = _failure_row(run_id, case_id, task, stage, error_type, message, adapter_id)
         run_row = _new_run(run_id)
 
         def write(conn: Connection) -> int:
@@ -231,38 +243,84 @@ class RecordsMixin:
         run does not grade the case again. The run is registered if it was not
         yet; a pair already recorded keeps its first record.
         """
-        rows = []
-        for i, na in enumerate(outcomes):
-            if not na.candidate_model:
-                raise GradingValidationError(f"item {i}: a not-applicable outcome needs its candidate_model")
-            rows.append(
-                {
-                    "created_at": utcnow(),
-                    "run_id": run_id,
-                    "case_id": na.case_id,
-                    "task": na.task,
-                    "grader_id": na.grader_id,
-                    "candidate_model": na.candidate_model,
-                    "candidate": na.candidate,
-                    "field": na.field,
-                    "reason": mask_secret_text(na.reason),
-                }
-            )
+        rows = _skip_rows(run_id, outcomes)
         if not rows:
             return 0
         run_row = _new_run(run_id)
-        keys = ["run_id", "case_id", "grader_id", "candidate_model"]
 
         def write(conn: Connection) -> int:
             conn.execute(self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]), run_row)
-            stmt = self._insert(_SKIPS).on_conflict_do_nothing(index_elements=keys).returning(_SKIPS.c.id)
-            return sum(1 for row in rows if conn.execute(stmt, row).first() is not None)
+            return self._skips_in(conn, rows)
 
         return self._write("recording not-applicable outcomes", write)  # type: ignore[no-any-return]
 
+    def _skips_in(self, conn: Connection, rows: list[dict[str, Any]]) -> int:
+        keys = ["run_id", "case_id", "grader_id", "candidate_model"]
+        stmt = self._insert(_SKIPS).on_conflict_do_nothing(index_elements=keys).returning(_SKIPS.c.id)
+        return sum(1 for row in rows if conn.execute(stmt, row).first() is not None)
+
+    # -- one finished case (or several) in one transaction ----------------------
+
+    def record_outcomes(
+        self,
+        run_id: str | None,
+        *,
+        records: Sequence[RecordItem] = (),
+        cache: Sequence[tuple[str, str, LLMResponse]] = (),
+        not_applicable: Sequence[NotApplicable] = (),
+        failures: Sequence[Mapping[str, Any]] = (),
+    ) -> list[int]:
+        """Write what finished cases produced in ONE transaction: all of it, or nothing.
+
+        ``records`` are grades (as :meth:`record_batch`), ``cache`` response-cache
+        entries (as :meth:`cache_put_many`), ``not_applicable`` pairs of ``run_id``
+        (as :meth:`record_not_applicable`) and ``failures`` mappings with the keyword
+        arguments of :meth:`record_failure` except ``run_id``. A crash or a refused
+        grade (:class:`~llm_connect.errors.GradeConflictError`) leaves none of them
+        written. Returns the grades' ids in order.
+        """
+        rows = batch_values(
+            records, store_text=self.store_text, now=created_value(utcnow(), self._dialect_name())
+        )
+        cache_rows = _cache_rows(cache)
+        if (not_applicable or failures) and run_id is None:
+            raise LedgerError("not-applicable pairs and failures belong to a run: give its run_id")
+        skip_rows = _skip_rows(run_id, not_applicable) if run_id is not None else []
+        failure_rows = [
+            _failure_row(
+                run_id,  # type: ignore[arg-type]
+                f["case_id"],
+                f["task"],
+                f["stage"],
+                f["error_type"],
+                f["message"],
+                f.get("adapter_id"),
+            )
+            for f in failures
+        ]
+
+        def write(conn: Connection) -> list[int]:
+            ids = insert_grades(conn, rows) if rows else []
+            if cache_rows:
+                self._cache_in(conn, cache_rows)
+            if skip_rows or failure_rows:
+                conn.execute(
+                    self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]),
+                    _new_run(run_id),  # type: ignore[arg-type]
+                )
+            if skip_rows:
+                self._skips_in(conn, skip_rows)
+            if failure_rows:
+                conn.execute(_FAILURES.insert(), failure_rows)
+            return ids
+
+        if not (rows or cache_rows or skip_rows or failure_rows):
+            return []
+        return self._write("recording finished cases", write)  # type: ignore[no-any-return]
+
     def not_applicable(self, run_id: str) -> list[NotApplicable]:
         """The recorded not-applicable outcomes of ``run_id``, oldest first."""
-        from llm_connect.grading import NotApplicable
+        from llm_connect.values import NotApplicable
 
         stmt = select(_SKIPS).where(_SKIPS.c.run_id == run_id).order_by(_SKIPS.c.id)
         with self._read("reading not-applicable outcomes"), self._connect() as conn:
@@ -372,7 +430,7 @@ class RecordsMixin:
 
     def decisions(self, task: str | None = None, *, limit: int | None = None) -> list[RoutingDecision]:
         """Stored routing decisions, oldest first (the newest ``limit`` when given)."""
-        from llm_connect.routing import RoutingDecision
+        from llm_connect.values import RoutingDecision
 
         stmt = select(_DECISIONS.c.id, _DECISIONS.c.evidence).order_by(_DECISIONS.c.id.desc())
         if task is not None:
@@ -382,6 +440,57 @@ class RecordsMixin:
         with self._read("reading routing decisions"), self._connect() as conn:
             recs = conn.execute(stmt).all()
         return [RoutingDecision.from_dict(evidence, decision_id=rid) for rid, evidence in reversed(recs)]
+
+
+def _cache_rows(entries: Sequence[tuple[str, str, LLMResponse]]) -> list[dict[str, Any]]:
+    """``response_cache`` rows, the first entry of each key."""
+    first: dict[str, dict[str, Any]] = {}
+    now = utcnow()
+    for key, adapter_id, response in entries:
+        if key not in first:
+            first[key] = {
+                "key": key,
+                "adapter_id": adapter_id,
+                "response": response.to_dict(),
+                "created_at": now,
+            }
+    return list(first.values())
+
+
+def _failure_row(
+    run_id: str, case_id: str, task: str, stage: str, error_type: str, message: str, adapter_id: str | None
+) -> dict[str, Any]:
+    return {
+        "created_at": utcnow(),
+        "run_id": run_id,
+        "case_id": case_id,
+        "task": task,
+        "stage": stage,
+        "error_type": error_type,
+        "message": mask_secret_text(message),
+        "adapter_id": adapter_id,
+    }
+
+
+def _skip_rows(run_id: str, outcomes: Sequence[NotApplicable]) -> list[dict[str, Any]]:
+    rows = []
+    for i, na in enumerate(outcomes):
+        if not na.candidate_model:
+            raise GradingValidationError(f"item {i}: a not-applicable outcome needs its candidate_model")
+        rows.append(
+            {
+                "created_at": utcnow(),
+                "run_id": run_id,
+                "case_id": na.case_id,
+                "task": na.task,
+                "grader_id": na.grader_id,
+                "candidate_model": na.candidate_model,
+                "candidate": na.candidate,
+                "field": na.field,
+                "reason": mask_secret_text(na.reason),
+            }
+        )
+    return rows
 
 
 def _new_run(run_id: str) -> dict[str, Any]:

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from llm_connect.grading._results import GradingResult
 from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
+from llm_connect.values import GradingResult
 
-__all__ = ["CalibrationRow", "FailureRow", "GradeRow", "RecordItem", "RunRow", "SummaryRow"]
+__all__ = ["CalibrationRow", "FailureRow", "GradeRow", "GradeTotals", "RecordItem", "RunRow", "SummaryRow"]
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -31,6 +31,8 @@ class RecordItem:
     """The baseline adapter's id; defaults to ``provider:model`` of the baseline response."""
     candidate_adapter_id: str | None = None
     """The candidate adapter's id; defaults to ``provider:model`` of the candidate response."""
+    metadata: Mapping[str, Any] | None = None
+    """The suite case's ``metadata`` object, stored as JSON with the grade."""
 
     def __init__(
         self,
@@ -41,6 +43,7 @@ class RecordItem:
         tags: Sequence[str] = (),
         baseline_adapter_id: str | None = None,
         candidate_adapter_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         # The dataclass's own __init__ of a frozen class goes through object.__setattr__ by name
         # for every field; the slots' setters do the same without the lookups (one item per
@@ -52,6 +55,7 @@ class RecordItem:
         _SET_TAGS(self, tags)
         _SET_BASELINE_ADAPTER_ID(self, baseline_adapter_id)
         _SET_CANDIDATE_ADAPTER_ID(self, candidate_adapter_id)
+        _SET_METADATA(self, metadata)
 
 
 def _slot_setter(name: str) -> Callable[[RecordItem, Any], None]:
@@ -67,6 +71,7 @@ _SET_CASE_ID = _slot_setter("case_id")
 _SET_TAGS = _slot_setter("tags")
 _SET_BASELINE_ADAPTER_ID = _slot_setter("baseline_adapter_id")
 _SET_CANDIDATE_ADAPTER_ID = _slot_setter("candidate_adapter_id")
+_SET_METADATA = _slot_setter("metadata")
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,18 @@ class GradeRow:
     candidate_tool_calls: tuple[Mapping[str, str], ...]
     run_config: Mapping[str, Any] | None
     llm_connect_version: str
+    baseline_served_model: str | None = None
+    """The model name the baseline's server reported (``baseline_model`` is the one asked for)."""
+    baseline_endpoint: str | None = None
+    """The baseline's server (base URL without credentials); ``None`` offline."""
+    candidate_served_model: str | None = None
+    """The model name the candidate's server reported, e.g. a dated snapshot."""
+    candidate_endpoint: str | None = None
+    """The candidate's server (base URL without credentials); ``None`` offline."""
+    metadata: Mapping[str, Any] | None = None
+    """The suite case's ``metadata`` object (``None`` when the case had none)."""
+    asks_llm: bool = False
+    """Whether the judge asked an LLM for this grade."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The read-only views (details, run_config, tool calls) go as plain dicts and are
@@ -121,6 +138,7 @@ class GradeRow:
         values = {name: getattr(self, name) for name in self.__dataclass_fields__}
         values["details"] = dict(self.details)
         values["run_config"] = None if self.run_config is None else dict(self.run_config)
+        values["metadata"] = None if self.metadata is None else dict(self.metadata)
         for name in ("baseline_tool_calls", "candidate_tool_calls"):
             values[name] = tuple(dict(call) for call in values[name])
         return (_grade_row_from, (values,))
@@ -133,9 +151,11 @@ class GradeRow:
             if prompt_tokens is None and completion_tokens is None
             else Usage(prompt_tokens or 0, completion_tokens or 0)
         )
+        asked = getattr(self, f"{side}_model")
+        served = getattr(self, f"{side}_served_model")
         return LLMResponse(
             text=getattr(self, f"{side}_text") or "",
-            model=getattr(self, f"{side}_model"),
+            model=served or asked,
             provider=getattr(self, f"{side}_provider"),
             latency_ms=getattr(self, f"{side}_latency_ms"),
             usage=usage,
@@ -144,6 +164,8 @@ class GradeRow:
                 ToolCall(t["name"], t["arguments"]) for t in getattr(self, f"{side}_tool_calls")
             ),
             finish_reason=getattr(self, f"{side}_finish_reason"),
+            requested_model=asked,
+            endpoint=getattr(self, f"{side}_endpoint"),
         )
 
     @property
@@ -171,6 +193,7 @@ class GradeRow:
             details=dict(self.details),
             prompt=self.prompt or "",
             run_config=None if self.run_config is None else RunConfig.from_dict(self.run_config),
+            asks_llm=self.asks_llm,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,6 +244,37 @@ class SummaryRow:
     candidate_mean_latency_ms: float | None
     first_at: datetime
     last_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class GradeTotals:
+    """Running totals of the grades of one (task, baseline model, grader id, candidate model).
+
+    What :meth:`QualityLedger.grade_totals` returns: sums and counts, read from the
+    ``grade_stats`` table in one query however many grades there are. Means of
+    costs and latencies are ``None`` when the value was never recorded.
+    """
+
+    task: str
+    baseline_model: str
+    grader_id: str
+    candidate_model: str
+    n: int
+    """Number of grades."""
+    sum_quality: float
+    """Σ quality_score."""
+    sum_quality_sq: float
+    """Σ quality_score²."""
+    candidate_mean_cost_usd: float | None
+    candidate_cost_n: int
+    candidate_mean_latency_ms: float | None
+    candidate_latency_n: int
+    baseline_mean_cost_usd: float | None
+    baseline_cost_n: int
+    baseline_mean_latency_ms: float | None
+    baseline_latency_n: int
+    asks_llm: bool
+    """Whether any of these grades came from a judge that asks an LLM."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, select, text
 
 from llm_connect.errors import LedgerError
-from llm_connect.grading._results import GradingResult
 from llm_connect.ledger._convert import GRADE_COLUMNS, batch_values, grade_row
 from llm_connect.ledger._engine import (
     display_url,
@@ -26,8 +25,9 @@ from llm_connect.ledger._insert import created_value, insert_grades
 from llm_connect.ledger._migrate import ensure_schema
 from llm_connect.ledger._models import GRADE_STATS_REBUILD_SQL, Grade, GradeStats, RunSkip, utcnow
 from llm_connect.ledger._records import RecordsMixin
-from llm_connect.ledger._rows import GradeRow, RecordItem, SummaryRow
+from llm_connect.ledger._rows import GradeRow, GradeTotals, RecordItem, SummaryRow
 from llm_connect.ledger._stats import mean_std, t_interval
+from llm_connect.values import GradingResult
 
 __all__ = ["QualityLedger"]
 
@@ -103,6 +103,9 @@ class QualityLedger(RecordsMixin):
 
     def __repr__(self) -> str:
         return f"QualityLedger({self.url!r}, store_text={self.store_text})"
+
+    def _dialect_name(self) -> str:
+        return self.engine.dialect.name
 
     def _insert(self, table: Any) -> Any:
         """A dialect-specific INSERT (supports ``on_conflict_do_nothing``)."""
@@ -370,6 +373,61 @@ class QualityLedger(RecordsMixin):
         )
         with self._read("summarising grades"), self._connect() as conn:
             return list(conn.execute(stmt).all())
+
+    def grade_totals(
+        self,
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        grader_id: Filter = None,
+        candidate_model: Filter = None,
+    ) -> list[GradeTotals]:
+        """Running totals per (task, baseline model, grader id, candidate model), one query.
+
+        What routing reads: sums and counts kept current by every write, so the
+        answer costs the same at a thousand grades or a million. Each filter takes
+        one value or a sequence of values.
+        """
+        c = _S.c
+        conditions = [
+            cond
+            for cond in (
+                _match(c.task, task),
+                _match(c.baseline_model, baseline_model),
+                _match(c.grader_id, grader_id),
+                _match(c.candidate_model, candidate_model),
+            )
+            if cond is not None
+        ]
+        stmt = select(
+            c.task,
+            c.baseline_model,
+            c.grader_id,
+            c.candidate_model,
+            c.n,
+            c.sum_quality,
+            c.sum_quality_sq,
+            c.candidate_cost_sum,
+            c.candidate_cost_n,
+            c.candidate_latency_sum,
+            c.candidate_latency_n,
+            c.baseline_cost_sum,
+            c.baseline_cost_n,
+            c.baseline_latency_sum,
+            c.baseline_latency_n,
+            c.asks_llm,
+        ).where(*conditions)
+        with self._read("reading grade totals"), self._connect() as conn:
+            records = conn.execute(stmt).all()
+        out = []
+        for r in records:
+            means: list[Any] = []
+            for total, count in ((r[7], r[8]), (r[9], r[10]), (r[11], r[12]), (r[13], r[14])):
+                means += [total / count if count else None, int(count)]
+            out.append(
+                GradeTotals(r[0], r[1], r[2], r[3], int(r[4]), float(r[5]), float(r[6]), *means, bool(r[15]))
+            )
+        return out
 
     def rebuild_stats(self) -> None:
         """Recompute the running totals (``grade_stats``) from ``grades``.

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
-
-from sqlalchemy import Table, select
+from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError
-from llm_connect.grading.judges._registry import is_llm_grader_id
-from llm_connect.ledger._models import GradeStats
 from llm_connect.ledger._stats import mean_std, t_interval
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 
@@ -17,8 +13,6 @@ if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
 
 __all__ = ["Router"]
-
-_S = cast(Table, GradeStats.__table__)
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
@@ -65,12 +59,22 @@ class Router:
         return f"Router({self.ledger!r})"
 
     def _usable_graders(
-        self, task: str, grader_ids: tuple[str, ...], allow_uncalibrated: bool
+        self,
+        task: str,
+        grader_ids: tuple[str, ...],
+        allow_uncalibrated: bool,
+        asks_llm: dict[str, bool],
     ) -> tuple[list[str], list[IgnoredGrader]]:
+        """The graders whose grades may decide; an LLM judge's only after a passing calibration.
+
+        Whether a grader asks an LLM is what its grades say (``asks_llm``, stored by the
+        judge that made them), never a guess from its name. A grader without grades here
+        is used (it contributes n=0).
+        """
         used: list[str] = []
         ignored: list[IgnoredGrader] = []
         for gid in grader_ids:
-            if allow_uncalibrated or not is_llm_grader_id(gid):
+            if allow_uncalibrated or not asks_llm.get(gid, False):
                 used.append(gid)
                 continue
             cal = self.ledger.latest_calibration(gid, task=task)
@@ -96,40 +100,6 @@ class Router:
                 )
         return used, ignored
 
-    def _aggregate(self, task: str, baseline: str, candidates: list[str], graders: list[str]) -> list[Any]:
-        """Per (candidate, grader): n, Σq, Σq², then (mean, known count) of candidate cost,
-        candidate latency, baseline cost, baseline latency — from the running totals."""
-        s = _S.c
-        stmt = select(
-            s.candidate_model,
-            s.grader_id,
-            s.n,
-            s.sum_quality,
-            s.sum_quality_sq,
-            s.candidate_cost_sum,
-            s.candidate_cost_n,
-            s.candidate_latency_sum,
-            s.candidate_latency_n,
-            s.baseline_cost_sum,
-            s.baseline_cost_n,
-            s.baseline_latency_sum,
-            s.baseline_latency_n,
-        ).where(
-            s.task == task,
-            s.baseline_model == baseline,
-            s.grader_id.in_(graders),
-            s.candidate_model.in_(candidates),
-        )
-        with self.ledger._read("reading grades for routing"), self.ledger._connect() as conn:
-            records = conn.execute(stmt).all()
-        out = []
-        for r in records:
-            means = []
-            for total, count in ((r[5], r[6]), (r[7], r[8]), (r[9], r[10]), (r[11], r[12])):
-                means += [total / count if count else None, count]
-            out.append((r[0], r[1], r[2], r[3], r[4], *means))
-        return out
-
     def decide(
         self,
         task: str,
@@ -144,8 +114,9 @@ class Router:
     ) -> RoutingDecision:
         """Choose the model for ``task`` and store the decision in the ledger.
 
-        ``baseline`` and ``candidates`` are model names as recorded in
-        ``LLMResponse.model``; ``grader_id`` is one grader id or several (a
+        ``baseline`` and ``candidates`` are model names as they were asked for
+        (``openai:gpt-4o-mini`` graded against a server that reports
+        ``gpt-4o-mini-2024-07-18`` is ``"gpt-4o-mini"``); ``grader_id`` is one grader id or several (a
         candidate must qualify on each usable one). Returns the stored
         :class:`RoutingDecision` (with ``decision_id`` set).
         """
@@ -162,19 +133,30 @@ class Router:
         if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 2:
             raise ConfigurationError(f"min_samples must be an int >= 2, not {min_samples!r}")
 
-        used, ignored = self._usable_graders(task, grader_ids, allow_uncalibrated)
-        records = self._aggregate(task, baseline, cands, used) if used and cands else []
-        by_key = {(r[0], r[1]): r for r in records}
-        base_cost = _weighted([(r[9], r[10]) for r in records])
-        base_latency = _weighted([(r[11], r[12]) for r in records])
+        totals = (
+            self.ledger.grade_totals(
+                task=task, baseline_model=baseline, grader_id=list(grader_ids), candidate_model=cands
+            )
+            if cands
+            else []
+        )
+        asks_llm: dict[str, bool] = {}
+        for t in totals:
+            asks_llm[t.grader_id] = asks_llm.get(t.grader_id, False) or t.asks_llm
+        used, ignored = self._usable_graders(task, grader_ids, allow_uncalibrated, asks_llm)
+        usable = set(used)
+        records = [t for t in totals if t.grader_id in usable]
+        by_key = {(r.candidate_model, r.grader_id): r for r in records}
+        base_cost = _weighted([(r.baseline_mean_cost_usd, r.baseline_cost_n) for r in records])
+        base_latency = _weighted([(r.baseline_mean_latency_ms, r.baseline_latency_n) for r in records])
 
         evidence: list[CandidateEvidence] = []
         for model in cands:
             graders: list[GraderEvidence] = []
             for gid in used:
                 rec = by_key.get((model, gid))
-                n = 0 if rec is None else int(rec[2])
-                mean, std = (None, None) if rec is None else mean_std(n, float(rec[3]), float(rec[4]))
+                n = 0 if rec is None else rec.n
+                mean, std = (None, None) if rec is None else mean_std(n, rec.sum_quality, rec.sum_quality_sq)
                 low, _high = t_interval(n, mean, std, confidence)
                 if n < min_samples:
                     why = f"{gid}: n={n} < min_samples {min_samples}"
@@ -185,8 +167,8 @@ class Router:
                 passed = n >= min_samples and low is not None and low >= min_quality
                 graders.append(GraderEvidence(gid, n, mean, low, passed, why))
             mine = [by_key[(model, g)] for g in used if (model, g) in by_key]
-            cost = _weighted([(r[5], r[6]) for r in mine])
-            latency = _weighted([(r[7], r[8]) for r in mine])
+            cost = _weighted([(r.candidate_mean_cost_usd, r.candidate_cost_n) for r in mine])
+            latency = _weighted([(r.candidate_mean_latency_ms, r.candidate_latency_n) for r in mine])
             evidence.append(
                 CandidateEvidence(
                     model=model,

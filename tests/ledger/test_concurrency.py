@@ -2,7 +2,8 @@
 
 Every process opens the same fresh database (so they also race to migrate it),
 writes its grades as single records and batches, and re-records 50 of its
-neighbour's grades: afterwards every grade is present exactly once, the
+neighbour's grades (the identical grades, so the writes are no-ops whichever
+process gets there first): afterwards every grade is present exactly once, the
 running totals count each once, and no "database is locked" escaped.
 """
 
@@ -39,7 +40,7 @@ def _worker(url: str, index: int, start: Any, errors: Any) -> None:
             neighbour = f"p{(index + 1) % PROCESSES}"
             ledger.record_batch(
                 [
-                    RecordItem(_make_result(0.0), "concurrency", run_id=neighbour, case_id=str(i))
+                    RecordItem(_make_result(i / GRADES), "concurrency", run_id=neighbour, case_id=str(i))
                     for i in range(50)
                 ]
             )

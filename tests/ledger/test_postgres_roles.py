@@ -64,7 +64,7 @@ def test_a_role_that_may_not_create_temporary_tables_still_records(
         pad = [RecordItem(make_result(0.9), "t", run_id="r", case_id=f"p{i}") for i in range(100)]
         ids = ledger.record_batch(  # large enough for the COPY path, were the role allowed it
             [
-                RecordItem(make_result(0.2), "t", run_id="r", case_id="a"),  # stored: keeps 0.1
+                RecordItem(make_result(0.1), "t", run_id="r", case_id="a"),  # the stored grade again: a no-op
                 RecordItem(make_result(0.3), "t"),  # keyless: new
                 RecordItem(make_result(0.4), "t", run_id="r", case_id="c"),  # new
                 *pad,

@@ -8,9 +8,11 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from llm_connect.errors import GradeConflictError
 from llm_connect.grading import GradingResult
 from llm_connect.ledger import ENV_VAR, GradeRow, QualityLedger, RecordItem
 from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
@@ -86,11 +88,54 @@ def test_rerecording_a_key_returns_the_existing_id_and_changes_nothing(
     ledger: QualityLedger, make_result: MakeResult
 ) -> None:
     first = ledger.record(make_result(0.9), task="t", run_id="r1", case_id="c1")
-    again = ledger.record(make_result(0.1), task="t", run_id="r1", case_id="c1")
-    ids = ledger.record_many([make_result(0.2), make_result(0.3)], task="t", run_id="r1", case_id="c1")
+    again = ledger.record(make_result(0.9), task="t", run_id="r1", case_id="c1")
+    ids = ledger.record_many([make_result(0.9), make_result(0.9)], task="t", run_id="r1", case_id="c1")
     assert again == first and ids == [first, first]
     (row,) = ledger.results()
     assert row.quality_score == 0.9
+    (totals,) = ledger.summary()
+    assert totals.n == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"score": 0.1},
+        {"candidate_text": "five"},
+        {"baseline_text": "four"},
+        {"prompt": "What is 2+3?"},
+        {"baseline_model": "gpt-4.1"},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_a_different_grade_under_a_stored_key_is_an_error_naming_both(
+    ledger: QualityLedger, make_result: MakeResult, change: dict[str, Any]
+) -> None:
+    first = ledger.record(make_result(0.9), task="t", run_id="r1", case_id="c1")
+    other = {"score": 0.9, **change}
+    score = other.pop("score")
+    with pytest.raises(GradeConflictError) as info:
+        ledger.record_batch(
+            [
+                RecordItem(make_result(0.5), "t", run_id="r1", case_id="c2"),  # fine on its own
+                RecordItem(make_result(score, **other), "t", run_id="r1", case_id="c1"),
+            ]
+        )
+    message = str(info.value)
+    assert f"grade #{first}" in message and "'r1'" in message and "'c1'" in message
+    assert info.value.keys == (("r1", "c1", "exact", "gpt-4o-mini"),)
+    assert [r.id for r in ledger.results()] == [first]  # nothing of the batch was written
+    (totals,) = ledger.summary()
+    assert totals.n == 1
+
+
+def test_a_key_twice_in_one_batch_with_different_content_is_an_error(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    items = [RecordItem(make_result(s), "t", run_id="r", case_id="c") for s in (0.2, 0.3)]
+    with pytest.raises(GradeConflictError, match="earlier grade of this batch"):
+        ledger.record_batch(items)
+    assert ledger.count() == 0
 
 
 def test_key_includes_grader_and_candidate_model(ledger: QualityLedger, make_result: MakeResult) -> None:
@@ -142,11 +187,11 @@ def test_a_batch_mixing_stored_keys_new_keys_and_keyless_rows(
     stored = ledger.record_batch([RecordItem(make_result(0.1), "t", run_id="r", case_id=c) for c in "ab"])
     items = [
         RecordItem(make_result(0.2), "t", run_id="r", case_id="c"),  # new
-        RecordItem(make_result(0.3), "t", run_id="r", case_id="a"),  # stored: keeps 0.1
+        RecordItem(make_result(0.1), "t", run_id="r", case_id="a"),  # stored: the same grade again
         RecordItem(make_result(0.4), "t"),  # keyless: always new
-        RecordItem(make_result(0.5), "t", run_id="r", case_id="b"),  # stored
+        RecordItem(make_result(0.1), "t", run_id="r", case_id="b"),  # stored
         RecordItem(make_result(0.6), "t", run_id="r", case_id="d"),  # new
-        RecordItem(make_result(0.5), "t", run_id="r", case_id="c"),  # duplicate within the batch
+        RecordItem(make_result(0.2), "t", run_id="r", case_id="c"),  # the same grade twice in the batch
         *(RecordItem(make_result(0.9), "t", run_id="r", case_id=f"pad{i}") for i in range(pad)),
     ]
     ids = ledger.record_batch(items)
@@ -316,9 +361,8 @@ def _totals(ledger: QualityLedger) -> list[tuple]:
 
 
 def test_running_totals_match_the_grades(ledger: QualityLedger, make_result: MakeResult) -> None:
-    ledger.record_many(
-        [make_result(0.5), make_result(0.9, candidate_cost=None)], task="a", run_id="r", case_id="1"
-    )
+    ledger.record_many([make_result(0.5)], task="a", run_id="r", case_id="1")
+    ledger.record_many([make_result(0.9, candidate_cost=None)], task="a", run_id="r", case_id="2")
     ledger.record_batch(
         [
             RecordItem(make_result(s / 10, candidate_model=m, grader_id=g), "b", run_id="r", case_id=str(s))
@@ -328,7 +372,7 @@ def test_running_totals_match_the_grades(ledger: QualityLedger, make_result: Mak
         ]
     )
     ledger.record(make_result(0.1), task="b", run_id="r", case_id="3", tags=None)  # a new key
-    ledger.record(make_result(0.0, candidate_model="m1"), task="b", run_id="r", case_id="3")  # duplicate
+    ledger.record(make_result(0.3, candidate_model="m1"), task="b", run_id="r", case_id="3")  # the same again
     incremental = _totals(ledger)
     ledger.rebuild_stats()
     rebuilt = _totals(ledger)

@@ -26,6 +26,7 @@ def _grades(
     cost: float | None = 0.001,
     latency: float | None = 300.0,
     baseline: str = "gpt-4o",
+    asks_llm: bool | None = None,
 ) -> None:
     ledger.record_many(
         [
@@ -33,6 +34,7 @@ def _grades(
                 s,
                 candidate_model=model,
                 grader_id=grader_id,
+                asks_llm=asks_llm if asks_llm is not None else grader_id.startswith("llm:"),
                 candidate_cost=cost,
                 candidate_latency=latency,
                 baseline_model=baseline,
@@ -229,3 +231,17 @@ def test_invalid_arguments_are_configuration_errors(ledger: QualityLedger, kwarg
     with pytest.raises(ConfigurationError, match=match):
         Router(ledger).decide("support", **args)
     assert ledger.decisions() == []
+
+
+def test_the_gate_follows_what_the_judge_declared_not_its_name(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    # A plugin judge that asks an LLM under a name without "llm:" is gated...
+    _grades(ledger, make_result, "m", _good(), grader_id="acme-grader", asks_llm=True)
+    gated = Router(ledger).decide("support", baseline="gpt-4o", candidates=["m"], grader_id="acme-grader")
+    assert gated.model == "gpt-4o" and gated.ignored_graders[0].grader_id == "acme-grader"
+    assert "no stored calibration" in gated.reason
+    # ...and a judge whose grades say it asks no LLM is used whatever its name.
+    _grades(ledger, make_result, "m", _good(), grader_id="llm-free:rules", asks_llm=False)
+    used = Router(ledger).decide("support", baseline="gpt-4o", candidates=["m"], grader_id="llm-free:rules")
+    assert used.model == "m" and used.used_grader_ids == ("llm-free:rules",)

@@ -1,0 +1,203 @@
+"""RoutingDecision and its per-candidate evidence (plain frozen values, JSON round-trip)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from llm_connect.types import utcnow
+
+__all__ = ["CandidateEvidence", "GraderEvidence", "IgnoredGrader", "RoutingDecision"]
+
+
+@dataclass(frozen=True)
+class GraderEvidence:
+    """What one grader's grades say about one candidate."""
+
+    grader_id: str
+    """The grader (judge) whose grades these are."""
+    n: int
+    """Number of grades of this candidate by this grader (for the task and baseline)."""
+    mean: float | None
+    """Mean quality score (``None`` without grades)."""
+    lower_bound: float | None
+    """Lower end of the two-sided t-interval of the mean at the decision's confidence
+    (``None`` when ``n < 2``)."""
+    passed: bool
+    """``n >= min_samples`` and ``lower_bound >= min_quality``."""
+    why: str
+    """Why it passed or failed, in words."""
+
+
+@dataclass(frozen=True)
+class CandidateEvidence:
+    """Everything the router knew about one candidate."""
+
+    model: str
+    """The candidate model (as recorded in ``LLMResponse.model``)."""
+    graders: tuple[GraderEvidence, ...]
+    """One entry per usable grader, in the order the grader ids were given."""
+    passed: bool
+    """Whether it qualified on every usable grader."""
+    mean_cost_usd: float | None
+    """Mean recorded cost of the candidate's responses (``None`` when never recorded)."""
+    mean_latency_ms: float | None
+    """Mean recorded latency of the candidate's responses."""
+    cost_ratio: float | None
+    """``mean_cost_usd`` relative to the baseline's mean cost on the same grades."""
+    latency_ratio: float | None
+    """``mean_latency_ms`` relative to the baseline's mean latency on the same grades."""
+
+    @property
+    def n(self) -> int:
+        """The smallest number of grades over the usable graders (0 without any)."""
+        return min((g.n for g in self.graders), default=0)
+
+    @property
+    def mean(self) -> float | None:
+        """The lowest mean quality over the usable graders."""
+        means = [g.mean for g in self.graders if g.mean is not None]
+        return min(means) if len(means) == len(self.graders) and means else None
+
+    @property
+    def lower_bound(self) -> float | None:
+        """The lowest lower confidence bound over the usable graders."""
+        bounds = [g.lower_bound for g in self.graders if g.lower_bound is not None]
+        return min(bounds) if len(bounds) == len(self.graders) and bounds else None
+
+
+@dataclass(frozen=True)
+class IgnoredGrader:
+    """A grader whose grades the router did not use, and why."""
+
+    grader_id: str
+    why: str
+
+
+@dataclass(frozen=True)
+class RoutingDecision:
+    """Which model should serve a task, and the evidence behind it.
+
+    ``model`` is either one of the candidates or the baseline; ``reason``
+    explains the choice in a sentence a person can read. Every decision made
+    by :meth:`Router.decide` is stored; ``decision_id`` is its row id.
+    """
+
+    model: str
+    """The chosen model: the cheapest qualifying candidate, or the baseline."""
+    reason: str
+    """Why, in words (including graders that were ignored)."""
+    task: str
+    baseline: str
+    candidates: tuple[CandidateEvidence, ...]
+    """Evidence per candidate, in the order the candidates were given."""
+    grader_ids: tuple[str, ...]
+    """The grader ids asked for."""
+    used_grader_ids: tuple[str, ...]
+    """The grader ids whose grades were used as evidence."""
+    ignored_graders: tuple[IgnoredGrader, ...]
+    """Grader ids left out (an LLM judge without a passing calibration)."""
+    min_quality: float
+    confidence: float
+    min_samples: int
+    allow_uncalibrated: bool
+    baseline_mean_cost_usd: float | None
+    baseline_mean_latency_ms: float | None
+    created_at: datetime = field(default_factory=utcnow)
+    decision_id: int | None = None
+    """Row id in the ledger's ``routing_decisions`` table, once stored."""
+
+    @property
+    def routed(self) -> bool:
+        """Whether a candidate was chosen instead of the baseline."""
+        return self.model != self.baseline
+
+    def evidence_for(self, model: str) -> CandidateEvidence:
+        """The evidence of candidate ``model`` (``KeyError`` if it was not a candidate)."""
+        for cand in self.candidates:
+            if cand.model == model:
+                return cand
+        raise KeyError(model)
+
+    def with_id(self, decision_id: int) -> RoutingDecision:
+        """A copy carrying its stored row id."""
+        return replace(self, decision_id=decision_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (what the ledger stores); :meth:`from_dict` reverses it."""
+        return {
+            "model": self.model,
+            "reason": self.reason,
+            "task": self.task,
+            "baseline": self.baseline,
+            "candidates": [
+                {
+                    "model": c.model,
+                    "passed": c.passed,
+                    "mean_cost_usd": c.mean_cost_usd,
+                    "mean_latency_ms": c.mean_latency_ms,
+                    "cost_ratio": c.cost_ratio,
+                    "latency_ratio": c.latency_ratio,
+                    "graders": [
+                        {
+                            "grader_id": g.grader_id,
+                            "n": g.n,
+                            "mean": g.mean,
+                            "lower_bound": g.lower_bound,
+                            "passed": g.passed,
+                            "why": g.why,
+                        }
+                        for g in c.graders
+                    ],
+                }
+                for c in self.candidates
+            ],
+            "grader_ids": list(self.grader_ids),
+            "used_grader_ids": list(self.used_grader_ids),
+            "ignored_graders": [{"grader_id": g.grader_id, "why": g.why} for g in self.ignored_graders],
+            "parameters": {
+                "min_quality": self.min_quality,
+                "confidence": self.confidence,
+                "min_samples": self.min_samples,
+                "allow_uncalibrated": self.allow_uncalibrated,
+            },
+            "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
+            "baseline_mean_latency_ms": self.baseline_mean_latency_ms,
+            "created_at": self.created_at.isoformat(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, decision_id: int | None = None) -> RoutingDecision:
+        """Rebuild a decision from :meth:`to_dict` output."""
+        params = data["parameters"]
+        return cls(
+            model=data["model"],
+            reason=data["reason"],
+            task=data["task"],
+            baseline=data["baseline"],
+            candidates=tuple(
+                CandidateEvidence(
+                    model=c["model"],
+                    graders=tuple(GraderEvidence(**g) for g in c["graders"]),
+                    passed=c["passed"],
+                    mean_cost_usd=c["mean_cost_usd"],
+                    mean_latency_ms=c["mean_latency_ms"],
+                    cost_ratio=c["cost_ratio"],
+                    latency_ratio=c["latency_ratio"],
+                )
+                for c in data["candidates"]
+            ),
+            grader_ids=tuple(data["grader_ids"]),
+            used_grader_ids=tuple(data["used_grader_ids"]),
+            ignored_graders=tuple(IgnoredGrader(**g) for g in data["ignored_graders"]),
+            min_quality=params["min_quality"],
+            confidence=params["confidence"],
+            min_samples=params["min_samples"],
+            allow_uncalibrated=params["allow_uncalibrated"],
+            baseline_mean_cost_usd=data["baseline_mean_cost_usd"],
+            baseline_mean_latency_ms=data["baseline_mean_latency_ms"],
+            created_at=datetime.fromisoformat(data["created_at"]),
+            decision_id=decision_id,
+        )
