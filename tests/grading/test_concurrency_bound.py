@@ -125,7 +125,7 @@ def test_two_event_loops_and_threads_share_one_bound(openai_server: OpenAIServer
 
 def test_rate_limit_still_holds_with_the_call_limit(openai_server: OpenAIServer) -> None:
     openai_server.delay_s = 0.3
-    interval = 0.15
+    interval = 0.2
     limiter = RateLimiter(rpm=60 / interval)
     limit = CallLimit(3)
     base, cand = adapters(openai_server, limit, limiter)
@@ -145,7 +145,7 @@ def test_rate_limit_still_holds_with_the_call_limit(openai_server: OpenAIServer)
     print(f"\n10 calls at one start per {interval} s, limit 3: gaps at the server "
           f"{min(gaps):.3f}..{max(gaps):.3f} s, max overlap {overlap}")
     assert len(starts) == 10
-    tolerance = 0.06  # connection set-up and client creation delay some requests at the server
+    tolerance = 0.08  # connection set-up, client creation and a busy machine delay some requests
     for k in range(1, 10):  # no bunching over any window
         assert all(starts[i + k] - starts[i] >= k * interval - tolerance for i in range(len(starts) - k))
     assert overlap <= 3
