@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
 from llm_connect._json import compact_dumps, strict_dumps
+from llm_connect._secrets import mask_secrets, mask_value, redact_request
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError
 from llm_connect.ledger._rows import GradeRow, RecordItem
-from llm_connect.types import LLMResponse, RunConfig, _is_secret_key
+from llm_connect.types import LLMResponse, RunConfig
 from llm_connect.values import GradingResult
 
 __all__ = [
@@ -35,51 +34,19 @@ __all__ = [
     "validate_item",
 ]
 
-_SECRET_TEXT = re.compile(
-    r"(?i)\b(sk-[A-Za-z0-9_\-]{12,}|(?:bearer)\s+[A-Za-z0-9._~+/=\-]{8,}|"
-    r"(?:api[_-]?key|authorization|password|secret|token)\s*[=:]\s*['\"]?[^\s'\",;]{6,})"
-)
-
-
-# Cheap pre-check (substring tests on lower-cased text) before the full pattern runs.
-_MARKERS = ("sk-", "bearer", "api", "authoriz", "password", "secret", "token", "credential")
-
-
-def _maybe_secret(text: str) -> bool:
-    """False only when no marker of :data:`_MARKERS` occurs in ``text`` (case-insensitive)."""
-    low = text.lower()
-    # Spelled out: a generator over _MARKERS costs more than the tests (hot path, 2-3 calls a row).
-    return (
-        "sk-" in low
-        or "api" in low
-        or "token" in low
-        or "secret" in low
-        or "password" in low
-        or "bearer" in low
-        or "authoriz" in low
-        or "credential" in low
-    )
-
 
 def mask_secret_text(text: str) -> str:
-    """``text`` with API-key-shaped tokens (``sk-...``, ``Bearer ...``, ``api_key=...``) masked."""
-    return _SECRET_TEXT.sub("[REDACTED]", text)
+    """``text`` with credential-shaped values masked (:func:`llm_connect._secrets.mask_secrets`)."""
+    return mask_secrets(text)
 
 
 def scrub(value: Any) -> Any:
-    """``redact_secrets(value)`` with API-key-shaped strings inside it masked too.
+    """Request-side data made safe to store: secret-named entries dropped, credentials masked.
 
-    One pass: secret-named keys are dropped (as :func:`~llm_connect.types.redact_secrets`
-    does) and strings under other names are masked by :func:`mask_secret_text`,
-    catching secrets under names the key markers miss (``X-Api-Key`` headers).
+    For run configs and run options (:func:`llm_connect._secrets.redact_request`); a judge's
+    details are not request data and are only masked by value (nothing dropped by name).
     """
-    if isinstance(value, str):
-        return mask_secret_text(value) if _maybe_secret(value) else value
-    if isinstance(value, Mapping):
-        return {str(k): scrub(v) for k, v in value.items() if not _secret_key(str(k))}
-    if isinstance(value, (list, tuple)):
-        return [scrub(v) for v in value]
-    return value
+    return redact_request(value)
 
 
 # An empty SHA-256 context to copy: OpenSSL 3 looks the digest up again on every
@@ -124,20 +91,6 @@ def validate_item(index: int, item: object) -> RecordItem:
     if tags and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise GradingValidationError(f"item {index}: tags must be a sequence of strings, not {tags!r}")
     return item
-
-
-@lru_cache(maxsize=4096)
-def _secret_key(key: str) -> bool:
-    return _is_secret_key(key)
-
-
-def _scrubbed_json(value: Any, text: str | None = None) -> str:
-    """``value`` as compact JSON, secrets removed; ``text`` is its encoding when already known."""
-    if text is None:
-        text = compact_dumps(value)
-    if not _maybe_secret(text):  # JSON text without any marker needs no scrubbing
-        return text
-    return compact_dumps(scrub(value))
 
 
 def _tool_calls_json(response: LLMResponse) -> str | None:
@@ -203,9 +156,9 @@ KEY_POSITIONS: tuple[int, ...] = tuple(
 
 def _config_values(config: RunConfig) -> tuple[str, str | None]:
     system = config.system_prompt
-    # to_json() drops the tracker and secret-named params; scrub masks the rest.
+    # to_json() drops the tracker and secret-named params and masks credential-shaped values.
     return (
-        _scrubbed_json(json.loads(config.to_json())),
+        mask_secrets(compact_dumps(json.loads(config.to_json()))),
         None if system is None else sha256_text(system),
     )
 
@@ -220,7 +173,7 @@ def _metadata_json(index: int, metadata: Any) -> str:
         text = strict_dumps(dict(metadata))
     except (TypeError, ValueError) as exc:
         raise GradingValidationError(f"item {index}: metadata must be JSON without NaN: {exc}") from None
-    return _scrubbed_json(metadata, text)
+    return mask_secrets(text)
 
 
 def _tags_json(tags: Sequence[str]) -> str:
@@ -289,10 +242,11 @@ def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> 
             h = new_digest()
             h.update(cand_text.encode("utf-8"))
             cand_sha = digests[id(cand_text)] = h.hexdigest()
-        notes, details = result.notes, result.details_json()
-        if _maybe_secret(notes) or _maybe_secret(details):  # the usual grade has no marker
-            notes = mask_secret_text(notes)
-            details = _scrubbed_json(result.details, details)
+        # Free text and judge details are masked by value (masked JSON text stays JSON);
+        # nothing in details is dropped by its name (``token_count`` is data, not a secret).
+        notes, details = mask_secrets(result.notes), result.details_json()
+        if mask_secrets(details) != details:  # something credential-like: mask value by value
+            details = compact_dumps(mask_value(result.details))
         if tags:
             tags_json = tag_texts.get(id(tags))
             if tags_json is None:

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
-from llm_connect.errors import GradeConflictError
+from llm_connect.errors import GradeConflictError, GradingValidationError
 from llm_connect.grading import GradingResult
 from llm_connect.ledger import ENV_VAR, GradeRow, QualityLedger, RecordItem
 from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
@@ -297,7 +298,9 @@ def test_every_digest_matches_its_text_in_a_generated_batch(ledger_url: str, mak
     assert len(ids) == len(rows) == 200
     for i, row_id in enumerate(ids):
         row = rows[row_id]
-        prompt, answer = ("What is 2+2?", "shared answer") if i % 3 == 0 else (f"q{i}", f"answer {i} " * (i % 7))
+        prompt, answer = (
+            ("What is 2+2?", "shared answer") if i % 3 == 0 else (f"q{i}", f"answer {i} " * (i % 7))
+        )
         assert (row.prompt_sha256, row.candidate_text_sha256) == (sha(prompt), sha(answer)), i
         assert row.baseline_text_sha256 == sha("4")
 
@@ -416,3 +419,83 @@ def test_awkward_text_round_trips(ledger: QualityLedger, make_result: MakeResult
     assert (row.prompt, row.notes, row.candidate_text, row.details["s"]) == (weird,) * 4
     assert row.tags == ("a\tb", "\\N")
     assert row.to_result() == result
+
+
+def test_case_metadata_is_stored_queryable_in_sql_and_exported(
+    ledger: QualityLedger, make_result: MakeResult, tmp_path: Path
+) -> None:
+    meta = {"team": "billing", "priority": 2, "labels": ["vip"]}
+    ledger.record_batch(
+        [
+            RecordItem(make_result(0.9), "t", run_id="r", case_id="a", metadata=meta),
+            RecordItem(make_result(0.5), "t", run_id="r", case_id="b", metadata={"team": "search"}),
+            RecordItem(make_result(0.7), "t", run_id="r", case_id="c"),
+        ]
+    )
+    rows = {r.case_id: r for r in ledger.results()}
+    assert dict(rows["a"].metadata or {}) == meta and rows["c"].metadata is None
+    team = "json_extract(metadata, '$.team')" if ledger.dialect == "sqlite" else "metadata->>'team'"
+    with ledger.engine.connect() as conn:
+        found = conn.execute(text(f"SELECT case_id FROM grades WHERE {team} = 'billing'")).scalars().all()
+    assert found == ["a"]
+    out = tmp_path / "grades.jsonl"
+    ledger.export(out)
+    exported = {r["case_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert exported["a"]["metadata"] == meta and exported["c"]["metadata"] is None
+
+
+def test_metadata_that_is_not_a_json_object_is_refused_naming_the_item(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    with pytest.raises(GradingValidationError, match="item 1: metadata"):
+        ledger.record_batch(
+            [
+                RecordItem(make_result(), "t", run_id="r", case_id="a"),
+                RecordItem(make_result(), "t", run_id="r", case_id="b", metadata=["not", "an", "object"]),  # type: ignore[arg-type]
+            ]
+        )
+    with pytest.raises(GradingValidationError, match="NaN"):
+        ledger.record_batch([RecordItem(make_result(), "t", metadata={"x": float("nan")})])
+    assert ledger.count() == 0
+
+
+def test_record_outcomes_writes_grades_cache_skips_and_failures_together_or_not_at_all(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    from llm_connect.values import NotApplicable
+
+    stored = ledger.record(make_result(0.9), task="t", run_id="r", case_id="x")
+    skip = NotApplicable("s", "t", "schema", "openai:m", "expected.schema", "no schema", candidate_model="m")
+    failure = {
+        "case_id": "f",
+        "task": "t",
+        "stage": "candidate",
+        "error_type": "ServerError",
+        "message": "500",
+    }
+    response = make_result().candidate_response
+    # One refused grade (a different grade under the stored key x) and nothing is written.
+    with pytest.raises(GradeConflictError):
+        ledger.record_outcomes(
+            "r",
+            records=[
+                RecordItem(make_result(0.4), "t", run_id="r", case_id="y"),
+                RecordItem(make_result(0.1), "t", run_id="r", case_id="x"),
+            ],
+            cache=[("k1", "openai:m", response)],
+            not_applicable=[skip],
+            failures=[failure],
+        )
+    assert [r.id for r in ledger.results()] == [stored]
+    assert ledger.cache_get("k1") is None and ledger.failures() == [] and ledger.not_applicable("r") == []
+    ids = ledger.record_outcomes(
+        "r",
+        records=[RecordItem(make_result(0.4), "t", run_id="r", case_id="y")],
+        cache=[("k1", "openai:m", response)],
+        not_applicable=[skip],
+        failures=[failure],
+    )
+    assert len(ids) == 1 and ledger.count() == 2
+    assert ledger.cache_get("k1") == response
+    assert [f.case_id for f in ledger.failures("r")] == ["f"]
+    assert [na.case_id for na in ledger.not_applicable("r")] == ["s"]
