@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from llm_connect.types import LLMResponse, RunConfig
@@ -40,7 +41,29 @@ class Case:
     line: int | None = None
     """The 1-based line (JSONL) or item index (YAML) the case came from."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
-    """The case's ``metadata`` object (JSON), stored with each of its grades."""
+    """The case's free-form ``metadata``: a JSON object (string keys; JSON values,
+    no NaN), stored with each of its grades. Read-only: a view over a copy of the
+    mapping given, nested lists and objects included."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.metadata, Mapping):
+            raise TypeError(f"Case metadata must be a mapping, not {type(self.metadata).__name__}")
+        object.__setattr__(self, "metadata", MappingProxyType(_json_copy(self.metadata)))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt through __init__: pickle and copy.deepcopy cannot copy the read-only view.
+        values = [getattr(self, f.name) for f in fields(self)]
+        values[[f.name for f in fields(self)].index("metadata")] = _json_copy(self.metadata)
+        return (type(self), tuple(values))
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of a JSON-like value: mappings become dicts, lists and tuples lists."""
+    if isinstance(value, Mapping):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_copy(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ mapping with ``cases:`` plus an optional default ``task:`` and free-form
   non-empty string);
 * optional ``task``, ``system_prompt``, ``expected`` (a string or number, or a
   mapping such as ``{"answer": ..., "keywords": [...], "schema": {...},
-  "sections": [...]}``), ``tags`` (list of strings), ``metadata`` (anything);
+  "sections": [...]}``), ``tags`` (list of strings), ``metadata`` (a JSON
+  object: string keys, JSON values, no NaN or infinity; kept on the case as
+  :attr:`Case.metadata` and stored with each of its grades);
 * relative paths in ``expected`` (the string values of ``expected.schema`` and
   ``expected.persona``, see :data:`EXPECTED_PATH_KEYS`) are relative to the
   suite file's folder: the loader makes them absolute, so a suite grades the
@@ -25,6 +27,12 @@ Everything is validated when the file is loaded, before any model is called:
 a malformed line, a missing prompt, a duplicate id, invalid UTF-8, a field of
 the wrong type or an unknown field raises :class:`~llm_connect.errors.SuiteError`
 naming the file, the line and the field.
+
+JSONL lines end at ``\\n`` only (``\\r\\n`` works too): characters other text
+tools treat as line breaks (U+2028, U+2029, U+0085, form feed, vertical tab)
+are ordinary characters inside a JSON string. Control characters other than
+the newline are accepted raw inside strings (a pasted tab or form feed), as
+Python's ``json`` does with ``strict=False``.
 """
 
 from __future__ import annotations
@@ -204,11 +212,15 @@ def _decode(raw: bytes, path: str) -> str:
 def _read_jsonl(raw: bytes, path: str) -> list[tuple[int, Any]]:
     text = _decode(raw, path)
     items: list[tuple[int, Any]] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    # "\n" only: str.splitlines() would also break at U+2028, U+2029, U+0085, \x0c...
+    # which JSON allows inside strings (and the line numbers would drift).
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if line.endswith("\r"):
+            line = line[:-1]
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, strict=False)
         except ValueError as exc:
             raise SuiteError(f"not valid JSON ({exc})", path=path, line=lineno) from None
         items.append((lineno, obj))
@@ -317,6 +329,13 @@ def _build_case(
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise fail("must be a list of strings", "tags")
 
+    metadata = obj.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise fail(f"must be a JSON object (a mapping), not {type(metadata).__name__}", "metadata")
+    problem = _json_problem(metadata, "metadata")
+    if problem is not None:
+        raise fail(problem, "metadata")
+
     recorded: dict[str, LLMResponse] = {}
     responses = obj.get("responses", {})
     if not isinstance(responses, dict):
@@ -340,8 +359,32 @@ def _build_case(
         tags=tuple(tags),
         responses={name: r.text for name, r in recorded.items()},
         line=line,
+        metadata=metadata,
     )
     return case, recorded
+
+
+def _json_problem(value: Any, where: str) -> str | None:
+    """Why ``value`` is not a JSON value (naming the place, e.g. ``metadata.run[2]``), else ``None``."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where} is {value!r}: NaN and infinities are not JSON"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where} has a key {key!r} that is not a string"
+            problem = _json_problem(item, f"{where}.{key}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            problem = _json_problem(item, f"{where}[{i}]")
+            if problem is not None:
+                return problem
+        return None
+    return f"{where} is a {type(value).__name__}, not a JSON value (in YAML, quote it)"
 
 
 def _absolute_paths(expected: dict[str, Any], base_dir: Path) -> dict[str, Any]:

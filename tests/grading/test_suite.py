@@ -222,3 +222,125 @@ def test_relative_paths_in_expected_resolve_against_the_suite_folder(
     assert cases["inline"].expected == {"schema": {"type": "object"}, "answer": "a/b"}
     assert cases["text"].expected == "schemas/a.json"  # a string ``expected`` is an answer, not a path
     assert load_suite(path).cases[0].expected == cases["rel"].expected
+
+
+# -- JSONL lines end at "\n" only; per-case metadata (issue 10, item 7) ------------------
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\t"])
+def test_line_break_characters_inside_a_json_string_do_not_end_the_line(tmp_path: Path, char: str) -> None:
+    path = tmp_path / "s.jsonl"
+    # Raw, not escaped: json.dumps(ensure_ascii=False) writes U+2028 as it is, other tools the rest.
+    lines = [
+        '{"id": "a", "prompt": "first"}',
+        '{"id": "b", "prompt": "before' + char + 'after", "metadata": {"note": "x' + char + 'y"}}',
+        '{"id": "c", "prompt": "p", "tags": 3}',
+    ]
+    path.write_bytes("\n".join(lines).encode("utf-8"))
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    assert (info.value.line, info.value.field) == (3, "tags")  # line numbers count "\n" only
+    path.write_bytes("\n".join(lines[:2]).encode("utf-8"))
+    a, b = load_suite(path).cases
+    assert (a.line, b.line) == (1, 2)
+    assert b.prompt == f"before{char}after" and b.metadata == {"note": f"x{char}y"}
+
+
+def test_u2028_written_by_json_dumps_loads(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    row = {"id": "a", "prompt": "line\u2028separator\u2029paragraph"}
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert load_suite(path).cases[0].prompt == row["prompt"]
+
+
+def test_crlf_files_still_load_with_their_line_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"id": "a", "prompt": "p"}\r\n\r\n{"id": "b", "prompt": "q\\r"}\r\n')
+    a, b = load_suite(path).cases
+    assert (a.line, b.line, b.prompt) == (1, 3, "q\r")
+    path.write_bytes(b'{"id": "a", "prompt": "p"}\r\n{"id": "b", "prompt": \r\n')
+    with pytest.raises(SuiteError, match="not valid JSON") as info:
+        load_suite(path)
+    assert info.value.line == 2
+
+
+def test_metadata_is_kept_on_the_case_read_only(tmp_path: Path) -> None:
+    meta = {
+        "source": "ticket-42",
+        "difficulty": 3,
+        "weights": [0.5, 1.5],
+        "nested": {"ok": True, "none": None},
+    }
+    path = write_jsonl(
+        tmp_path / "s.jsonl", [{"id": "a", "prompt": "p", "metadata": meta}, {"id": "b", "prompt": "q"}]
+    )
+    a, b = load_suite(path).cases
+    assert a.metadata == meta and dict(b.metadata) == {}
+    with pytest.raises(TypeError):
+        a.metadata["source"] = "changed"  # type: ignore[index]
+    assert json.loads(json.dumps(dict(a.metadata))) == meta
+
+
+def test_yaml_case_metadata_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("- id: a\n  prompt: p\n  metadata:\n    owner: qa\n    sizes: [1, 2]\n", encoding="utf-8")
+    assert load_suite(path).cases[0].metadata == {"owner": "qa", "sizes": [1, 2]}
+
+
+def test_a_case_with_metadata_survives_pickle_deepcopy_and_replace() -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    from llm_connect.grading import Case
+
+    case = Case(id="a", prompt="p", metadata={"k": [1, {"x": 2}]}, line=4)
+    for clone in (pickle.loads(pickle.dumps(case)), copy.deepcopy(case), dataclasses.replace(case, task="t")):
+        assert clone.metadata == {"k": [1, {"x": 2}]} and clone.line == 4
+    given = {"k": [1]}
+    frozen = Case(id="b", prompt="p", metadata=given)
+    given["k"].append(2)  # the case holds its own copy
+    assert frozen.metadata == {"k": [1]}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "words"),
+    [
+        (b'"text"', "must be a JSON object"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b"null", "must be a JSON object"),
+        (b'{"score": NaN}', "metadata.score is nan"),
+        (b'{"deep": {"list": [1, Infinity]}}', "metadata.deep.list[1] is inf"),
+        (b'{"x": -Infinity}', "NaN and infinities"),
+    ],
+)
+def test_bad_metadata_names_file_line_and_field(tmp_path: Path, metadata: bytes, words: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(
+        b'{"id": "a", "prompt": "p"}\n{"id": "b", "prompt": "p", "metadata": ' + metadata + b"}\n"
+    )
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    err = info.value
+    assert (err.path, err.line, err.field) == (str(path), 2, "metadata")
+    assert words in str(err) and f"{path}:2" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("yaml_metadata", "words"),
+    [
+        ("when: 2024-06-01", "metadata.when is a date"),
+        ("1: one", "key 1 that is not a string"),
+        ("score: .nan", "NaN and infinities"),
+        ("tags: !!set {a, b}", "metadata.tags is a set"),
+    ],
+)
+def test_bad_yaml_metadata_names_the_field(tmp_path: Path, yaml_metadata: str, words: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        f"- id: a\n  prompt: p\n- id: b\n  prompt: p\n  metadata:\n    {yaml_metadata}\n", encoding="utf-8"
+    )
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    assert (info.value.line, info.value.field) == (3, "metadata")
+    assert words in str(info.value)
