@@ -1,18 +1,21 @@
-"""Single-response scorers and the judge that compares two of their scores."""
+"""Single-response scorers: the score, the scorer protocol, relative quality.
+
+The judge that compares two scores, :class:`~llm_connect.grading.judges.RelativeJudge`,
+lives with the other judges in :mod:`llm_connect.grading.judges`.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from llm_connect.grading._protocols import Case
-from llm_connect.grading._results import GradingResult, validate_quality_score
-from llm_connect.types import LLMResponse, RunConfig
+from llm_connect.grading._results import validate_quality_score
 
-__all__ = ["RelativeJudge", "Score", "Scorer", "relative_quality"]
+__all__ = ["PathResolver", "Score", "Scorer", "WorkingDirectory", "relative_quality"]
 
 
 @dataclass(frozen=True)
@@ -32,13 +35,14 @@ class Score:
 class Scorer(Protocol):
     """Scores one response on its own (no baseline).
 
-    ``name`` becomes the grader id of the :class:`RelativeJudge` built on it
+    ``name`` becomes the grader id of the
+    :class:`~llm_connect.grading.judges.RelativeJudge` built on it
     and should carry the scorer's version or distinguishing option
     (``vrty:1.0.1``, ``format:json``). ``spec`` is the registry spec that
     rebuilds the scorer's judge (``{"name": ..., "args": {...}}``).
 
     A scorer that asks an LLM must also set ``asks_llm = True`` (the safety
-    scorer with an LLM safety judge does); :class:`RelativeJudge` reads it
+    scorer with an LLM safety judge does); :class:`~llm_connect.grading.judges.RelativeJudge` reads it
     with ``False`` as the default, so routing gates such grades until the
     judge is calibrated.
     """
@@ -64,101 +68,33 @@ def relative_quality(baseline: float, candidate: float) -> float:
     return min(1.0, max(0.0, ratio)) if math.isfinite(ratio) else 0.0
 
 
-class RelativeJudge:
-    """Turns a :class:`Scorer` into a paired judge.
+@runtime_checkable
+class PathResolver(Protocol):
+    """Turns a file option or case field into a path (the judge registry's
+    :class:`~llm_connect.grading.judges.JudgeContext` is one)."""
 
-    Both responses are scored on their own; the grade is
-    :func:`relative_quality` of the two scores, with both absolute scores and
-    their details kept in ``GradingResult.details``. A scorer that offers
-    ``score_pair(baseline_text, candidate_text, *, prompt, case)`` is asked
-    for both at once (so it can, e.g., tokenise the prompt once).
-    """
+    def resolve_path(self, value: str | Path) -> Path:
+        """``value`` as a path, relative paths resolved against some base folder."""
+        ...
 
-    def __init__(self, scorer: Scorer) -> None:
-        self.scorer = scorer
-        self.grader_id = scorer.name
-        declared = getattr(scorer, "asks_llm", False)
-        self.asks_llm: bool = declared if isinstance(declared, bool) else True
-        """Whether the scorer asks an LLM (its own ``asks_llm``, default ``False``)."""
 
-    def __repr__(self) -> str:
-        return f"RelativeJudge({self.scorer!r})"
+class WorkingDirectory:
+    """The default :class:`PathResolver`: relative paths against the working directory
+    at construction time."""
 
-    def _scores(self, baseline: str, candidate: str, prompt: str, case: Case | None) -> tuple[Score, Score]:
-        pair = getattr(self.scorer, "score_pair", None)
-        if pair is not None:
-            base_score, cand_score = pair(baseline, candidate, prompt=prompt, case=case)
-            return base_score, cand_score
-        return (
-            self.scorer.score(baseline, prompt=prompt, case=case),
-            self.scorer.score(candidate, prompt=prompt, case=case),
-        )
+    def __init__(self, base_dir: Path | None = None) -> None:
+        self.base_dir = base_dir or Path.cwd()
 
-    def judge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
-        """Score both responses and grade the candidate relative to the baseline."""
-        base, cand = self._scores(baseline_response.text, candidate_response.text, prompt, case)
-        return self.result(
-            base, cand, baseline_response, candidate_response, prompt=prompt, run_config=run_config
-        )
+    def resolve_path(self, value: str | Path) -> Path:
+        """``value`` as a path, relative to :attr:`base_dir` when not absolute."""
+        path = Path(value)
+        return path if path.is_absolute() else self.base_dir / path
 
-    def result(
-        self,
-        base: Score,
-        cand: Score,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-    ) -> GradingResult:
-        """The grade for two scores already computed (what :meth:`judge` returns);
-        lets a subclass score many pairs at once and still build the same result."""
-        quality = relative_quality(base.value, cand.value)
-        notes = (
-            f"{self.scorer.name}: candidate {cand.value:.3f} vs baseline {base.value:.3f}"
-            + (" (at least as good)" if quality == 1.0 else f" (ratio {quality:.3f})")
-        )
-        return GradingResult(
-            quality_score=quality,
-            notes=notes,
-            grader_id=self.grader_id,
-            baseline_response=baseline_response,
-            candidate_response=candidate_response,
-            details={
-                "baseline_score": base.value,
-                "candidate_score": cand.value,
-                "baseline": dict(base.details),
-                "candidate": dict(cand.details),
-                "judge_spec": {**self.scorer.spec, "asks_llm": self.asks_llm},
-            },
-            prompt=prompt,
-            run_config=run_config,
-            asks_llm=self.asks_llm,
-        )
 
-    async def ajudge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
-        """:meth:`judge` in a worker thread, off the event loop."""
-        return await asyncio.to_thread(
-            self.judge,
-            baseline_response,
-            candidate_response,
-            prompt=prompt,
-            run_config=run_config,
-            case=case,
-        )
+def __getattr__(name: str) -> Any:
+    # RelativeJudge moved to llm_connect.grading.judges; this keeps old imports working.
+    if name == "RelativeJudge":
+        from llm_connect.grading.judges._relative import RelativeJudge
+
+        return RelativeJudge
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

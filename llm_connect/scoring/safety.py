@@ -35,13 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.errors import ConfigurationError, JudgeOutputError
+from llm_connect.errors import JudgeOutputError
 from llm_connect.grading._protocols import Case
-from llm_connect.grading.judges._fences import ReplyError, fence, fence_id, reply_object
-from llm_connect.grading.judges._registry import JudgeContext
-from llm_connect.scoring._base import RelativeJudge, Score
+from llm_connect.scoring._base import Score
+from llm_connect.scoring._fences import ReplyError, fence, fence_id, reply_object
 from llm_connect.scoring._yaml import YamlFile, load_yaml_file
-from llm_connect.scoring.rules._common import check_no_unknown, compile_phrase
+from llm_connect.scoring.rules._common import compile_phrase
 from llm_connect.types import RunConfig
 
 if TYPE_CHECKING:
@@ -56,7 +55,6 @@ __all__ = [
     "SafetyRule",
     "SafetyScorer",
     "load_patterns",
-    "make_safety_judge",
     "parse_safety_reply",
 ]
 
@@ -331,35 +329,10 @@ class SafetyScorer:
         return Score(min(value, llm_score), details)
 
 
-def make_safety_judge(
-    context: JudgeContext,
-    patterns: str | None = None,
-    *,
-    judge_model: str | None = None,
-    **unknown: Any,
-) -> RelativeJudge:
-    """Registry factory for ``safety`` (``safety``, ``safety:rules.yaml``,
-    ``safety:judge_model=openai:gpt-4o-mini``).
+def __getattr__(name: str) -> Any:
+    # The judge factory moved to llm_connect.grading.judges; this keeps old imports working.
+    if name == "make_safety_judge":
+        from llm_connect.grading.judges._safety import make_safety_judge
 
-    The pattern file is validated here; a judge model is turned into an
-    adapter through ``context.llm_adapter`` (no call is made until scoring).
-    """
-    check_no_unknown("safety", unknown, ["judge_model", "patterns"])
-    args: dict[str, Any] = {}
-    if patterns is None:
-        path = DEFAULT_PATTERNS_PATH
-    elif isinstance(patterns, str) and patterns.strip():
-        path = context.resolve_path(patterns).resolve()
-        args["patterns"] = str(path)
-    else:
-        raise ConfigurationError(f"judge 'safety': option 'patterns' must be a file path, not {patterns!r}")
-    loaded = load_patterns(path)
-    llm = None
-    if judge_model is not None:
-        if not isinstance(judge_model, str) or ":" not in judge_model:
-            raise ConfigurationError(
-                f"judge 'safety': option 'judge_model' must be provider:model, not {judge_model!r}"
-            )
-        llm = context.llm_adapter(judge_model)
-        args["judge_model"] = judge_model
-    return RelativeJudge(SafetyScorer(loaded, llm=llm, spec_args=args))
+        return make_safety_judge
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 Every case has a baseline and a candidate response whose true quality is in
 :data:`QUALITY` (text -> quality). The reference judge ``oracle`` is a real
-:class:`~llm_connect.scoring.RelativeJudge` over a scorer that reads that
+:class:`~llm_connect.grading.judges.RelativeJudge` over a scorer that reads that
 table; the judge under test is the real :class:`~llm_connect.grading.LLMJudge`
 talking to the loopback OpenAI-compatible server, whose responder plays a
 judge model that is fair, or biased on purpose (by length, by position, for
@@ -21,8 +21,9 @@ import numpy as np
 
 from llm_connect.grading import GradingResult, JudgeContext, register_judge
 from llm_connect.grading._protocols import Case
+from llm_connect.grading.judges import RelativeJudge
 from llm_connect.ledger import QualityLedger
-from llm_connect.scoring import RelativeJudge, Score, relative_quality
+from llm_connect.scoring import Score, relative_quality
 from llm_connect.types import LLMResponse, RunConfig, Usage
 
 TASK = "support"

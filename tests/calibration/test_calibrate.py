@@ -180,7 +180,7 @@ class _HouseScorer:
 
 
 def _record_house(ledger: QualityLedger, *, asks_llm: bool, n: int) -> str:
-    from llm_connect.scoring import RelativeJudge
+    from llm_connect.grading.judges import RelativeJudge
 
     judge = RelativeJudge(_HouseScorer(asks_llm))
     assert judge.asks_llm is asks_llm

@@ -112,7 +112,7 @@ def test_examples_are_embedded_once_and_a_pair_in_one_call(persona_file: Path) -
 
 def test_judge_many_embeds_a_whole_batch_in_one_call(persona_file: Path) -> None:
     from llm_connect.grading import JudgePair
-    from llm_connect.scoring.persona import PersonaJudge
+    from llm_connect.grading.judges import PersonaJudge
     from llm_connect.types import LLMResponse, RunConfig
 
     embedder = CountingEmbedder()

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from llm_connect.errors import ConfigurationError, ScorerDataError
+from llm_connect.grading.judges import RelativeJudge, VrtyJudge
 from llm_connect.grading.judges._registry import build_judge
-from llm_connect.scoring import RelativeJudge, Scorer
+from llm_connect.scoring import Scorer
 from llm_connect.scoring.vrty import (
     GRADER_ID,
     IDF_SHA256,
     MAX_TOKENS,
-    VrtyJudge,
     VrtyScorer,
     _score,
     analyse,
@@ -254,7 +254,8 @@ def test_table_is_read_on_first_use_not_at_import() -> None:
     code = (
         "import llm_connect.scoring.vrty as v\n"
         "from llm_connect.scoring.vrty import _idf\n"
-        "scorer = v.VrtyScorer(); judge = v.make_vrty_judge(None)\n"
+        "from llm_connect.grading.judges._vrty import make_vrty_judge\n"
+        "scorer = v.VrtyScorer(); judge = make_vrty_judge(None)\n"
         "print(_idf._table is None)\n"
         "v.analyse('a', 'b')\n"
         "print(_idf._table is not None)\n"

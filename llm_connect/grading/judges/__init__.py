@@ -1,9 +1,13 @@
-"""Judges: compare a candidate response with a baseline response.
+"""Judges: compare a candidate response with a baseline response. Every judge lives here.
 
 Built-in judges: :class:`ExactMatchJudge` (``exact``),
-:class:`EmbeddingSimilarityJudge` (``embedding``), :class:`LLMJudge` (``llm``);
-rule-based, VRTY, persona and safety judges come from :mod:`llm_connect.scoring`.
-Heavy dependencies load only when a judge that needs them is built.
+:class:`EmbeddingSimilarityJudge` (``embedding``), :class:`LLMJudge` (``llm``),
+:class:`VrtyJudge` (``vrty``), :class:`PersonaJudge` (``persona``), and the
+rule-based and safety judges (``format``, ``schema``, ``correctness``,
+``length``, ``relevance``, ``completeness``, ``safety``), each a
+:class:`RelativeJudge` over a single-response scorer from
+:mod:`llm_connect.scoring`. Heavy dependencies load only when a judge that
+needs them is built.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from llm_connect.grading.judges._registry import (
     JudgeContext,
     build_judge,
     format_judge_spec,
+    judge_asks_llm,
     judge_names,
     parse_judge_spec,
     register_judge,
@@ -24,6 +29,9 @@ from llm_connect.grading.judges._registry import (
 if TYPE_CHECKING:
     from llm_connect.grading.judges._embedding import EmbeddingSimilarityJudge
     from llm_connect.grading.judges._llm import LLMJudge
+    from llm_connect.grading.judges._persona import PersonaJudge
+    from llm_connect.grading.judges._relative import RelativeJudge
+    from llm_connect.grading.judges._vrty import VrtyJudge
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -31,8 +39,12 @@ __all__ = [
     "ExactMatchJudge",
     "JudgeContext",
     "LLMJudge",
+    "PersonaJudge",
+    "RelativeJudge",
+    "VrtyJudge",
     "build_judge",
     "format_judge_spec",
+    "judge_asks_llm",
     "judge_names",
     "parse_judge_spec",
     "register_judge",
@@ -41,6 +53,9 @@ __all__ = [
 _LAZY = {
     "EmbeddingSimilarityJudge": "llm_connect.grading.judges._embedding",
     "LLMJudge": "llm_connect.grading.judges._llm",
+    "PersonaJudge": "llm_connect.grading.judges._persona",
+    "RelativeJudge": "llm_connect.grading.judges._relative",
+    "VrtyJudge": "llm_connect.grading.judges._vrty",
 }
 
 

@@ -185,7 +185,6 @@ def _rejects_format(exc: BadRequestError) -> bool:
     return exc.status_code in _REJECTION_STATUSES
 
 
-
 def render_judge_prompt(
     prompt: str,
     baseline: str,

@@ -9,19 +9,19 @@ A persona file (YAML) gives example responses, declared traits and a lexicon::
     lexicon: {preferred: [baseline, signal], avoided: [lol, hype]}
 
 ``--judge persona:voices/analyst.yaml`` grades the candidate's authenticity
-relative to the baseline's (:class:`~llm_connect.scoring.RelativeJudge`).
+relative to the baseline's (:class:`~llm_connect.grading.judges.PersonaJudge`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from llm_connect.scoring.persona._file import TRAIT_VALUES, Persona, load_persona
 from llm_connect.scoring.persona._scorer import (
     LEXICON_WEIGHT,
     STYLE_WEIGHT,
     TRAIT_WEIGHT,
-    PersonaJudge,
     PersonaScorer,
-    make_persona_judge,
 )
 from llm_connect.scoring.persona._traits import detect_traits
 
@@ -31,9 +31,16 @@ __all__ = [
     "TRAIT_VALUES",
     "TRAIT_WEIGHT",
     "Persona",
-    "PersonaJudge",
     "PersonaScorer",
     "detect_traits",
     "load_persona",
-    "make_persona_judge",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The judge moved to llm_connect.grading.judges; this keeps old imports working.
+    if name in ("PersonaJudge", "make_persona_judge"):
+        from llm_connect.grading.judges import _persona
+
+        return getattr(_persona, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

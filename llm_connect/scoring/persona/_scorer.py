@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from llm_connect.errors import CaseDataError, ConfigurationError
-from llm_connect.grading._protocols import Case, JudgePair
-from llm_connect.grading._results import GradingResult
-from llm_connect.grading.judges._registry import JudgeContext
-from llm_connect.scoring._base import RelativeJudge, Score
+from llm_connect.grading._protocols import Case
+from llm_connect.scoring._base import PathResolver, Score, WorkingDirectory
 from llm_connect.scoring.persona._file import Persona, load_persona
 from llm_connect.scoring.persona._traits import detect_traits
-from llm_connect.scoring.rules._common import case_field, check_no_unknown, compile_phrase
+from llm_connect.scoring.rules._common import case_field, compile_phrase
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,9 +23,7 @@ __all__ = [
     "LEXICON_WEIGHT",
     "STYLE_WEIGHT",
     "TRAIT_WEIGHT",
-    "PersonaJudge",
     "PersonaScorer",
-    "make_persona_judge",
 ]
 
 STYLE_WEIGHT = 0.6
@@ -91,11 +87,11 @@ class PersonaScorer:
         persona: Persona | None = None,
         *,
         embedder: EmbeddingAdapter | Callable[[], EmbeddingAdapter],
-        context: JudgeContext | None = None,
+        context: PathResolver | None = None,
     ) -> None:
         self._embedder_source = embedder
         self._embedder: EmbeddingAdapter | None = None
-        self._context = context or JudgeContext()
+        self._context: PathResolver = context or WorkingDirectory()
         self._lock = threading.Lock()
         self._by_path: dict[Path, _Prepared] = {}
         self._fixed = _Prepared(persona) if persona is not None else None
@@ -203,52 +199,3 @@ class PersonaScorer:
         """Both responses' scores from one embedding call."""
         base, cand = self.score_many([baseline_text, candidate_text], prompt=prompt, case=case)
         return base, cand
-
-
-class PersonaJudge(RelativeJudge):
-    """The persona judge: a :class:`RelativeJudge` whose :meth:`judge_many` embeds
-    every response of a batch in one call (the batch engine uses it)."""
-
-    scorer: PersonaScorer
-
-    def __init__(self, scorer: PersonaScorer) -> None:
-        super().__init__(scorer)
-
-    def judge_many(self, pairs: Sequence[JudgePair]) -> list[GradingResult]:
-        """Grade every pair, in order, with one embedding call for all their responses."""
-        items = [
-            (text, pair.case)
-            for pair in pairs
-            for text in (pair.baseline_response.text, pair.candidate_response.text)
-        ]
-        scores = self.scorer.score_items(items)
-        return [
-            self.result(
-                scores[2 * i],
-                scores[2 * i + 1],
-                pair.baseline_response,
-                pair.candidate_response,
-                prompt=pair.prompt,
-                run_config=pair.run_config,
-            )
-            for i, pair in enumerate(pairs)
-        ]
-
-
-def make_persona_judge(context: JudgeContext, persona: str | None = None, **unknown: Any) -> PersonaJudge:
-    """Registry factory for ``persona`` (``persona:voices/analyst.yaml``).
-
-    The persona file is read and validated here (a bad file raises
-    :class:`~llm_connect.errors.ConfigurationError` naming file, field and
-    line); without ``persona`` each case must name one in ``expected.persona``.
-    The embedding model is loaded on the first score.
-    """
-    check_no_unknown("persona", unknown, ["persona"])
-    loaded = None
-    if persona is not None:
-        if not isinstance(persona, str) or not persona.strip():
-            raise ConfigurationError(
-                f"judge 'persona': option 'persona' must be a file path, not {persona!r}"
-            )
-        loaded = load_persona(context.resolve_path(persona).resolve())
-    return PersonaJudge(PersonaScorer(loaded, embedder=context.embedding_adapter, context=context))

@@ -1,17 +1,20 @@
 """Rule-based scorers: format, JSON Schema, correctness, length, relevance, completeness.
 
 Each scorer scores one response on its own (``score(text, *, prompt, case)``);
-each ``make_*_judge`` factory wraps one in a :class:`~llm_connect.scoring.RelativeJudge`
-for the judge registry (``--judge format:json``, ``--judge schema:schema.json``...).
-Invalid options raise :class:`~llm_connect.errors.ConfigurationError` when the
-judge is built; a case lacking the data a scorer needs raises
-:class:`~llm_connect.errors.CaseDataError` when that case is judged.
+the judges built on them (``--judge format:json``, ``--judge schema:schema.json``...)
+are in :mod:`llm_connect.grading.judges` (their ``make_*_judge`` factories in
+``llm_connect.grading.judges._rules``). Invalid options raise
+:class:`~llm_connect.errors.ConfigurationError` when the scorer is built; a case
+lacking the data a scorer needs raises :class:`~llm_connect.errors.CaseDataError`
+when that case is scored.
 """
 
 from __future__ import annotations
 
-from llm_connect.scoring.rules._format import FORMATS, FormatScorer, make_format_judge
-from llm_connect.scoring.rules._schema import DRAFTS, SchemaScorer, make_schema_judge
+from typing import Any
+
+from llm_connect.scoring.rules._format import FORMATS, FormatScorer
+from llm_connect.scoring.rules._schema import DRAFTS, SchemaScorer
 from llm_connect.scoring.rules._text import (
     STOP_WORDS,
     CompletenessScorer,
@@ -19,10 +22,6 @@ from llm_connect.scoring.rules._text import (
     LengthScorer,
     RelevanceScorer,
     content_words,
-    make_completeness_judge,
-    make_correctness_judge,
-    make_length_judge,
-    make_relevance_judge,
 )
 
 __all__ = [
@@ -36,10 +35,22 @@ __all__ = [
     "RelevanceScorer",
     "SchemaScorer",
     "content_words",
+]
+
+_MOVED = (
     "make_completeness_judge",
     "make_correctness_judge",
     "make_format_judge",
     "make_length_judge",
     "make_relevance_judge",
     "make_schema_judge",
-]
+)
+
+
+def __getattr__(name: str) -> Any:
+    # The judge factories moved to llm_connect.grading.judges; this keeps old imports working.
+    if name in _MOVED:
+        from llm_connect.grading.judges import _rules
+
+        return getattr(_rules, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,11 +11,10 @@ from typing import Any
 
 from llm_connect.errors import ConfigurationError
 from llm_connect.grading._protocols import Case
-from llm_connect.grading.judges._registry import JudgeContext
-from llm_connect.scoring._base import RelativeJudge, Score
-from llm_connect.scoring.rules._common import check_no_unknown, unfence
+from llm_connect.scoring._base import Score
+from llm_connect.scoring.rules._common import unfence
 
-__all__ = ["FORMATS", "FormatScorer", "make_format_judge"]
+__all__ = ["FORMATS", "FormatScorer"]
 
 FORMATS: tuple[str, ...] = ("csv", "json", "markdown", "xml", "yaml")
 """The formats :class:`FormatScorer` checks."""
@@ -186,9 +185,3 @@ class FormatScorer:
         result = _CHECKS[self.fmt](body)
         details: dict[str, Any] = {"format": self.fmt, "fenced": lang is not None, **result}
         return Score(1.0 if result["valid"] else 0.0, details)
-
-
-def make_format_judge(context: JudgeContext, fmt: str = "json", **unknown: Any) -> RelativeJudge:
-    """Registry factory for ``format`` (``format:json``, ``format:fmt=yaml``)."""
-    check_no_unknown("format", unknown, ["fmt"])
-    return RelativeJudge(FormatScorer(fmt))

@@ -11,11 +11,10 @@ from typing import Any
 
 from llm_connect.errors import CaseDataError, ConfigurationError
 from llm_connect.grading._protocols import Case
-from llm_connect.grading.judges._registry import JudgeContext
-from llm_connect.scoring._base import RelativeJudge, Score
-from llm_connect.scoring.rules._common import case_field, check_bool, check_no_unknown, unfence
+from llm_connect.scoring._base import PathResolver, Score, WorkingDirectory
+from llm_connect.scoring.rules._common import case_field, check_bool, unfence
 
-__all__ = ["DRAFTS", "SchemaScorer", "make_schema_judge"]
+__all__ = ["DRAFTS", "SchemaScorer"]
 
 DRAFTS: tuple[str, ...] = ("2020-12", "2019-09", "7", "6", "4", "3")
 """Accepted values of the ``draft`` option (``draft7``/``draft-07`` spellings work too)."""
@@ -96,13 +95,13 @@ class SchemaScorer:
         *,
         draft: str | None = None,
         check_formats: bool = False,
-        context: JudgeContext | None = None,
+        context: PathResolver | None = None,
     ) -> None:
         if draft is not None and _draft_key(draft) not in DRAFTS:
             raise ConfigurationError(f"judge 'schema': unknown draft {draft!r} (known: {', '.join(DRAFTS)})")
         self.draft = draft
         self.check_formats = check_bool("schema", "check_formats", check_formats)
-        self._context = context or JudgeContext()
+        self._context: PathResolver = context or WorkingDirectory()
         self._cache: dict[str, _Checked] = {}
         self._lock = threading.Lock()
         args: dict[str, Any] = {}
@@ -200,19 +199,3 @@ class SchemaScorer:
             key=lambda e: (e["path"], e["validator"], e["message"]),
         )
         return Score(0.0 if errors else 1.0, {**details, "valid": not errors, "errors": errors})
-
-
-def make_schema_judge(
-    context: JudgeContext,
-    schema: Mapping[str, Any] | str | None = None,
-    *,
-    draft: str | None = None,
-    check_formats: bool = False,
-    **unknown: Any,
-) -> RelativeJudge:
-    """Registry factory for ``schema`` (``schema:path/to/schema.json``, ``schema:draft=7``).
-
-    Without a ``schema`` option each case must carry ``expected.schema``.
-    """
-    check_no_unknown("schema", unknown, ["check_formats", "draft", "schema"])
-    return RelativeJudge(SchemaScorer(schema, draft=draft, check_formats=check_formats, context=context))

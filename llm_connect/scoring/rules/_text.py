@@ -9,13 +9,11 @@ from typing import Any
 
 from llm_connect.errors import CaseDataError, ConfigurationError
 from llm_connect.grading._protocols import Case
-from llm_connect.grading.judges._registry import JudgeContext
-from llm_connect.scoring._base import RelativeJudge, Score
+from llm_connect.scoring._base import Score
 from llm_connect.scoring.rules._common import (
     case_field,
     case_string_list,
     check_bool,
-    check_no_unknown,
     check_string_list,
     compile_phrase,
     normalize_text,
@@ -29,10 +27,6 @@ __all__ = [
     "LengthScorer",
     "RelevanceScorer",
     "content_words",
-    "make_completeness_judge",
-    "make_correctness_judge",
-    "make_length_judge",
-    "make_relevance_judge",
 ]
 
 _STOP_WORD_TEXT = """
@@ -388,54 +382,3 @@ class CompletenessScorer:
         missing = [s for s in sections if s not in where]
         details = {"found": list(where), "missing": missing, "found_as": where}
         return Score(len(where) / len(sections), details)
-
-
-def make_correctness_judge(
-    context: JudgeContext,
-    answer: str | None = None,
-    *,
-    keywords: list[str] | str | None = None,
-    normalize: bool = True,
-    match: str = "exact",
-    mode: str | None = None,
-    **unknown: Any,
-) -> RelativeJudge:
-    """Registry factory for ``correctness`` (``correctness:Paris``, ``correctness:keywords=[...]``)."""
-    check_no_unknown("correctness", unknown, ["answer", "keywords", "match", "mode", "normalize"])
-    return RelativeJudge(
-        CorrectnessScorer(answer=answer, keywords=keywords, normalize=normalize, match=match, mode=mode)
-    )
-
-
-def make_length_judge(
-    context: JudgeContext,
-    *,
-    min_chars: int | None = None,
-    max_chars: int | None = None,
-    min_words: int | None = None,
-    max_words: int | None = None,
-    **unknown: Any,
-) -> RelativeJudge:
-    """Registry factory for ``length`` (``length:min_words=5,max_words=200``)."""
-    check_no_unknown("length", unknown, ["max_chars", "max_words", "min_chars", "min_words"])
-    return RelativeJudge(
-        LengthScorer(min_chars=min_chars, max_chars=max_chars, min_words=min_words, max_words=max_words)
-    )
-
-
-def make_relevance_judge(context: JudgeContext, **unknown: Any) -> RelativeJudge:
-    """Registry factory for ``relevance`` (takes no options)."""
-    check_no_unknown("relevance", unknown, [])
-    return RelativeJudge(RelevanceScorer())
-
-
-def make_completeness_judge(
-    context: JudgeContext,
-    *,
-    sections: list[str] | str | None = None,
-    headings_only: bool = False,
-    **unknown: Any,
-) -> RelativeJudge:
-    """Registry factory for ``completeness`` (``completeness:sections=["Intro","Results"]``)."""
-    check_no_unknown("completeness", unknown, ["headings_only", "sections"])
-    return RelativeJudge(CompletenessScorer(sections=sections, headings_only=headings_only))

@@ -10,22 +10,17 @@ verified against its SHA-256 on first use.
     >>> round(analyse("What is the capital of France?", "Paris is the capital of France.").composite, 4)
     0.8653
 
-``--judge vrty`` (:func:`make_vrty_judge`) grades a candidate by its
-composite relative to the baseline's on the same prompt.
+``--judge vrty`` (:class:`~llm_connect.grading.judges.VrtyJudge`) grades a
+candidate by its composite relative to the baseline's on the same prompt.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from llm_connect.scoring.vrty._idf import IDF_SHA256
 from llm_connect.scoring.vrty._score import WEIGHTS, VrtyResult
-from llm_connect.scoring.vrty._scorer import (
-    GRADER_ID,
-    VRTY_VERSION,
-    VrtyJudge,
-    VrtyScorer,
-    analyse,
-    make_vrty_judge,
-)
+from llm_connect.scoring.vrty._scorer import GRADER_ID, VRTY_VERSION, VrtyScorer, analyse
 from llm_connect.scoring.vrty._text import MAX_TOKENS
 
 __all__ = [
@@ -34,9 +29,16 @@ __all__ = [
     "MAX_TOKENS",
     "VRTY_VERSION",
     "WEIGHTS",
-    "VrtyJudge",
     "VrtyResult",
     "VrtyScorer",
     "analyse",
-    "make_vrty_judge",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The judge moved to llm_connect.grading.judges; this keeps old imports working.
+    if name in ("VrtyJudge", "make_vrty_judge"):
+        from llm_connect.grading.judges import _vrty
+
+        return getattr(_vrty, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
