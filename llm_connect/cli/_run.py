@@ -190,7 +190,7 @@ def execute(
 ) -> Outcome:
     """Validate everything, run the batch engine, read back the run's grades."""
     from llm_connect.grading import BatchGrader, JudgeContext, Suite, build_judge, load_suite, side_from_spec
-    from llm_connect.grading._retry import RateLimiter, ResilientAdapter, RetryPolicy
+    from llm_connect.grading._retry import CallLimit, RateLimiter, ResilientAdapter, RetryPolicy
 
     # 1. the suite (SuiteError -> exit 2, before anything else)
     if opts.prompt is not None:
@@ -203,11 +203,11 @@ def execute(
     if baseline_spec in candidate_specs:
         fail(f"{baseline_spec} is both the baseline and a candidate")
 
-    # 2. sides and judges, sharing one retry policy, rate limiter and call semaphore
+    # 2. sides and judges, sharing one retry policy, rate limiter and call limit (sync and async calls)
     run_config = _run_config(opts)
     policy = RetryPolicy(max_retries=opts.max_retries)
     limiter = RateLimiter(opts.rpm) if opts.rpm else None
-    semaphore = asyncio.Semaphore(opts.concurrency)
+    calls = CallLimit(opts.concurrency)
 
     def make_adapter(spec: str) -> Any:
         from llm_connect.adapters import adapter_from_spec
@@ -215,7 +215,7 @@ def execute(
         adapter = adapter_from_spec(
             spec, base_url=opts.base_url, api_key=opts.api_key, pricing=opts.pricing or None
         )
-        return ResilientAdapter(adapter, policy=policy, limiter=limiter, semaphore=semaphore)
+        return ResilientAdapter(adapter, policy=policy, limiter=limiter, semaphore=calls)
 
     baseline = side_from_spec(baseline_spec, suite, make_adapter=make_adapter)
     candidates = [side_from_spec(s, suite, make_adapter=make_adapter) for s in candidate_specs]

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         grade_suite,
         side_from_spec,
     )
-    from llm_connect.grading._retry import RateLimiter, ResilientAdapter, RetryPolicy
+    from llm_connect.grading._retry import CallLimit, RateLimiter, ResilientAdapter, RetryPolicy
     from llm_connect.grading._suite import Suite, load_suite
     from llm_connect.grading.judges import EmbeddingSimilarityJudge, LLMJudge
 
@@ -41,6 +41,7 @@ __all__ = [
     "BatchJudge",
     "BatchReport",
     "BatchResult",
+    "CallLimit",
     "Case",
     "CaseFailure",
     "EmbeddingSimilarityJudge",
@@ -82,7 +83,9 @@ _LAZY = {
         ),
         "llm_connect.grading._batch",
     ),
-    **dict.fromkeys(("RateLimiter", "ResilientAdapter", "RetryPolicy"), "llm_connect.grading._retry"),
+    **dict.fromkeys(
+        ("CallLimit", "RateLimiter", "ResilientAdapter", "RetryPolicy"), "llm_connect.grading._retry"
+    ),
     **dict.fromkeys(("Suite", "load_suite"), "llm_connect.grading._suite"),
 }
 

@@ -4,7 +4,8 @@
 with one baseline side, one or more candidate sides and one or more judges:
 
 * **bounded concurrency** — at most ``concurrency`` cases in flight and (through
-  the shared semaphore of :class:`~llm_connect.grading._retry.ResilientAdapter`)
+  the shared :class:`~llm_connect.grading._retry.CallLimit` of
+  :class:`~llm_connect.grading._retry.ResilientAdapter`, sync and async calls alike)
   at most ``concurrency`` model calls in flight, optionally an rpm limit;
 * **one call per side per case** — the baseline answers once however many
   candidates and judges there are; each candidate answers once;
@@ -106,7 +107,7 @@ class BatchGrader:
         ledger: where grades, failures, cache entries and the run go (``None``:
             nothing is stored, no cache, no resume).
         run_id: the run's id (a fresh one when ``None`` and a ledger is given).
-        concurrency: cases in flight (live adapters should share a semaphore of
+        concurrency: cases in flight (live adapters should share a ``CallLimit`` of
             the same size; :func:`grade_suite` and the CLI arrange it).
         use_cache: read and fill the ledger's response cache for live sides.
         resume: continue ``run_id``: skip grades it already holds.

@@ -92,7 +92,9 @@ class RecordsMixin:
         }
         headers = run_config.model_params.get("extra_headers")
         if isinstance(headers, Mapping):  # headers may select a deployment: kept, secrets dropped
-            params["extra_headers"] = {str(k).lower(): v for k, v in redact_secrets(dict(headers)).items()}
+            kept = {str(k).lower(): v for k, v in redact_secrets(dict(headers)).items()}
+            if kept:
+                params["extra_headers"] = kept
         messages = []
         if run_config.system_prompt is not None:
             messages.append({"role": "system", "content": run_config.system_prompt})

@@ -113,6 +113,8 @@ def convert(
         "details": json_dumps(dict(result.details)),
         "run_config": json_dumps(config.to_dict()) if config else None,
         "llm_connect_version": "0.1.0",
+        "metadata": None,
+        "asks_llm": result.asks_llm,
     }
     for prefix, r in (("baseline", b), ("candidate", c)):
         row.update(
@@ -128,6 +130,8 @@ def convert(
                 f"{prefix}_cost_usd": r.cost_usd,
                 f"{prefix}_finish_reason": r.finish_reason,
                 f"{prefix}_tool_calls": None,
+                f"{prefix}_served_model": r.model,
+                f"{prefix}_endpoint": r.endpoint,
             }
         )
     return tuple(row[name] for name in COLUMNS)
@@ -359,16 +363,17 @@ def main() -> None:
 def _report(name: str, n: int, times: dict[str, list[float]], what: str) -> None:
     ours, raw, raw_conv = times["ours"], times["raw"], times["raw_conv"]
     med = statistics.median
+    rate = n / med(ours)
+    target = "" if name != "SQLite" else f" (target >= 20,000: {'met' if rate >= 20_000 else 'MISSED'})"
     print(
-        f"{name}: record_many {n / med(ours):,.0f} grades/s; {what} {n / med(raw):,.0f} rows/s "
+        f"{name}: record_many {rate:,.0f} grades/s{target}; {what} {n / med(raw):,.0f} rows/s "
         f"(pre-converted), {n / med(raw_conv):,.0f} rows/s (converting in the loop) [medians]"
     )
     vs_raw = sorted(r / o for r, o in zip(raw, ours, strict=True))
     vs_conv = sorted(r / o for r, o in zip(raw_conv, ours, strict=True))
     print(
         f"{name}: ratio vs raw insert: median {med(vs_raw):.2f} of {len(vs_raw)} rounds "
-        f"(range {vs_raw[0]:.2f}-{vs_raw[-1]:.2f}); vs raw + convert: median {med(vs_conv):.2f} "
-        f"(target >= 0.70)"
+        f"(range {vs_raw[0]:.2f}-{vs_raw[-1]:.2f}); vs raw + convert: median {med(vs_conv):.2f}"
     )
 
 

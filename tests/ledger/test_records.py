@@ -40,6 +40,28 @@ def test_cache_key_depends_on_adapter_prompt_system_prompt_and_config() -> None:
     )
 
 
+def test_cache_key_covers_the_endpoint_and_the_request_never_secrets() -> None:
+    config = RunConfig(temperature=0.0, max_tokens=10)
+
+    def key(config: RunConfig = config, endpoint: str | None = "http://127.0.0.1:8080/v1") -> str:
+        return QualityLedger.cache_key("openai:llama3", "hi", config, endpoint=endpoint)
+
+    base = key()
+    assert base != key(endpoint="https://api.example.com/v1")  # same model name, other server
+    assert base != key(endpoint=None)
+    assert base != key(config.replace(max_tokens=11))
+    assert base != key(config.replace(model_params={"seed": 7}))
+    assert base != key(config.replace(model_params={"extra_headers": {"X-Deployment": "eu"}}))
+    # The timeout does not change the answer; keys and secret headers never reach the key.
+    assert base == key(config.replace(timeout_s=5.0))
+    secret = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
+    assert base == key(config.replace(model_params={"api_key": secret}))
+    assert base == key(config.replace(model_params={"extra_headers": {"Authorization": f"Bearer {secret}"}}))
+    assert base == key(
+        config.replace(model_params={"extra_headers": {"Ocp-Apim-Subscription-Key": "k" * 32}})
+    )
+
+
 def test_cache_put_get_and_duplicates(ledger: QualityLedger) -> None:
     key = QualityLedger.cache_key("openai:gpt-4o-mini", "q", RunConfig())
     assert ledger.cache_get(key) is None
