@@ -158,16 +158,20 @@ class _CachedAdapter:
 
     Re-running a calibration then pays for no judge call twice (the position
     probe's swapped gradings included). Keyed like every cached call:
-    ``QualityLedger.cache_key(adapter_id, prompt, run_config)``.
+    ``QualityLedger.cache_key(adapter_id, prompt, run_config, endpoint=...)``.
+    The wrapped adapter's ``model`` and ``endpoint`` show through (the LLM judge
+    remembers per endpoint and model which structured output the server accepts).
     """
 
     def __init__(self, adapter: Any, ledger: Any) -> None:
         self.adapter = adapter
         self.adapter_id: str = adapter.adapter_id
+        self.model: str | None = getattr(adapter, "model", None)
+        self.endpoint: str | None = getattr(adapter, "endpoint", None)
         self.ledger = ledger
 
     def complete(self, prompt: str, run_config: Any) -> Any:
-        key = self.ledger.cache_key(self.adapter_id, prompt, run_config)
+        key = self.ledger.cache_key(self.adapter_id, prompt, run_config, endpoint=self.endpoint)
         cached = self.ledger.cache_get(key)
         if cached is not None:
             return cached

@@ -54,9 +54,13 @@ def migrations_dir() -> Path:
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic ``Config`` for the ledger's scripts, bound to ``connection`` when given."""
+    import sys
+
     from alembic.config import Config
 
-    cfg = Config()
+    # Alembic's default stdout is the sys.stdout of the moment alembic was imported, which may
+    # be a stream closed since (a CLI runner's buffer): always hand it the current one.
+    cfg = Config(stdout=sys.stdout)
     cfg.set_main_option("script_location", str(migrations_dir()))
     if connection is not None:
         cfg.attributes["connection"] = connection

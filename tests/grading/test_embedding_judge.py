@@ -64,7 +64,11 @@ def test_grader_id_names_the_embedding_model(minilm_judge):
     assert minilm_judge.grader_id == "embedding:all-MiniLM-L6-v2"
     result = _judge_texts(minilm_judge, "a", "b")
     assert result.grader_id == "embedding:all-MiniLM-L6-v2"
-    assert dict(result.details)["judge_spec"] == {"name": "embedding", "args": {"model": "all-MiniLM-L6-v2"}}
+    assert dict(result.details)["judge_spec"] == {
+        "name": "embedding",
+        "args": {"model": "all-MiniLM-L6-v2"},
+        "asks_llm": False,
+    }
     json.dumps(dict(result.details))
 
 
@@ -195,4 +199,4 @@ def test_openai_embeddings_through_the_loopback_server(openai_server):
     (req,) = openai_server.requests
     assert req.body["input"] == ["yes indeed", "no way"]
     spec = dict(result.details)["judge_spec"]
-    assert spec == {"name": "embedding", "args": {"model": "openai:text-embedding-3-small"}}
+    assert spec == {"name": "embedding", "args": {"model": "openai:text-embedding-3-small"}, "asks_llm": False}
