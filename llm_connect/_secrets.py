@@ -217,10 +217,12 @@ def _pair_masked(match: re.Match[str], text: str) -> str | None:
     name = text[start : match.end("word")]
     if not is_secret_key(name):
         return None
-    if _normalise(name) in _PROSE_WORDS and match.group("op") == ":":
-        quoted_name = match.group("nq") is not None and start > 0 and text[start - 1] in "\"'"
-        if not quoted_name:
-            return None
+    quote = match.group("nq")  # the quote closing the name, when the name is quoted
+    quoted_name = quote is not None and start > 0 and text[start - 1] == quote[-1]
+    if not quoted_name:
+        quote = None
+    if _normalise(name) in _PROSE_WORDS and match.group("op") == ":" and not quoted_name:
+        return None
     head = text[match.start() : match.end("sep")]
     if match.group("dq") is not None:
         return f'{head}"{REDACTED}"'
@@ -228,6 +230,8 @@ def _pair_masked(match: re.Match[str], text: str) -> str | None:
         return f"{head}'{REDACTED}'"
     if match.group("eq") is not None:
         return f'{head}\\"{REDACTED}\\"'
+    if quote is not None:  # a JSON key with a number (or other bare value): keep the text JSON
+        return f"{head}{quote}{REDACTED}{quote}"
     return head + REDACTED
 
 

@@ -121,6 +121,15 @@ def test_masked_json_text_stays_json_with_its_keys() -> None:
     assert (masked["token_count"], masked["tokenizer"]) == (12, "cl100k_base")
 
 
+def test_numbers_under_secret_json_keys_are_masked_as_strings() -> None:
+    text = json.dumps(
+        {"key": 1234567, "x": {"password": 123456789.5}, "raw": json.dumps({"pin_token": 12345678})}
+    )
+    masked = json.loads(mask_secrets(text))  # still JSON
+    assert masked["key"] == REDACTED and masked["x"] == {"password": REDACTED}
+    assert json.loads(masked["raw"]) == {"pin_token": REDACTED}
+
+
 @pytest.mark.parametrize(
     "text",
     [
