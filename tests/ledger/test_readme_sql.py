@@ -27,8 +27,8 @@ def readme_sql_blocks() -> list[str]:
     return blocks
 
 
-def test_the_readme_has_three_sql_queries() -> None:
-    assert len(readme_sql_blocks()) == 3
+def test_the_readme_has_four_sql_queries() -> None:
+    assert len(readme_sql_blocks()) == 4
 
 
 def test_readme_queries_return_rows(ledger: QualityLedger, make_result: Callable[..., GradingResult]) -> None:
