@@ -14,7 +14,7 @@ from llm_connect.grading import GradingResult
 from llm_connect.ledger import QualityLedger
 from llm_connect.routing import Router
 from llm_connect.types import LLMResponse
-from tests.cli._util import invoke, live_suite
+from tests.cli._util import invoke, live_suite, write_suite
 from tests.fixtures.openai_server import OpenAIServer
 
 KEY = "sk-test-identity-0123456789"
@@ -151,3 +151,19 @@ def test_a_different_grade_under_a_stored_key_fails_the_run_loudly(
         assert len(rows) == CASES  # the other cases are recorded...
         assert rows["c0"].id == stored and rows["c0"].quality_score == 0.25  # ...and nothing overwritten
         assert [f.case_id for f in ledger.failures("r1")] == ["c0"]
+
+
+def test_two_candidates_asking_for_one_model_name_are_refused_before_any_call(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    suite = write_suite(
+        tmp_path / "s.jsonl",
+        [{"id": f"c{i}", "prompt": f"q{i}", "responses": {"cand": f"a{i}"}} for i in range(2)],
+    )
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    code, _out, err = _grade(
+        suite, db, openai_server.base_url, "-b", "openai:base", "-c", "recorded:cand", "-c", "openai:cand"
+    )
+    assert code == 2
+    assert "'recorded:cand'" in err and "'openai:cand'" in err and "model 'cand'" in err
+    assert openai_server.requests == []
