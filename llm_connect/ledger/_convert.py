@@ -1,9 +1,10 @@
 """Turning a :class:`GradingResult` into a ``grades`` row, and a row back into a :class:`GradeRow`.
 
-Secrets never reach a row: the run config is stored via ``RunConfig.to_dict()``
-(no budget tracker, no secret-named model parameter) and then, like the
-judge's details, passed through :func:`scrub` (``redact_secrets`` plus masking);
-free text (notes, failure messages) has API-key-shaped tokens masked.
+Secrets never reach a row (:mod:`llm_connect._secrets`): the run config is
+stored via ``RunConfig.to_dict()`` (no budget tracker, secret-named parameters
+and headers dropped, credential-shaped values masked); notes, case metadata and
+failure messages are masked by shape; a judge's details are masked value by
+value and never filtered by key name (``token_count`` is data).
 """
 
 from __future__ import annotations

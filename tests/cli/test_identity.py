@@ -167,3 +167,34 @@ def test_two_candidates_asking_for_one_model_name_are_refused_before_any_call(
     assert code == 2
     assert "'recorded:cand'" in err and "'openai:cand'" in err and "model 'cand'" in err
     assert openai_server.requests == []
+
+
+def test_suite_metadata_and_a_raw_line_separator_reach_the_ledger_and_sql(tmp_path: Path) -> None:
+    lines = [
+        json.dumps(
+            {
+                "id": f"c{i}",
+                "prompt": f"q{i} with a raw \u2028 line separator",
+                "metadata": {"team": "billing" if i else "search", "ticket": 100 + i},
+                "responses": {"big": f"a{i}", "small": f"a{i}"},
+            },
+            ensure_ascii=False,
+        )
+        for i in range(3)
+    ]
+    suite = tmp_path / "s.jsonl"
+    suite.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert "\u2028" in suite.read_text(encoding="utf-8")  # raw, not escaped: valid JSON
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    result = invoke(
+        "grade", str(suite), "-b", "recorded:big", "-c", "recorded:small", "-j", "exact", "--db", db
+    )
+    assert result.exit_code == 0, result.output
+    query = "SELECT case_id FROM grades WHERE json_extract(metadata, '$.team') = 'billing' ORDER BY case_id"
+    sql = invoke("ledger", "sql", query, "--db", db, "--json")
+    assert sql.exit_code == 0, sql.output
+    assert [r["case_id"] for r in json.loads(sql.stdout)] == ["c1", "c2"]
+    with QualityLedger(db) as ledger:
+        rows = {r.case_id: r for r in ledger.results()}
+    assert rows["c0"].metadata == {"team": "search", "ticket": 100}
+    assert "\u2028" in (rows["c0"].prompt or "")
