@@ -145,7 +145,7 @@ class LedgerWriter:
             if key not in refused:
                 kept.append(item)
                 continue
-            self.refused.add((key[1], key[2], key[3]))  # type: ignore[arg-type]
+            self.refused.add((key[1], key[2], key[3]))
             added.append(
                 CaseFailure(
                     case_id=item.case_id or "",

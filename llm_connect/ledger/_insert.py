@@ -219,7 +219,7 @@ def _conflict(found: list[tuple[Key, int | None, list[str]]]) -> GradeConflictEr
         + " | ".join(lines)
         + more
         + ". Use a new run id, or resume the run to grade only what is missing.",
-        keys=tuple(k for k, _, _ in found),  # type: ignore[misc]
+        keys=tuple(k for k, _, _ in found),
     )
 
 

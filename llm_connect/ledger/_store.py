@@ -419,15 +419,31 @@ class QualityLedger(RecordsMixin):
         ).where(*conditions)
         with self._read("reading grade totals"), self._connect() as conn:
             records = conn.execute(stmt).all()
-        out = []
-        for r in records:
-            means: list[Any] = []
-            for total, count in ((r[7], r[8]), (r[9], r[10]), (r[11], r[12]), (r[13], r[14])):
-                means += [total / count if count else None, int(count)]
-            out.append(
-                GradeTotals(r[0], r[1], r[2], r[3], int(r[4]), float(r[5]), float(r[6]), *means, bool(r[15]))
+
+        def mean(total: Any, count: Any) -> float | None:
+            return float(total) / count if count else None
+
+        return [
+            GradeTotals(
+                task=r[0],
+                baseline_model=r[1],
+                grader_id=r[2],
+                candidate_model=r[3],
+                n=int(r[4]),
+                sum_quality=float(r[5]),
+                sum_quality_sq=float(r[6]),
+                candidate_mean_cost_usd=mean(r[7], r[8]),
+                candidate_cost_n=int(r[8]),
+                candidate_mean_latency_ms=mean(r[9], r[10]),
+                candidate_latency_n=int(r[10]),
+                baseline_mean_cost_usd=mean(r[11], r[12]),
+                baseline_cost_n=int(r[12]),
+                baseline_mean_latency_ms=mean(r[13], r[14]),
+                baseline_latency_n=int(r[14]),
+                asks_llm=bool(r[15]),
             )
-        return out
+            for r in records
+        ]
 
     def rebuild_stats(self) -> None:
         """Recompute the running totals (``grade_stats``) from ``grades``.
