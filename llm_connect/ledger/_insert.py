@@ -163,21 +163,6 @@ def _key(values: Sequence[Any]) -> Key | None:
     return key if key[0] is not None and key[1] is not None else None
 
 
-def _lookup(cursor: Any, keys: list[Key], placeholder: str) -> dict[Key, int]:
-    found: dict[Key, int] = {}
-    one = f"({', '.join(placeholder for _ in range(4))})"
-    for start in range(0, len(keys), _LOOKUP_CHUNK):
-        chunk = keys[start : start + _LOOKUP_CHUNK]
-        sql = (
-            f"SELECT id, {_KEY_COLS} FROM grades WHERE ({_KEY_COLS}) IN "
-            f"(VALUES {', '.join(one for _ in chunk)})"
-        )
-        cursor.execute(sql, [v for key in chunk for v in key])
-        for rec in cursor.fetchall():
-            found[tuple(rec[1:])] = rec[0]
-    return found
-
-
 #: What makes two grades under one key "the same grade" (re-recording it is then a no-op).
 SAME_GRADE_COLUMNS: tuple[str, ...] = (
     "task",
@@ -244,7 +229,8 @@ def _plan(rows: list[tuple[Any, ...]]) -> tuple[list[Key | None], dict[Key, int]
 
 
 def _check_existing(cursor: Any, placeholder: str, pending: dict[Key, tuple[Any, ...]]) -> dict[Key, int]:
-    """Ids of the stored grades under ``pending``'s keys; raises if one holds different content."""
+    """Ids of the stored grades under ``pending``'s keys (key -> row values); raises
+    :class:`GradeConflictError` if one holds different content."""
     if not pending:
         return {}
     cols = ", ".join(SAME_GRADE_COLUMNS)
@@ -298,16 +284,13 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
                     for offset, i in enumerate(keyed, start=1):
                         ids[i] = start + offset
                 inserted += keyed
-            else:  # some keys existed: read every key's id; ids above `start` are new
-                found = _lookup(cursor, [keys[i] for i in keyed], "?")  # type: ignore[misc]
-                existed = {}
+            else:  # some keys existed: read every key's id (ids above `start` are new) in the
+                # query that also checks a stored grade is this one (a new row matches itself)
+                found = _check_existing(cursor, "?", {keys[i]: rows[i] for i in keyed})  # type: ignore[misc]
                 for i in keyed:
                     ids[i] = found[keys[i]]  # type: ignore[index]
                     if found[keys[i]] > start:  # type: ignore[index]
                         inserted.append(i)
-                    else:
-                        existed[keys[i]] = rows[i]
-                _check_existing(cursor, "?", existed)  # type: ignore[arg-type]
         cursor.execute("SELECT COALESCE(MAX(id), 0) FROM grades")
         end = int(cursor.fetchone()[0])
         if end != start + (len(inserted) - len(plain)):
