@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import CaseDataError, ConfigurationError
 from llm_connect.grading._judge_batch import JudgeBatcher
-from llm_connect.grading._paired import judge_async
+from llm_connect.grading._paired import flag_asks_llm, judge_async
 from llm_connect.grading._protocols import Case, Judge, JudgePair
 from llm_connect.grading._report import (
     BatchReport,
@@ -316,8 +316,8 @@ class BatchGrader:
 
     async def _judge(self, judge: Judge, pair: JudgePair) -> GradingResult:
         batcher = self._batchers.get(id(judge))
-        if batcher is not None:
-            return await batcher.submit(pair)
+        if batcher is not None:  # judge_async flags its own results; batched ones are flagged here
+            return flag_asks_llm(judge, await batcher.submit(pair))
         return await judge_async(
             judge,
             pair.baseline_response,
@@ -387,8 +387,6 @@ class BatchGrader:
                         raise res
                     work.failures.append(case_failure(case, "judge", res, judge.grader_id))
                     continue
-                if getattr(judge, "asks_llm", False) and not res.asks_llm:
-                    res = replace(res, asks_llm=True)  # the judge's declaration is what routing trusts
                 report.results.append(BatchResult(case.id, case.task, cand.spec, res))
                 work.records.append(self._record(case, cand, res))
         report.failures.extend(work.failures)

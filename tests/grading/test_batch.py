@@ -124,6 +124,23 @@ def test_batch_judges_receive_pairs_from_many_cases(ledger: QualityLedger) -> No
     assert max(judge.batches) > 1  # batched across cases, not one pair per call
 
 
+def test_batched_grades_of_a_judge_that_asks_an_llm_are_stored_as_such(ledger: QualityLedger) -> None:
+    class LLMBatchJudge(CountingBatchJudge):
+        grader_id = "acme-llm-batch"
+        asks_llm = True  # its results leave the flag at False; the declaration is what counts
+
+    suite = make_suite(5, recorded={"a": ["x"] * 5, "b": ["y"] * 5})
+    grade_suite(
+        suite,
+        baseline=RecordedSide("a", suite),
+        candidates=[RecordedSide("b", suite)],
+        judges=[LLMBatchJudge(), ExactMatchJudge()],
+        ledger=ledger,
+    )
+    flags = {(r.grader_id, r.asks_llm) for r in ledger.results()}
+    assert flags == {("acme-llm-batch", True), ("exact", False)}
+
+
 def test_model_calls_stay_within_concurrency(openai_server: OpenAIServer) -> None:
     openai_server.delay_s = 0.05
     sem = asyncio.Semaphore(3)
