@@ -103,14 +103,12 @@ class LedgerWriter:
     def _write(self, batch: list[CaseWork]) -> None:
         try:
             self._commit(batch)
-        except GradeConflictError:
-            if len(batch) == 1 and not batch[0].records:
-                raise
-            for work in batch:  # find the refused grades: each case in its own transaction
-                try:
-                    self._commit([work])
-                except GradeConflictError as exc:
-                    self._commit([self._without_conflicts(work, exc)])
+        except GradeConflictError as exc:
+            if len(batch) == 1:  # the case without its refused grades, which become its failures
+                self._commit([self._without_conflicts(batch[0], exc)])
+            else:  # find the refusing cases: each case in its own transaction
+                for work in batch:
+                    self._write([work])
 
     def _commit(self, batch: list[CaseWork]) -> None:
         self.ledger.record_outcomes(
