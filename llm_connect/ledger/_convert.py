@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from llm_connect._json import compact_dumps, strict_dumps
-from llm_connect._secrets import mask_secrets, mask_value, redact_request
+from llm_connect._secrets import mask_secrets, mask_value
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError
 from llm_connect.ledger._rows import GradeRow, RecordItem
@@ -29,25 +29,9 @@ __all__ = [
     "KEY_POSITIONS",
     "batch_values",
     "grade_row",
-    "mask_secret_text",
-    "scrub",
     "sha256_text",
     "validate_item",
 ]
-
-
-def mask_secret_text(text: str) -> str:
-    """``text`` with credential-shaped values masked (:func:`llm_connect._secrets.mask_secrets`)."""
-    return mask_secrets(text)
-
-
-def scrub(value: Any) -> Any:
-    """Request-side data made safe to store: secret-named entries dropped, credentials masked.
-
-    For run configs and run options (:func:`llm_connect._secrets.redact_request`); a judge's
-    details are not request data and are only masked by value (nothing dropped by name).
-    """
-    return redact_request(value)
 
 
 # An empty SHA-256 context to copy: OpenSSL 3 looks the digest up again on every
@@ -164,12 +148,9 @@ def _config_values(config: RunConfig) -> tuple[str, str | None]:
     )
 
 
-def _metadata_json(index: int, metadata: Any) -> str:
-    """A case's metadata as JSON text (an object; NaN refused, credentials masked)."""
-    if not isinstance(metadata, Mapping):
-        raise GradingValidationError(
-            f"item {index}: metadata must be a mapping (a JSON object), not {type(metadata).__name__}"
-        )
+def _metadata_json(index: int, metadata: Mapping[str, Any]) -> str:
+    """A case's metadata (a mapping: :func:`validate_item` checked it) as JSON text, NaN refused,
+    credentials masked."""
     try:
         text = strict_dumps(dict(metadata))
     except (TypeError, ValueError) as exc:

@@ -60,8 +60,6 @@ NAMING_CONVENTION: dict[str, str] = {
 }
 
 
-
-
 class UTCDateTime(TypeDecorator[datetime]):
     """A timestamp stored in UTC and always read back timezone-aware.
 

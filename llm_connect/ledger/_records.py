@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, Table, select, update
 
+from llm_connect._secrets import mask_secrets, redact_request
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError, LedgerError
-from llm_connect.ledger._convert import batch_values, mask_secret_text, scrub
+from llm_connect.ledger._convert import batch_values
 from llm_connect.ledger._insert import created_value, insert_grades
 from llm_connect.ledger._models import (
     Calibration,
@@ -27,7 +28,7 @@ from llm_connect.ledger._models import (
     utcnow,
 )
 from llm_connect.ledger._rows import CalibrationRow, FailureRow, RecordItem, RunRow
-from llm_connect.types import LLMResponse, RunConfig, redact_secrets
+from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
     from llm_connect.values import NotApplicable, RoutingDecision
@@ -85,16 +86,11 @@ class RecordsMixin:
         reaches the key) and ``timeout``. The per-call timeout is left out: it does
         not change the answer.
         """
-        params = {
-            k: v
-            for k, v in redact_secrets(dict(run_config.model_params)).items()
-            if k not in ("timeout", "extra_headers")
-        }
-        headers = run_config.model_params.get("extra_headers")
-        if isinstance(headers, Mapping):  # headers may select a deployment: kept, secrets dropped
-            kept = {str(k).lower(): v for k, v in redact_secrets(dict(headers)).items()}
-            if kept:
-                params["extra_headers"] = kept
+        params = redact_request(dict(run_config.model_params))  # secret names dropped at any depth
+        params.pop("timeout", None)
+        headers = params.pop("extra_headers", None)
+        if isinstance(headers, dict) and headers:  # may select a deployment; names are case-free
+            params["extra_headers"] = {k.lower(): v for k, v in headers.items()}
         messages = []
         if run_config.system_prompt is not None:
             messages.append({"role": "system", "content": run_config.system_prompt})
@@ -163,7 +159,7 @@ class RecordsMixin:
         its suite and config are kept. ``config`` is stored with secrets removed."""
         if not isinstance(run_id, str) or not run_id:
             raise LedgerError(f"run_id must be a non-empty string, not {run_id!r}")
-        stored = None if config is None else _finite_json(scrub(config), "run config")
+        stored = None if config is None else _finite_json(redact_request(config), "run config")
         row = {
             "run_id": run_id,
             "suite": suite,
@@ -469,7 +465,7 @@ def _failure_row(
         "task": task,
         "stage": stage,
         "error_type": error_type,
-        "message": mask_secret_text(message),
+        "message": mask_secrets(message),
         "adapter_id": adapter_id,
     }
 
@@ -489,7 +485,7 @@ def _skip_rows(run_id: str, outcomes: Sequence[NotApplicable]) -> list[dict[str,
                 "candidate_model": na.candidate_model,
                 "candidate": na.candidate,
                 "field": na.field,
-                "reason": mask_secret_text(na.reason),
+                "reason": mask_secrets(na.reason),
             }
         )
     return rows
