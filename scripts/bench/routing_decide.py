@@ -81,6 +81,12 @@ def rows(total: int, timestamp: Callable[[datetime], Any]) -> Iterator[tuple[Any
         "details": details,
         "run_config": config,
         "llm_connect_version": "0.1.0",
+        "baseline_served_model": "gpt-4o-2024-08-06",
+        "baseline_endpoint": "https://api.openai.com/v1",
+        "candidate_served_model": None,
+        "candidate_endpoint": "https://api.openai.com/v1",
+        "metadata": None,
+        "asks_llm": False,
     }
     varying = (
         "created_at",
