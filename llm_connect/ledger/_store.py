@@ -50,6 +50,18 @@ def _match(column: Any, value: Filter) -> ColumnElement[bool] | None:
     return column.in_(list(value))  # type: ignore[no-any-return]
 
 
+def _totals_filter(task: Filter, baseline: Filter, candidate: Filter, grader: Filter) -> list[Any]:
+    """WHERE conditions on the running totals (``grade_stats``) for the filters given."""
+    c = _S.c
+    conditions = (
+        _match(c.task, task),
+        _match(c.baseline_model, baseline),
+        _match(c.candidate_model, candidate),
+        _match(c.grader_id, grader),
+    )
+    return [cond for cond in conditions if cond is not None]
+
+
 class QualityLedger(RecordsMixin):
     """Every grade in SQL: SQLite by default, PostgreSQL for fleets.
 
@@ -296,16 +308,7 @@ class QualityLedger(RecordsMixin):
         self, task: Filter, baseline: Filter, candidate: Filter, grader: Filter
     ) -> list[Any]:
         c = _S.c
-        conditions = [
-            cond
-            for cond in (
-                _match(c.task, task),
-                _match(c.baseline_model, baseline),
-                _match(c.candidate_model, candidate),
-                _match(c.grader_id, grader),
-            )
-            if cond is not None
-        ]
+        conditions = _totals_filter(task, baseline, candidate, grader)
         keys = (c.task, c.baseline_model, c.candidate_model, c.grader_id)
         stmt = (
             select(
@@ -389,16 +392,7 @@ class QualityLedger(RecordsMixin):
         one value or a sequence of values.
         """
         c = _S.c
-        conditions = [
-            cond
-            for cond in (
-                _match(c.task, task),
-                _match(c.baseline_model, baseline_model),
-                _match(c.grader_id, grader_id),
-                _match(c.candidate_model, candidate_model),
-            )
-            if cond is not None
-        ]
+        conditions = _totals_filter(task, baseline_model, candidate_model, grader_id)
         stmt = select(
             c.task,
             c.baseline_model,
