@@ -14,6 +14,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -450,7 +451,7 @@ class OpenAIAdapter:
             AdapterError: a subclass naming what went wrong (see ``_errors``).
         """
         held = self._reserve(prompt, run_config)
-        try:
+        with held or nullcontext():  # a reservation not settled by the end is released
             kwargs = self._request(prompt, run_config)
             client = self._clients.sync()
             with sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
@@ -459,12 +460,8 @@ class OpenAIAdapter:
                 latency_ms = (time.perf_counter() - start) * 1000.0
                 info.note(raw)
                 response = self._to_response(_parse(raw, self.adapter_id, info), latency_ms, info)
-        except BaseException:
             if held is not None:
-                held.release()
-            raise
-        if held is not None:
-            held.settle(response)
+                held.settle(response)
         self._log_call(response)
         return response
 
@@ -474,7 +471,7 @@ class OpenAIAdapter:
         A cancelled call releases its budget reservation like a failed one.
         """
         held = self._reserve(prompt, run_config)
-        try:
+        with held or nullcontext():  # a reservation not settled by the end is released
             kwargs = self._request(prompt, run_config)
             client = self._clients.async_()
             with sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
@@ -483,12 +480,8 @@ class OpenAIAdapter:
                 latency_ms = (time.perf_counter() - start) * 1000.0
                 info.note(raw)
                 response = self._to_response(_parse(raw, self.adapter_id, info), latency_ms, info)
-        except BaseException:
             if held is not None:
-                held.release()
-            raise
-        if held is not None:
-            held.settle(response)
+                held.settle(response)
         self._log_call(response)
         return response
 
