@@ -14,6 +14,7 @@ from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
 from llm_connect.ledger._migrate import current_revision, head_revision, upgrade
 from llm_connect.ledger._rows import (
     CalibrationRow,
+    CaseSeries,
     FailureRow,
     GradeRow,
     GradeTotals,
@@ -27,6 +28,7 @@ __all__ = [
     "DEFAULT_URL",
     "ENV_VAR",
     "CalibrationRow",
+    "CaseSeries",
     "FailureRow",
     "GradeRow",
     "GradeTotals",

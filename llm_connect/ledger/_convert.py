@@ -132,6 +132,7 @@ INSERT_COLUMNS: tuple[str, ...] = (
     "candidate_endpoint",
     "metadata",
     "asks_llm",
+    "score_delta",
 )
 #: Positions of the idempotency key (run_id, case_id, grader_id, candidate_model) in a values tuple.
 KEY_POSITIONS: tuple[int, ...] = tuple(
@@ -156,6 +157,15 @@ def _metadata_json(index: int, metadata: Mapping[str, Any]) -> str:
     except (TypeError, ValueError) as exc:
         raise GradingValidationError(f"item {index}: metadata must be JSON without NaN: {exc}") from None
     return mask_secrets(text)
+
+
+def _score_delta(details: Mapping[str, Any]) -> float | None:
+    """``candidate_score - baseline_score`` when a judge scored each response on its own."""
+    cand, base = details.get("candidate_score"), details.get("baseline_score")
+    if type(cand) not in (float, int) or type(base) not in (float, int):
+        return None
+    delta = float(cand) - float(base)
+    return delta if -1.0 <= delta <= 1.0 else None
 
 
 def _tags_json(tags: Sequence[str]) -> str:
@@ -289,6 +299,7 @@ def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> 
                 cand.endpoint,
                 metadata_json,
                 result.asks_llm,
+                _score_delta(result.details),
             )
         )
     return rows

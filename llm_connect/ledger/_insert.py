@@ -10,8 +10,9 @@ a key already stored returns the stored row's id and writes nothing.
   rows). New ids are consecutive after the current maximum (SQLite's rowid
   rule, with no other writer); when some keys already existed, the ids of the
   batch's keys are read back instead. The maximum id is verified afterwards.
-* Both: the running totals in ``grade_stats`` are upserted for the rows
-  actually inserted, in the same transaction.
+* Both: the running totals in ``grade_stats`` (per grader and candidate) and
+  ``case_stats`` (per case of those) are upserted for the rows actually
+  inserted, in the same transaction.
 * PostgreSQL: the batch's ids are taken from the ``grades.id`` sequence in one
   query; the rows (with those ids) go through ``COPY`` into a temporary staging
   table of the session (``ON COMMIT DELETE ROWS``), and one ``INSERT ... SELECT
@@ -109,6 +110,26 @@ def _stats_upsert(placeholder: str, least: str, greatest: str) -> str:
 _SQLITE_STATS = _stats_upsert("?", "min", "max")
 _PG_STATS = _stats_upsert("%s", "LEAST", "GREATEST")
 
+_CASE_KEY = (*_STAT_KEY, "case_key")
+_CASE_COLS = (*_CASE_KEY, "n", "sum_quality", "delta_n", "delta_sum", "first_id")
+_CASE_TYPES = ("text",) * 5 + ("int", "float8", "int", "float8", "int")
+
+
+def _case_upsert(values: str, least: str) -> str:
+    added = ", ".join(f"{c} = case_stats.{c} + excluded.{c}" for c in _CASE_COLS[5:9])
+    return (
+        f"INSERT INTO case_stats ({', '.join(_CASE_COLS)}) {values} "
+        f"ON CONFLICT ({', '.join(_CASE_KEY)}) DO UPDATE SET {added}, "
+        f"first_id = {least}(case_stats.first_id, excluded.first_id)"
+    )
+
+
+_SQLITE_CASES = _case_upsert(f"VALUES ({', '.join('?' for _ in _CASE_COLS)})", "min")
+# One statement for the whole batch: the columns go as arrays and unnest() turns them into rows.
+_PG_CASES = _case_upsert(
+    "SELECT * FROM unnest(" + ", ".join(f"%s::{t}[]" for t in _CASE_TYPES) + ")", "LEAST"
+)
+
 
 _I_TASK, _I_BASE, _I_GRADER, _I_CAND = (_POS[c] for c in _STAT_KEY)
 _I_Q, _I_CREATED, _I_ASKS = _POS["quality_score"], _POS["created_at"], _POS["asks_llm"]
@@ -143,6 +164,37 @@ def _stats(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         created = [r[_I_CREATED] for r in group]
         out.append((*key, *acc, min(created), max(created), any(r[_I_ASKS] for r in group)))
     return out
+
+
+_I_CASE_ID, _I_PROMPT, _I_DELTA = _POS["case_id"], _POS["prompt_sha256"], _POS["score_delta"]
+
+
+def _case_stats(rows: Sequence[tuple[Any, ...]], ids: Sequence[int]) -> list[tuple[Any, ...]]:
+    """Totals per case (see :class:`~llm_connect.ledger._models.CaseStats`) of newly inserted rows,
+    sorted by key (concurrent writers then lock the rows in the same order)."""
+    by_case: dict[tuple[Any, ...], list[Any]] = {}
+    for r, grade_id in zip(rows, ids, strict=True):
+        case_id = r[_I_CASE_ID]
+        key = (
+            r[_I_TASK],
+            r[_I_BASE],
+            r[_I_GRADER],
+            r[_I_CAND],
+            f"sha256:{r[_I_PROMPT]}" if case_id is None else f"id:{case_id}",
+        )
+        delta = r[_I_DELTA]
+        acc = by_case.get(key)
+        if acc is None:
+            by_case[key] = [1, r[_I_Q], 0 if delta is None else 1, 0.0 if delta is None else delta, grade_id]
+            continue
+        acc[0] += 1
+        acc[1] += r[_I_Q]
+        if delta is not None:
+            acc[2] += 1
+            acc[3] += delta
+        if grade_id < acc[4]:
+            acc[4] = grade_id
+    return [(*key, *acc) for key, acc in sorted(by_case.items())]
 
 
 Key = tuple[Any, ...]
@@ -296,9 +348,9 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
         if end != start + (len(inserted) - len(plain)):
             raise LedgerError(f"unexpected row ids after inserting {len(inserted)} grades (max id {end})")
         if inserted:
-            cursor.executemany(
-                _SQLITE_STATS, _stats(rows if len(inserted) == len(rows) else [rows[i] for i in inserted])
-            )
+            new_rows = rows if len(inserted) == len(rows) else [rows[i] for i in inserted]
+            cursor.executemany(_SQLITE_STATS, _stats(new_rows))
+            cursor.executemany(_SQLITE_CASES, _case_stats(new_rows, [ids[i] for i in inserted]))  # type: ignore[misc]
     finally:
         cursor.close()
     if None not in ids:  # every row was inserted: its own id
@@ -338,6 +390,12 @@ def _execute_in(cursor: Any, batch: list[tuple[Any, ...]]) -> list[int | None]:
             return out
 
 
+def _pg_cases(cursor: Any, rows: Sequence[tuple[Any, ...]], ids: Sequence[int]) -> None:
+    """Upsert the per-case totals of ``rows`` in one statement (one array per column)."""
+    totals = _case_stats(rows, ids)
+    cursor.execute(_PG_CASES, [list(column) for column in zip(*totals, strict=True)])
+
+
 def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]], *, stage: bool) -> list[int]:
     keys, first = _plan(rows)
     sent = [i for i, key in enumerate(keys) if key is None or first[key] == i]
@@ -346,13 +404,16 @@ def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]], *, stage: bool) ->
         own = _copy_in(cursor, batch) if stage else _execute_in(cursor, batch)
         if len(sent) == len(rows) and None not in own:  # every row was inserted: its own id
             cursor.executemany(_PG_STATS, _stats(rows))
+            _pg_cases(cursor, rows, own)  # type: ignore[arg-type]
             return own  # type: ignore[return-value]
         ids: list[int | None] = [None] * len(rows)
         for i, new_id in zip(sent, own, strict=True):
             ids[i] = new_id
-        inserted = [rows[i] for i in sent if ids[i] is not None]
-        if inserted:
+        fresh = [i for i in sent if ids[i] is not None]
+        if fresh:
+            inserted = [rows[i] for i in fresh]
             cursor.executemany(_PG_STATS, _stats(inserted))
+            _pg_cases(cursor, inserted, [ids[i] for i in fresh])  # type: ignore[misc]
         conflicted = {key: rows[i] for key, i in first.items() if ids[i] is None}
         existing = _check_existing(cursor, "%s", conflicted)
     by_key = {**existing, **{key: ids[i] for key, i in first.items() if ids[i] is not None}}

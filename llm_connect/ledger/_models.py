@@ -35,11 +35,14 @@ from llm_connect._version import __version__
 from llm_connect.types import utcnow
 
 __all__ = [
+    "CASE_KEY_SQL",
+    "CASE_STATS_REBUILD_SQL",
     "GRADE_STATS_REBUILD_SQL",
     "NAMING_CONVENTION",
     "QUALITY_SUMMARY_VIEW_SQL",
     "Base",
     "Calibration",
+    "CaseStats",
     "Grade",
     "GradeStats",
     "ResponseCacheEntry",
@@ -169,6 +172,9 @@ class Grade(Base):
     llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
     case_metadata: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
     asks_llm: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    score_delta: Mapped[float | None] = mapped_column(Float)
+    """Candidate score minus baseline score, for judges that score each response on its own
+    (``details.candidate_score - details.baseline_score``); ``None`` otherwise."""
 
 
 class GradeStats(Base):
@@ -202,6 +208,34 @@ class GradeStats(Base):
     last_at: Mapped[datetime] = mapped_column()
     asks_llm: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     """Whether any of these grades came from a judge that asks an LLM (gates routing)."""
+
+
+class CaseStats(Base):
+    """Running totals per *case* of (task, baseline model, grader id, candidate model).
+
+    The case is the unit of evidence: grades of one case from several runs are
+    averaged into one value before any interval is computed. ``case_key`` is
+    ``id:<case_id>`` when the grade has a case id, else ``sha256:<prompt digest>``.
+    ``first_id`` (the case's first grade) orders cases as they arrived, which is
+    the order the anytime-valid bound reads them in. Maintained with every write,
+    in the same transaction as the grades; :meth:`QualityLedger.rebuild_stats`
+    recomputes it.
+    """
+
+    __tablename__ = "case_stats"
+
+    task: Mapped[str] = mapped_column(String(200), primary_key=True)
+    baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    grader_id: Mapped[str] = mapped_column(String(300), primary_key=True)
+    candidate_model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    case_key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    n: Mapped[int] = mapped_column(Integer)
+    """Grades of this case."""
+    sum_quality: Mapped[float] = mapped_column(Float)
+    delta_n: Mapped[int] = mapped_column(Integer)
+    """Grades of this case with a ``score_delta`` (single-response scorers)."""
+    delta_sum: Mapped[float] = mapped_column(Float)
+    first_id: Mapped[int] = mapped_column(Integer)
 
 
 class ResponseCacheEntry(Base):
@@ -333,3 +367,16 @@ SELECT task, baseline_model, grader_id, candidate_model, COUNT(*), SUM(quality_s
     MIN(created_at), MAX(created_at), MAX(CASE WHEN asks_llm THEN 1 ELSE 0 END) > 0
 FROM grades
 GROUP BY task, baseline_model, grader_id, candidate_model"""
+
+
+#: The case a grade belongs to, as an SQL expression over ``grades`` (see :class:`CaseStats`).
+CASE_KEY_SQL = "CASE WHEN case_id IS NOT NULL THEN 'id:' || case_id ELSE 'sha256:' || prompt_sha256 END"
+
+#: Recomputes ``case_stats`` from ``grades`` (portable SQL; run after deleting its rows).
+CASE_STATS_REBUILD_SQL = f"""\
+INSERT INTO case_stats (task, baseline_model, grader_id, candidate_model, case_key, n, sum_quality,
+    delta_n, delta_sum, first_id)
+SELECT task, baseline_model, grader_id, candidate_model, {CASE_KEY_SQL}, COUNT(*), SUM(quality_score),
+    COUNT(score_delta), COALESCE(SUM(score_delta), 0.0), MIN(id)
+FROM grades
+GROUP BY task, baseline_model, grader_id, candidate_model, {CASE_KEY_SQL}"""

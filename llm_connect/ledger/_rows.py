@@ -131,6 +131,8 @@ class GradeRow:
     """The suite case's ``metadata`` object (``None`` when the case had none)."""
     asks_llm: bool = False
     """Whether the judge asked an LLM for this grade."""
+    score_delta: float | None = None
+    """Candidate score minus baseline score, for judges that score each response on its own."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The read-only views (details, run_config, tool calls) go as plain dicts and are
@@ -275,6 +277,39 @@ class GradeTotals:
     baseline_latency_n: int
     asks_llm: bool
     """Whether any of these grades came from a judge that asks an LLM."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSeries:
+    """The per-case totals of one (task, baseline model, grader id, candidate model).
+
+    What :meth:`QualityLedger.case_series` returns: one entry per distinct case
+    (see ``case_stats`` in ``docs/ledger.md``), in the order the cases were
+    first graded. A case's value is ``sum_quality[i] / grades[i]``.
+    """
+
+    task: str
+    baseline_model: str
+    grader_id: str
+    candidate_model: str
+    grades: tuple[int, ...]
+    """Grades per case."""
+    sum_quality: tuple[float, ...]
+    """Σ quality_score per case."""
+    delta_n: tuple[int, ...]
+    """Grades per case that carry a ``score_delta`` (single-response scorers)."""
+    delta_sum: tuple[float, ...]
+    """Σ score_delta per case."""
+
+    @property
+    def n_cases(self) -> int:
+        """Distinct cases."""
+        return len(self.grades)
+
+    @property
+    def n_grades(self) -> int:
+        """Grades over all cases."""
+        return sum(self.grades)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, select, text
 
 from llm_connect.errors import LedgerError
+from llm_connect.ledger._cases import CasesMixin
 from llm_connect.ledger._convert import GRADE_COLUMNS, batch_values, grade_row
 from llm_connect.ledger._engine import (
     display_url,
@@ -23,7 +24,15 @@ from llm_connect.ledger._engine import (
 )
 from llm_connect.ledger._insert import created_value, insert_grades
 from llm_connect.ledger._migrate import ensure_schema
-from llm_connect.ledger._models import GRADE_STATS_REBUILD_SQL, Grade, GradeStats, RunSkip, utcnow
+from llm_connect.ledger._models import (
+    CASE_STATS_REBUILD_SQL,
+    GRADE_STATS_REBUILD_SQL,
+    CaseStats,
+    Grade,
+    GradeStats,
+    RunSkip,
+    utcnow,
+)
 from llm_connect.ledger._records import RecordsMixin
 from llm_connect.ledger._rows import GradeRow, GradeTotals, RecordItem, SummaryRow
 from llm_connect.ledger._stats import mean_std, t_interval
@@ -62,7 +71,7 @@ def _totals_filter(task: Filter, baseline: Filter, candidate: Filter, grader: Fi
     return [cond for cond in conditions if cond is not None]
 
 
-class QualityLedger(RecordsMixin):
+class QualityLedger(RecordsMixin, CasesMixin):
     """Every grade in SQL: SQLite by default, PostgreSQL for fleets.
 
     ``url`` is a SQLAlchemy URL; without one, ``$LLM_CONNECT_DATABASE_URL``,
@@ -440,7 +449,7 @@ class QualityLedger(RecordsMixin):
         ]
 
     def rebuild_stats(self) -> None:
-        """Recompute the running totals (``grade_stats``) from ``grades``.
+        """Recompute the running totals (``grade_stats``, ``case_stats``) from ``grades``.
 
         Only needed after grades were inserted or deleted with plain SQL
         behind the ledger's back; every ledger write keeps them current.
@@ -449,6 +458,8 @@ class QualityLedger(RecordsMixin):
         def write(conn: Connection) -> None:
             conn.execute(_S.delete())
             conn.execute(text(GRADE_STATS_REBUILD_SQL))
+            conn.execute(cast(Table, CaseStats.__table__).delete())
+            conn.execute(text(CASE_STATS_REBUILD_SQL))
 
         self._write("rebuilding grade totals", write)
 

@@ -20,6 +20,7 @@ TABLES = {
     "alembic_version",
     "calibrations",
     "grade_stats",
+    "case_stats",
     "grades",
     "response_cache",
     "routing_decisions",
