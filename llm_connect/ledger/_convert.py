@@ -162,7 +162,9 @@ def _metadata_json(index: int, metadata: Mapping[str, Any]) -> str:
 def _score_delta(details: Mapping[str, Any]) -> float | None:
     """``candidate_score - baseline_score`` when a judge scored each response on its own."""
     cand, base = details.get("candidate_score"), details.get("baseline_score")
-    if type(cand) not in (float, int) or type(base) not in (float, int):
+    if not isinstance(cand, float | int) or not isinstance(base, float | int) or isinstance(cand, bool):
+        return None
+    if isinstance(base, bool):
         return None
     delta = float(cand) - float(base)
     return delta if -1.0 <= delta <= 1.0 else None

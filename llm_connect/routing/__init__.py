@@ -1,13 +1,26 @@
 """Routing: choose which model serves a task from the evidence in the ledger.
 
-:class:`Router` picks the cheapest candidate whose lower confidence bound of
-mean quality clears a threshold with enough grades, otherwise the baseline,
-and stores every :class:`RoutingDecision` in the ledger for audit.
+:class:`Router` picks the cheapest candidate whose anytime-valid lower
+confidence bound of mean per-case quality clears a threshold with enough
+cases, otherwise the baseline, and stores every :class:`RoutingDecision` in
+the ledger for audit. :func:`gather` / :func:`assess` (``routing/_evidence.py``)
+compute that evidence; every figure llm-connect prints about a candidate
+comes from them.
 """
 
 from __future__ import annotations
 
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
+from llm_connect.routing._evidence import assess, candidate_alpha, gather
 from llm_connect.routing._router import Router
 
-__all__ = ["CandidateEvidence", "GraderEvidence", "IgnoredGrader", "Router", "RoutingDecision"]
+__all__ = [
+    "CandidateEvidence",
+    "GraderEvidence",
+    "IgnoredGrader",
+    "Router",
+    "RoutingDecision",
+    "assess",
+    "candidate_alpha",
+    "gather",
+]

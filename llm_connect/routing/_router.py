@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError
-from llm_connect.ledger._stats import mean_std, t_interval
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
+from llm_connect.routing._evidence import candidate_alpha, gather, method_name
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
@@ -21,8 +21,8 @@ def _ratio(value: float | None, base: float | None) -> float | None:
     return value / base
 
 
-def _fmt(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
+def _pct(level: float) -> str:
+    return f"{100.0 * level:.4g}%"
 
 
 def _weighted(pairs: list[tuple[Any, Any]]) -> float | None:
@@ -36,12 +36,19 @@ def _weighted(pairs: list[tuple[Any, Any]]) -> float | None:
 class Router:
     """Decides which model serves a task, from the grades in a :class:`QualityLedger`.
 
-    A candidate qualifies when, for every usable grader, it has at least
-    ``min_samples`` grades for the task against the baseline and the lower end
-    of the two-sided ``confidence`` t-interval of its mean quality is at least
-    ``min_quality``. The cheapest qualifying candidate by recorded mean cost is
-    chosen (candidates with unknown cost come after, in the order given);
-    without one, the baseline. Grades of an LLM judge count only once the
+    A candidate qualifies (is *proven*) when, for every usable grader, at least
+    ``min_samples`` distinct cases of the task are graded against the baseline
+    (grades of one case are averaged first) and the lower confidence bound of
+    its mean per-case quality is at least ``min_quality``. Each bound is
+    one-sided at ``(1 - confidence) / k`` for ``k`` candidates, so the chance of
+    routing to any candidate whose true mean is below ``min_quality`` is at most
+    ``1 - confidence``; the bounds are anytime-valid (the guarantee holds however
+    often ``decide`` is asked as grades accrue) unless ``fixed_n=True``
+    (``docs/decisions.md``). The cheapest qualifying candidate by recorded mean
+    cost is chosen (candidates with unknown cost come after, in the order
+    given); without one, the baseline. Each candidate's evidence says whether
+    it is proven, ruled out, undecided (with roughly how many more cases would
+    settle it) or has too few cases. Grades of an LLM judge count only once the
     ledger holds a passing calibration for it (unless ``allow_uncalibrated``).
 
     Example::
@@ -111,14 +118,18 @@ class Router:
         confidence: float = 0.95,
         min_samples: int = 30,
         allow_uncalibrated: bool = False,
+        fixed_n: bool = False,
     ) -> RoutingDecision:
         """Choose the model for ``task`` and store the decision in the ledger.
 
         ``baseline`` and ``candidates`` are model names as they were asked for
         (``openai:gpt-4o-mini`` graded against a server that reports
         ``gpt-4o-mini-2024-07-18`` is ``"gpt-4o-mini"``); ``grader_id`` is one grader id or several (a
-        candidate must qualify on each usable one). Returns the stored
-        :class:`RoutingDecision` (with ``decision_id`` set).
+        candidate must qualify on each usable one). ``min_samples`` counts distinct
+        cases. ``fixed_n=True`` replaces the anytime-valid bounds by single-look
+        intervals, valid only when the decision is asked once at a sample size
+        fixed in advance. Returns the stored :class:`RoutingDecision` (with
+        ``decision_id`` set).
         """
         grader_ids = (grader_id,) if isinstance(grader_id, str) else tuple(grader_id)
         cands = list(dict.fromkeys(candidates))
@@ -150,22 +161,20 @@ class Router:
         base_cost = _weighted([(r.baseline_mean_cost_usd, r.baseline_cost_n) for r in records])
         base_latency = _weighted([(r.baseline_mean_latency_ms, r.baseline_latency_n) for r in records])
 
+        found = gather(
+            self.ledger,
+            task,
+            baseline=baseline,
+            candidates=cands,
+            grader_ids=used,
+            min_quality=min_quality,
+            confidence=confidence,
+            min_samples=min_samples,
+            fixed_n=fixed_n,
+        )
         evidence: list[CandidateEvidence] = []
         for model in cands:
-            graders: list[GraderEvidence] = []
-            for gid in used:
-                rec = by_key.get((model, gid))
-                n = 0 if rec is None else rec.n
-                mean, std = (None, None) if rec is None else mean_std(n, rec.sum_quality, rec.sum_quality_sq)
-                low, _high = t_interval(n, mean, std, confidence)
-                if n < min_samples:
-                    why = f"{gid}: n={n} < min_samples {min_samples}"
-                elif low is None or low < min_quality:
-                    why = f"{gid}: lower bound {_fmt(low)} < min_quality {min_quality:g}"
-                else:
-                    why = f"{gid}: n={n}, mean {_fmt(mean)}, lower bound {_fmt(low)} >= {min_quality:g}"
-                passed = n >= min_samples and low is not None and low >= min_quality
-                graders.append(GraderEvidence(gid, n, mean, low, passed, why))
+            graders: list[GraderEvidence] = [found[(model, gid)] for gid in used]
             mine = [by_key[(model, g)] for g in used if (model, g) in by_key]
             cost = _weighted([(r.candidate_mean_cost_usd, r.candidate_cost_n) for r in mine])
             latency = _weighted([(r.candidate_mean_latency_ms, r.candidate_latency_n) for r in mine])
@@ -183,7 +192,15 @@ class Router:
 
         chosen = self._cheapest([c for c in evidence if c.passed], cands)
         reason = self._reason(
-            chosen, baseline, evidence, used, ignored, min_quality, confidence, min_samples, bool(cands)
+            chosen,
+            baseline,
+            evidence,
+            used,
+            ignored,
+            min_quality=min_quality,
+            min_samples=min_samples,
+            alpha=candidate_alpha(confidence, len(cands)),
+            fixed_n=fixed_n,
         )
         decision = RoutingDecision(
             model=baseline if chosen is None else chosen.model,
@@ -198,6 +215,7 @@ class Router:
             confidence=float(confidence),
             min_samples=min_samples,
             allow_uncalibrated=bool(allow_uncalibrated),
+            fixed_n=bool(fixed_n),
             baseline_mean_cost_usd=base_cost,
             baseline_mean_latency_ms=base_latency,
         )
@@ -223,29 +241,31 @@ class Router:
         evidence: list[CandidateEvidence],
         used: list[str],
         ignored: list[IgnoredGrader],
+        *,
         min_quality: float,
-        confidence: float,
         min_samples: int,
-        any_candidates: bool,
+        alpha: float,
+        fixed_n: bool,
     ) -> str:
-        level = f"{confidence:.0%}"
         notes = "".join(f" Ignored {g.why}." for g in ignored)
-        if not any_candidates:
+        if not evidence:
             return f"Kept the baseline {baseline}: no candidates were given.{notes}"
         if not used:
             return (
                 f"Kept the baseline {baseline}: no usable grader remains, so no candidate has evidence."
                 f"{notes}"
             )
+        k = len(evidence)
+        rule = (
+            f"{method_name(fixed_n)} {_pct(1.0 - alpha)} lower bound of mean per-case quality >= "
+            f"{min_quality:g} with >= {min_samples} cases on {' and '.join(used)}"
+            + (f"; {_pct(1.0 - alpha * k)} over {k} candidates (Bonferroni)" if k > 1 else "")
+        )
         if chosen is None:
             failures = "; ".join(
                 f"{c.model}: " + ", ".join(g.why for g in c.graders if not g.passed) for c in evidence
             )
-            return (
-                f"Kept the baseline {baseline}: no candidate has at least {min_samples} grades with a "
-                f"{level} lower confidence bound of mean quality >= {min_quality:g} on "
-                f"{' and '.join(used)} ({failures}).{notes}"
-            )
+            return f"Kept the baseline {baseline}: no candidate is proven ({rule}). {failures}.{notes}"
         cost = (
             f"mean cost {chosen.cost_ratio:.2f}x the baseline's"
             if chosen.cost_ratio is not None
@@ -255,7 +275,6 @@ class Router:
         also = f" Also qualified: {', '.join(others)}." if others else ""
         proof = "; ".join(g.why for g in chosen.graders)
         return (
-            f"Routed to {chosen.model} instead of {baseline}: the cheapest candidate whose {level} lower "
-            f"confidence bound of mean quality is >= {min_quality:g} with >= {min_samples} grades "
-            f"({proof}); {cost}.{also}{notes}"
+            f"Routed to {chosen.model} instead of {baseline}: the cheapest proven candidate ({rule}): "
+            f"{proof}; {cost}.{also}{notes}"
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -14,21 +14,53 @@ __all__ = ["CandidateEvidence", "GraderEvidence", "IgnoredGrader", "RoutingDecis
 
 @dataclass(frozen=True)
 class GraderEvidence:
-    """What one grader's grades say about one candidate."""
+    """What one grader's grades say about one candidate (computed by ``routing/_evidence.py``).
+
+    The case is the unit: grades of one case (same case id, else same prompt)
+    are averaged into one value first, and ``n`` counts distinct cases.
+    """
 
     grader_id: str
     """The grader (judge) whose grades these are."""
     n: int
-    """Number of grades of this candidate by this grader (for the task and baseline)."""
+    """Distinct cases graded (for the task and baseline)."""
     mean: float | None
-    """Mean quality score (``None`` without grades)."""
+    """Mean of the per-case mean quality scores (``None`` without grades)."""
     lower_bound: float | None
-    """Lower end of the two-sided t-interval of the mean at the decision's confidence
-    (``None`` when ``n < 2``)."""
+    """Lower confidence bound of the mean, one-sided at ``1 - alpha`` (``None`` without grades)."""
     passed: bool
-    """``n >= min_samples`` and ``lower_bound >= min_quality``."""
+    """``status == "proven"``: at least ``min_samples`` cases and ``lower_bound >= min_quality``."""
     why: str
     """Why it passed or failed, in words."""
+    n_grades: int | None = None
+    """Grades behind the ``n`` cases (``None`` in decisions stored before case-level evidence)."""
+    upper_bound: float | None = None
+    """Upper confidence bound of the mean, one-sided at ``1 - alpha``."""
+    std: float | None = None
+    """Standard deviation of the per-case values (``None`` below two cases)."""
+    status: str = ""
+    """``proven``, ``ruled out`` (upper bound below ``min_quality``), ``undecided``,
+    ``insufficient`` (fewer than ``min_samples`` cases) or ``no grades``."""
+    cases_needed: int | None = None
+    """For an undecided or insufficient candidate: roughly how many cases in all would settle it,
+    if future cases look like these (``None`` when settled or too close to call)."""
+    alpha: float | None = None
+    """Each bound's one-sided error rate: ``(1 - confidence) / number of candidates``."""
+    method: str = ""
+    """``anytime-valid`` (default) or ``single-look (fixed n)``."""
+    delta_mean: float | None = None
+    """Mean paired difference candidate − baseline score per case (single-response scorers only)."""
+    delta_low: float | None = None
+    """Lower end of the two-sided ``confidence`` interval of ``delta_mean``."""
+    delta_high: float | None = None
+    """Upper end of that interval."""
+    delta_cases: int = 0
+    """Cases with a paired difference."""
+
+    @property
+    def settled(self) -> bool:
+        """Proven or ruled out: more cases cannot change the verdict."""
+        return self.status in ("proven", "ruled out")
 
 
 @dataclass(frozen=True)
@@ -52,7 +84,7 @@ class CandidateEvidence:
 
     @property
     def n(self) -> int:
-        """The smallest number of grades over the usable graders (0 without any)."""
+        """The smallest number of distinct cases over the usable graders (0 without any)."""
         return min((g.n for g in self.graders), default=0)
 
     @property
@@ -66,6 +98,24 @@ class CandidateEvidence:
         """The lowest lower confidence bound over the usable graders."""
         bounds = [g.lower_bound for g in self.graders if g.lower_bound is not None]
         return min(bounds) if len(bounds) == len(self.graders) and bounds else None
+
+    @property
+    def status(self) -> str:
+        """``proven`` on every usable grader; ``ruled out`` when one grader rules it out;
+        else the first grader's ``insufficient``/``undecided``/``no grades`` (``no graders``
+        without a usable grader)."""
+        if not self.graders:
+            return "no graders"
+        if all(g.status == "proven" for g in self.graders):
+            return "proven"
+        if any(g.status == "ruled out" for g in self.graders):
+            return "ruled out"
+        return next(g.status for g in self.graders if g.status != "proven")
+
+    @property
+    def settled(self) -> bool:
+        """Proven on every usable grader, or ruled out on one: more cases cannot change it."""
+        return self.status in ("proven", "ruled out")
 
 
 @dataclass(frozen=True)
@@ -108,6 +158,8 @@ class RoutingDecision:
     created_at: datetime = field(default_factory=utcnow)
     decision_id: int | None = None
     """Row id in the ledger's ``routing_decisions`` table, once stored."""
+    fixed_n: bool = False
+    """Whether the bounds were single-look intervals (``fixed_n=True``) instead of anytime-valid."""
 
     @property
     def routed(self) -> bool:
@@ -141,15 +193,7 @@ class RoutingDecision:
                     "cost_ratio": c.cost_ratio,
                     "latency_ratio": c.latency_ratio,
                     "graders": [
-                        {
-                            "grader_id": g.grader_id,
-                            "n": g.n,
-                            "mean": g.mean,
-                            "lower_bound": g.lower_bound,
-                            "passed": g.passed,
-                            "why": g.why,
-                        }
-                        for g in c.graders
+                        {f.name: getattr(g, f.name) for f in fields(GraderEvidence)} for g in c.graders
                     ],
                 }
                 for c in self.candidates
@@ -162,6 +206,7 @@ class RoutingDecision:
                 "confidence": self.confidence,
                 "min_samples": self.min_samples,
                 "allow_uncalibrated": self.allow_uncalibrated,
+                "fixed_n": self.fixed_n,
             },
             "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
             "baseline_mean_latency_ms": self.baseline_mean_latency_ms,
@@ -196,6 +241,7 @@ class RoutingDecision:
             confidence=params["confidence"],
             min_samples=params["min_samples"],
             allow_uncalibrated=params["allow_uncalibrated"],
+            fixed_n=bool(params.get("fixed_n", False)),
             baseline_mean_cost_usd=data["baseline_mean_cost_usd"],
             baseline_mean_latency_ms=data["baseline_mean_latency_ms"],
             created_at=datetime.fromisoformat(data["created_at"]),

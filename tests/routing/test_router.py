@@ -38,14 +38,15 @@ def _grades(
                 candidate_cost=cost,
                 candidate_latency=latency,
                 baseline_model=baseline,
+                prompt=f"case {i}",
             )
-            for s in scores
+            for i, s in enumerate(scores)
         ],
         task=task,
     )
 
 
-def _good(n: int = 40) -> list[float]:
+def _good(n: int = 120) -> list[float]:
     return [0.97, 0.99, 1.0, 0.98] * (n // 4)
 
 
@@ -58,7 +59,7 @@ def test_routes_to_a_cheaper_candidate_with_proven_quality(
     )
     assert decision.model == "gpt-4o-mini" and decision.routed
     ev = decision.evidence_for("gpt-4o-mini")
-    assert ev.passed and ev.n == 40 and ev.mean == pytest.approx(0.985)
+    assert ev.passed and ev.n == 120 and ev.mean == pytest.approx(0.985)
     assert ev.lower_bound is not None and 0.9 <= ev.lower_bound < 0.985
     assert ev.cost_ratio == pytest.approx(0.1) and ev.latency_ratio == pytest.approx(300 / 800)
     assert decision.baseline_mean_cost_usd == pytest.approx(0.01)
@@ -87,7 +88,8 @@ def test_too_few_grades_keep_the_baseline(ledger: QualityLedger, make_result: Ma
         "support", baseline="gpt-4o", candidates=["gpt-4o-mini"], grader_id="exact"
     )
     assert decision.model == "gpt-4o" and not decision.routed
-    assert "n=29 < min_samples 30" in decision.reason
+    assert "insufficient evidence (29 of 30 cases)" in decision.reason
+    assert decision.evidence_for("gpt-4o-mini").graders[0].status == "insufficient"
 
 
 def test_a_high_mean_with_a_low_lower_bound_is_not_enough(
@@ -138,7 +140,8 @@ def test_with_several_graders_a_candidate_must_pass_each(
     decision = router.decide("support", baseline="gpt-4o", candidates=["m"], grader_id=["exact", "embedding"])
     assert decision.model == "gpt-4o"
     assert [g.passed for g in decision.evidence_for("m").graders] == [True, False]
-    assert "embedding: lower bound" in decision.reason
+    assert "embedding: ruled out" in decision.reason
+    assert decision.evidence_for("m").status == "ruled out"
     assert router.decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact").model == "m"
 
 

@@ -1,0 +1,233 @@
+"""Confidence bounds for the mean of scores in [0, 1], valid at any number of looks.
+
+The bound used by default is the *predictable plug-in empirical-Bernstein
+confidence sequence* of Waudby-Smith & Ramdas, "Estimating means of bounded
+random variables by betting", JRSS-B 86(1), 2024 (arXiv:2010.09686),
+Theorem 2, in its one-sided form. For observations ``x_1..x_t`` in [0, 1]
+with common mean ``mu`` and any bets ``lambda_i`` in [0, 1) fixed before
+``x_i`` is seen,
+
+    P( exists t:  mu < (sum lambda_i x_i - log(1/alpha) - sum v_i psi(lambda_i)) / sum lambda_i ) <= alpha
+
+with ``v_i = 4 (x_i - mu_hat_{i-1})^2`` and ``psi(l) = (-log(1 - l) - l) / 4``:
+the process ``prod exp(lambda_i (x_i - mu) - v_i psi(lambda_i))`` is a
+non-negative supermartingale, and Ville's inequality bounds the chance it
+ever reaches ``1/alpha``. Because the statement holds for all ``t`` at once,
+the running maximum of the lower bounds is valid too, and so is asking for
+the bound after every new observation.
+
+Bets follow the paper's recommendation, tuned for a one-sided ``alpha``::
+
+    lambda_t = min(c, sqrt(2 log(1/alpha) / (sigma2_{t-1} t log(1 + t))))
+    mu_hat_t = (1/2 + sum_{i<=t} x_i) / (t + 1)
+    sigma2_t = (1/4 + sum_{i<=t} (x_i - mu_hat_i)^2) / (t + 1)
+
+with truncation ``c = 3/4`` (:data:`TRUNCATION`). The upper bound is the
+lower bound of ``1 - x``, mapped back.
+
+``fixed_n=True`` gives the single-look confidence interval of the same paper
+(bets tuned for the sample size, ``lambda_t = min(c, sqrt(2 log(1/alpha) /
+(n sigma2_{t-1})))``, no running maximum), valid for one look at a sample
+size fixed in advance. For 0/1 scores it is the exact Clopper-Pearson bound
+(``scipy.stats.beta``).
+
+:func:`cases_needed` projects how many cases a bound needs before it crosses
+a threshold, if future cases look like those seen so far (their mean and
+variance): the expected value of each sum above, summed exactly for the first
+cases and by the trapezoid rule over a geometric grid beyond.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+__all__ = [
+    "TRUNCATION",
+    "cases_needed",
+    "clopper_pearson",
+    "lower_bound",
+    "mean_interval",
+    "upper_bound",
+]
+
+TRUNCATION = 0.75
+"""``c``: the largest bet; any value in (0, 1) keeps the guarantee (the paper suggests 1/2 or 3/4)."""
+
+_MAX_PROJECTED = 10_000_000
+""":func:`cases_needed` looks this far ahead; beyond it the answer is ``None`` (not settled)."""
+
+
+def _np() -> Any:
+    import numpy
+
+    return numpy
+
+
+def _bets(x: Any, log_inv_alpha: float, fixed_n: bool) -> tuple[Any, Any]:
+    """The bets ``lambda_t`` and the centres ``mu_hat_{t-1}`` for the observations ``x``."""
+    np = _np()
+    n = x.shape[0]
+    t = np.arange(1, n + 1, dtype=float)
+    mu_hat = (0.5 + np.cumsum(x)) / (t + 1.0)
+    sigma2 = (0.25 + np.cumsum((x - mu_hat) ** 2)) / (t + 1.0)
+    mu_prev = np.concatenate(([0.5], mu_hat[:-1]))
+    sigma2_prev = np.concatenate(([0.25], sigma2[:-1]))
+    scale = float(n) if fixed_n else t * np.log1p(t)
+    lam = np.sqrt(2.0 * log_inv_alpha / (sigma2_prev * scale))
+    return np.minimum(lam, TRUNCATION), mu_prev
+
+
+def _eb_lower(x: Any, alpha: float, fixed_n: bool) -> float:
+    np = _np()
+    log_inv_alpha = math.log(1.0 / alpha)
+    lam, mu_prev = _bets(x, log_inv_alpha, fixed_n)
+    psi = (-np.log1p(-lam) - lam) / 4.0
+    v = 4.0 * (x - mu_prev) ** 2
+    if fixed_n:
+        low = (float(np.dot(lam, x)) - log_inv_alpha - float(np.dot(v, psi))) / float(lam.sum())
+    else:
+        lows = (np.cumsum(lam * x) - log_inv_alpha - np.cumsum(v * psi)) / np.cumsum(lam)
+        low = float(lows.max())
+    return min(1.0, max(0.0, low))
+
+
+def _is_binary(x: Any) -> bool:
+    np = _np()
+    return bool(np.all((x == 0.0) | (x == 1.0)))
+
+
+def clopper_pearson(successes: int, n: int, alpha: float) -> tuple[float, float]:
+    """One-sided exact binomial bounds ``(low, high)``, each at level ``1 - alpha`` (one look)."""
+    from scipy.stats import beta
+
+    low = 0.0 if successes == 0 else float(beta.ppf(alpha, successes, n - successes + 1))
+    high = 1.0 if successes == n else float(beta.ppf(1.0 - alpha, successes + 1, n - successes))
+    return low, high
+
+
+def _as_array(values: Any) -> Any:
+    np = _np()
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1:
+        raise ValueError("scores must be a one-dimensional sequence")
+    if x.size and (not np.all(np.isfinite(x)) or x.min() < 0.0 or x.max() > 1.0):
+        raise ValueError("scores must lie in 0..1")
+    return x
+
+
+def lower_bound(values: Any, alpha: float, *, fixed_n: bool = False) -> float | None:
+    """A lower confidence bound for the mean of ``values`` (in [0, 1], in the order observed).
+
+    The chance that the true mean lies below it is at most ``alpha``: at every
+    sample size at once (default), or for this one sample size
+    (``fixed_n=True``). ``None`` without values.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, not {alpha!r}")
+    x = _as_array(values)
+    if x.size == 0:
+        return None
+    if fixed_n and _is_binary(x):
+        return clopper_pearson(int(x.sum()), int(x.size), alpha)[0]
+    return _eb_lower(x, alpha, fixed_n)
+
+
+def upper_bound(values: Any, alpha: float, *, fixed_n: bool = False) -> float | None:
+    """An upper confidence bound for the mean (the lower bound of ``1 - values``, mapped back)."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, not {alpha!r}")
+    x = _as_array(values)
+    if x.size == 0:
+        return None
+    if fixed_n and _is_binary(x):
+        return clopper_pearson(int(x.sum()), int(x.size), alpha)[1]
+    return 1.0 - _eb_lower(1.0 - x, alpha, fixed_n)
+
+
+def mean_interval(
+    values: Any, alpha: float, *, low: float = 0.0, high: float = 1.0, fixed_n: bool = False
+) -> tuple[float | None, float | None]:
+    """A two-sided ``1 - alpha`` interval for the mean of ``values`` in ``[low, high]``.
+
+    Rescales to [0, 1] and spends ``alpha / 2`` on each side (used for paired
+    differences, which lie in [-1, 1]).
+    """
+    np = _np()
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return None, None
+    width = high - low
+    unit = np.clip((x - low) / width, 0.0, 1.0)
+    lo = lower_bound(unit, alpha / 2.0, fixed_n=fixed_n)
+    hi = upper_bound(unit, alpha / 2.0, fixed_n=fixed_n)
+    assert lo is not None and hi is not None
+    return low + width * lo, low + width * hi
+
+
+# -- projection ---------------------------------------------------------------------------
+
+
+@cache
+def _grid() -> Any:
+    """Sample sizes the projection evaluates: 1..256 exactly, then geometric up to the limit."""
+    np = _np()
+    head = np.arange(1, 257, dtype=float)
+    tail = np.unique(np.round(np.geomspace(257, _MAX_PROJECTED, 400)))
+    return np.concatenate((head, tail))
+
+
+def _projected_lower(mean: float, var: float, alpha: float, fixed_n: bool) -> Any:
+    """The expected lower bound at each sample size of :func:`_grid`, for data of this mean/variance."""
+    np = _np()
+    t = _grid()
+    log_inv_alpha = math.log(1.0 / alpha)
+    var = max(var, 1e-6)
+    # Expected running estimates after t observations of mean `mean` and variance `var`.
+    mu_prev = (0.5 + (t - 1.0) * mean) / t
+    sigma2_prev = (0.25 + (t - 1.0) * var) / t
+    ev = 4.0 * (var + (mean - mu_prev) ** 2)
+    if fixed_n:  # one look at n = t: every bet is tuned for that n
+        lam = np.minimum(TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (t * max(var, 1e-6))))
+        psi = (-np.log1p(-lam) - lam) / 4.0
+        return mean - (log_inv_alpha + t * 4.0 * var * psi) / (t * lam)
+    lam = np.minimum(TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (sigma2_prev * t * np.log1p(t))))
+    psi = (-np.log1p(-lam) - lam) / 4.0
+    sum_lam = _running_sum(t, lam)
+    sum_vpsi = _running_sum(t, ev * psi)
+    return mean - (log_inv_alpha + sum_vpsi) / sum_lam
+
+
+def _running_sum(t: Any, f: Any) -> Any:
+    """``sum_{i<=t} f(i)`` at each grid point: exact over the unit steps, trapezoid beyond."""
+    np = _np()
+    steps = np.diff(t, prepend=0.0)
+    increments = np.where(steps <= 1.0, f, (f + np.concatenate(([f[0]], f[:-1]))) / 2.0 * steps)
+    return np.cumsum(increments)
+
+
+def cases_needed(
+    mean: float, var: float, threshold: float, alpha: float, *, fixed_n: bool = False
+) -> int | None:
+    """Roughly how many cases in all a bound needs to settle ``mean`` against ``threshold``.
+
+    For ``mean >= threshold``: the sample size at which the expected lower
+    bound reaches ``threshold``; otherwise where the expected upper bound falls
+    below it. Assumes future cases share the observed ``mean`` and ``var``.
+    ``None`` when it would take more than ten million cases (or ``mean``
+    equals ``threshold``).
+    """
+    np = _np()
+    if mean >= threshold:
+        projected = _projected_lower(mean, var, alpha, fixed_n)
+        target = threshold
+    else:  # mirror: an upper bound of x is one minus a lower bound of 1 - x
+        projected = _projected_lower(1.0 - mean, var, alpha, fixed_n)
+        target = 1.0 - threshold
+    if mean == threshold:
+        return None
+    hits = np.nonzero(projected >= target)[0] if mean > threshold else np.nonzero(projected > target)[0]
+    if hits.size == 0:
+        return None
+    return int(_grid()[hits[0]])
