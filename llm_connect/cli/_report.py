@@ -1,40 +1,54 @@
 """What ``llm-connect grade`` prints: per-candidate statistics, verdicts, routing.
 
-Statistics of a run are computed from the ledger's grades of that run (so a
-resumed run reports every case, not only those graded by the last process).
+The figures about each candidate come from the evidence module
+(``routing/_evidence.py``) over every case of the task in the ledger, exactly
+what the router decides on, so the table, the routing lines and ``ledger
+summary`` agree; costs and latencies are this run's (a resumed run reports
+every case, not only those graded by the last process).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["RunStats", "run_stats", "verdict"]
+__all__ = ["RunStats", "run_stats", "task_sides"]
 
 
 @dataclass(frozen=True)
 class RunStats:
-    """Grades of one (candidate side, grader) within a run."""
+    """What the ledger's evidence says about one (task, candidate side, grader) of a run.
 
+    The statistics are :class:`~llm_connect.routing.GraderEvidence` from
+    ``routing/_evidence.py`` (the same the router decides on: every case of the
+    task in the ledger, averaged per case); the costs and latencies are this
+    run's.
+    """
+
+    task: str
     candidate: str
     """The candidate's adapter id (``openai:gpt-4o-mini``, ``recorded:cheap``)."""
     candidate_model: str
-    """The model its responses reported (the most frequent one)."""
+    """The model name its grades are stored under (the name asked for)."""
     baseline_model: str
     grader_id: str
-    n: int
-    mean: float
-    ci_low: float | None
-    ci_high: float | None
+    run_grades: int
+    """Grades of this run."""
+    evidence: Any
+    """The :class:`~llm_connect.routing.GraderEvidence` (all cases of the task in the ledger)."""
+    routes: bool
+    """Whether this grader decides routing and the quality gate (``--route-on``)."""
     baseline_mean_cost_usd: float | None
     candidate_mean_cost_usd: float | None
     baseline_mean_latency_ms: float | None
     candidate_mean_latency_ms: float | None
-    verdict: str
-    """``pass`` / ``fail`` / ``unsure`` against the quality threshold (see :func:`verdict`)."""
+
+    @property
+    def verdict(self) -> str:
+        """``proven``, ``ruled out``, ``undecided``, ``insufficient`` or ``no grades``."""
+        return str(self.evidence.status)
 
     @property
     def cost_ratio(self) -> float | None:
@@ -47,10 +61,24 @@ class RunStats:
         return _ratio(self.candidate_mean_latency_ms, self.baseline_mean_latency_ms)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["cost_ratio"] = self.cost_ratio
-        out["latency_ratio"] = self.latency_ratio
-        return out
+        ev = self.evidence
+        return {
+            "task": self.task,
+            "candidate": self.candidate,
+            "candidate_model": self.candidate_model,
+            "baseline_model": self.baseline_model,
+            "grader_id": self.grader_id,
+            "routes": self.routes,
+            "run_grades": self.run_grades,
+            **{f.name: getattr(ev, f.name) for f in fields(ev)},
+            "verdict": self.verdict,
+            "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
+            "candidate_mean_cost_usd": self.candidate_mean_cost_usd,
+            "baseline_mean_latency_ms": self.baseline_mean_latency_ms,
+            "candidate_mean_latency_ms": self.candidate_mean_latency_ms,
+            "cost_ratio": self.cost_ratio,
+            "latency_ratio": self.latency_ratio,
+        }
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -63,48 +91,69 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def verdict(mean: float, ci_low: float | None, ci_high: float | None, threshold: float) -> str:
-    """``pass`` when the interval's lower end (or, for one grade, the mean) reaches
-    ``threshold``; ``fail`` when its upper end (or the single mean) is below it;
-    ``unsure`` when the interval straddles it."""
-    if ci_low is None or ci_high is None:
-        return "pass" if mean >= threshold else "fail"
-    if ci_low >= threshold:
-        return "pass"
-    if ci_high < threshold:
-        return "fail"
-    return "unsure"
+def task_sides(rows: Iterable[Any]) -> dict[str, tuple[str, list[str]]]:
+    """Per task of a run: its baseline model (the most common) and its candidate models in order.
 
-
-def run_stats(rows: Iterable[Any], *, threshold: float, confidence: float = 0.95) -> list[RunStats]:
-    """Group grade rows by (candidate adapter id, grader id) into :class:`RunStats`."""
-    from llm_connect.ledger._stats import mean_std, t_interval
-
-    groups: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    order: list[tuple[str, str]] = []
+    The router, the report and the gate all decide on exactly these (the number of
+    candidates sets each bound's Bonferroni share).
+    """
+    by_task: dict[str, list[Any]] = {}
     for row in rows:
-        key = (row.candidate_adapter_id, row.grader_id)
-        if key not in groups:
-            order.append(key)
-        groups[key].append(row)
+        by_task.setdefault(row.task, []).append(row)
+    out = {}
+    for task, rs in by_task.items():
+        baseline = Counter(r.baseline_model for r in rs).most_common(1)[0][0]
+        models = [r.candidate_model for r in rs if r.baseline_model == baseline]
+        out[task] = (baseline, list(dict.fromkeys(models)))
+    return out
+
+
+def run_stats(
+    rows: Sequence[Any],
+    ledger: Any,
+    *,
+    threshold: float,
+    min_samples: int,
+    routing_ids: Sequence[str],
+    confidence: float = 0.95,
+) -> list[RunStats]:
+    """One :class:`RunStats` per (task, candidate adapter id, grader id) of the run's grade ``rows``."""
+    from llm_connect.routing import gather
+
+    groups: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
+    for row in rows:
+        groups[(row.task, row.candidate_adapter_id, row.grader_id)].append(row)
+    evidence: dict[tuple[str, str, str], Any] = {}
+    for task, (baseline, candidates) in task_sides(rows).items():
+        graders = list(dict.fromkeys(g for (t, _, g) in groups if t == task))
+        found = gather(
+            ledger,
+            task,
+            baseline=baseline,
+            candidates=candidates,
+            grader_ids=graders,
+            min_quality=threshold,
+            confidence=confidence,
+            min_samples=min_samples,
+        )
+        for (model, gid), found_ev in found.items():
+            evidence[(task, model, gid)] = found_ev
     out = []
-    for key in order:
-        rs = groups[key]
-        scores = [r.quality_score for r in rs]
-        n = len(scores)
-        mean, std = mean_std(n, math.fsum(scores), math.fsum(s * s for s in scores))
-        low, high = t_interval(n, mean, std, confidence)
-        m = float(mean or 0.0)
+    for (task, candidate, gid), rs in groups.items():
+        model = Counter(r.candidate_model for r in rs).most_common(1)[0][0]
+        ev = evidence.get((task, model, gid))
+        if ev is None:  # graded against another baseline than the task's usual one
+            continue
         out.append(
             RunStats(
-                candidate=key[0],
-                candidate_model=Counter(r.candidate_model for r in rs).most_common(1)[0][0],
+                task=task,
+                candidate=candidate,
+                candidate_model=model,
                 baseline_model=Counter(r.baseline_model for r in rs).most_common(1)[0][0],
-                grader_id=key[1],
-                n=n,
-                mean=m,
-                ci_low=low,
-                ci_high=high,
+                grader_id=gid,
+                run_grades=len(rs),
+                evidence=ev,
+                routes=gid in routing_ids,
                 baseline_mean_cost_usd=_mean(
                     [r.baseline_cost_usd for r in rs if r.baseline_cost_usd is not None]
                 ),
@@ -117,7 +166,6 @@ def run_stats(rows: Iterable[Any], *, threshold: float, confidence: float = 0.95
                 candidate_mean_latency_ms=_mean(
                     [r.candidate_latency_ms for r in rs if r.candidate_latency_ms is not None]
                 ),
-                verdict=verdict(m, low, high, threshold),
             )
         )
     return out
@@ -138,25 +186,64 @@ def _fmt_ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f} ms"
 
 
+def _bounds(s: RunStats) -> str:
+    ev = s.evidence
+    if ev.lower_bound is None or ev.upper_bound is None:
+        return ""
+    return f" [{ev.lower_bound:.3f}, {ev.upper_bound:.3f}]"
+
+
+def _cases(s: RunStats) -> str:
+    ev = s.evidence
+    text = str(ev.n)
+    if ev.n_grades is not None and ev.n_grades != ev.n:
+        text += f" ({ev.n_grades})"
+    return text
+
+
+def _delta(s: RunStats) -> str:
+    ev = s.evidence
+    if ev.delta_mean is None:
+        return "-"
+    return f"{ev.delta_mean:+.3f} [{ev.delta_low:+.3f}, {ev.delta_high:+.3f}]"
+
+
+def _verdict_text(s: RunStats) -> str:
+    ev = s.evidence
+    text = s.verdict
+    if ev.status in ("undecided", "insufficient") and ev.cases_needed is not None:
+        text += f" (~{max(0, ev.cases_needed - ev.n)} more cases)"
+    if not s.routes:
+        text += " (diagnostic)"
+    return text
+
+
 def stats_table(stats: Sequence[RunStats], *, title: str, confidence: float) -> Any:
-    """A rich table: one row per candidate and judge."""
+    """A rich table: one row per task, candidate and judge."""
     from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=escape(title), title_justify="left")
     for col, justify in (
+        ("task", "left"),
         ("candidate", "left"),
         ("judge", "left"),
-        ("n", "right"),
-        (f"mean quality [{confidence:.0%} CI]", "right"),
+        ("cases (grades)", "right"),
+        ("mean [bounds]", "right"),
+        ("Δ vs baseline", "right"),
         ("cost vs baseline", "right"),
         ("latency vs baseline", "right"),
         ("verdict", "left"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    styles = {"pass": "bold green", "fail": "bold red", "unsure": "yellow"}
+    styles = {
+        "proven": "bold green",
+        "ruled out": "bold red",
+        "undecided": "yellow",
+        "insufficient": "yellow",
+    }
     for s in stats:
-        ci = "" if s.ci_low is None or s.ci_high is None else f" [{s.ci_low:.3f}, {s.ci_high:.3f}]"
+        mean = "-" if s.evidence.mean is None else f"{s.evidence.mean:.3f}{_bounds(s)}"
         cost = _fmt_ratio(s.cost_ratio)
         if s.cost_ratio is not None:
             cost += f" ({_fmt_money(s.candidate_mean_cost_usd)})"
@@ -164,13 +251,15 @@ def stats_table(stats: Sequence[RunStats], *, title: str, confidence: float) -> 
         if s.latency_ratio is not None:
             latency += f" ({_fmt_ms(s.candidate_mean_latency_ms)})"
         table.add_row(
+            escape(s.task),
             escape(s.candidate),
             escape(s.grader_id),
-            str(s.n),
-            f"{s.mean:.3f}{ci}",
+            _cases(s),
+            mean,
+            _delta(s),
             cost,
             latency,
-            f"[{styles.get(s.verdict, '')}]{s.verdict}[/]",
+            f"[{styles.get(s.verdict, '')}]{escape(_verdict_text(s))}[/]",
         )
     return table
 
@@ -179,10 +268,11 @@ def stats_lines(stats: Sequence[RunStats], *, confidence: float) -> list[str]:
     """Plain-text rows (for non-terminal output)."""
     lines = []
     for s in stats:
-        ci = "" if s.ci_low is None or s.ci_high is None else f" [{s.ci_low:.3f}, {s.ci_high:.3f}]"
+        mean = "-" if s.evidence.mean is None else f"{s.evidence.mean:.3f}{_bounds(s)}"
         lines.append(
-            f"{s.candidate}  judge={s.grader_id}  n={s.n}  mean={s.mean:.3f}{ci}  "
-            f"cost={_fmt_ratio(s.cost_ratio)}  latency={_fmt_ratio(s.latency_ratio)}  verdict={s.verdict}"
+            f"{s.task}  {s.candidate}  judge={s.grader_id}  cases={_cases(s)}  mean={mean}  "
+            f"delta={_delta(s)}  cost={_fmt_ratio(s.cost_ratio)}  latency={_fmt_ratio(s.latency_ratio)}  "
+            f"verdict={_verdict_text(s)}"
         )
     return lines
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,35 +77,27 @@ class Outcome:
     gating_ids: list[str] = field(default_factory=list)
     """The grader ids routing and the quality gate use (all judges unless --route-on)."""
 
-    def route(
-        self,
-        *,
-        threshold: float,
-        min_samples: int | None,
-        allow_uncalibrated: bool,
-        max_default_min_samples: int,
-    ) -> list[Any]:
-        """One routing decision per task of the run (stored in the ledger)."""
+    def route(self, *, threshold: float, min_samples: int, allow_uncalibrated: bool) -> list[Any]:
+        """One routing decision per task of the run (stored in the ledger).
+
+        ``min_samples`` (distinct cases) is used as given, never lowered to the
+        size of a small suite: below it the evidence says "insufficient".
+        """
+        from llm_connect.cli._report import task_sides
         from llm_connect.routing import Router
 
         router = Router(self.ledger)
-        by_task: dict[str, list[Any]] = {}
-        for row in self.rows:
-            by_task.setdefault(row.task, []).append(row)
-        cases_per_task = Counter(c.task for c in self.suite.cases)
         decisions = []
-        for task, rows in by_task.items():
-            baseline = Counter(r.baseline_model for r in rows).most_common(1)[0][0]
-            candidates = list(dict.fromkeys(r.candidate_model for r in rows if r.baseline_model == baseline))
-            needed = min_samples or max(2, min(max_default_min_samples, cases_per_task.get(task, 2)))
+        for task, (baseline, candidates) in task_sides(self.rows).items():
+            graders = {r.grader_id for r in self.rows if r.task == task}
             decisions.append(
                 router.decide(
                     task,
                     baseline=baseline,
                     candidates=candidates,
-                    grader_id=[g for g in self.gating_ids if any(r.grader_id == g for r in rows)],
+                    grader_id=[g for g in self.gating_ids if g in graders],
                     min_quality=threshold,
-                    min_samples=needed,
+                    min_samples=min_samples,
                     allow_uncalibrated=allow_uncalibrated,
                 )
             )

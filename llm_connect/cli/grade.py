@@ -31,8 +31,9 @@ DEFAULT_JUDGE = "exact"
 """The judge used when no ``--judge`` is given."""
 DEFAULT_MIN_QUALITY = 0.9
 """The quality threshold of verdicts and routing when ``--min-quality`` is not given."""
-MAX_DEFAULT_MIN_SAMPLES = 30
-"""Routing's default ``min_samples`` is min(this, cases of the task in the suite), at least 2."""
+DEFAULT_MIN_SAMPLES = 30
+"""Distinct cases routing needs per candidate and judge unless ``--min-samples`` says otherwise
+(never lowered to the size of a small suite: below it the verdict is "insufficient")."""
 
 _SPEC_HELP = "provider:model (openai:gpt-4o-mini) or recorded:NAME (responses recorded in the suite)"
 
@@ -235,8 +236,9 @@ def grade(
             "--min-quality",
             min=0.0,
             max=1.0,
-            help="Quality gate: exit 1 when a candidate's mean quality on a judge is below this "
-            f"(also the routing and verdict threshold; default {DEFAULT_MIN_QUALITY}).",
+            help="Quality gate: exit 1 when a candidate is ruled out on a routing judge (its upper "
+            "confidence bound of mean quality is below this; also the routing and verdict threshold; "
+            f"default {DEFAULT_MIN_QUALITY}).",
             show_default=False,
             metavar="Q",
         ),
@@ -246,8 +248,8 @@ def grade(
         typer.Option(
             "--min-samples",
             min=2,
-            help="Grades routing needs per candidate "
-            f"(default: min({MAX_DEFAULT_MIN_SAMPLES}, cases of the task)).",
+            help="Distinct cases routing needs per candidate and judge "
+            f"(default {DEFAULT_MIN_SAMPLES}; a smaller suite is reported as insufficient evidence).",
             show_default=False,
             metavar="N",
         ),
@@ -376,23 +378,23 @@ def grade(
 
     from llm_connect.cli import _report
 
-    stats = _report.run_stats(outcome.rows, threshold=threshold)
+    needed = DEFAULT_MIN_SAMPLES if min_samples is None else min_samples
+    stats = _report.run_stats(
+        outcome.rows, outcome.ledger, threshold=threshold, min_samples=needed, routing_ids=outcome.gating_ids
+    )
     decisions: list[Any] = []
     routing_error: str | None = None
     if not report.interrupted and stats:
         try:
             decisions = outcome.route(
-                threshold=threshold,
-                min_samples=min_samples,
-                allow_uncalibrated=allow_uncalibrated,
-                max_default_min_samples=MAX_DEFAULT_MIN_SAMPLES,
+                threshold=threshold, min_samples=needed, allow_uncalibrated=allow_uncalibrated
             )
         except Exception as exc:  # routing is advice: a failure there does not lose the grades
             routing_error = f"{type(exc).__name__}: {exc}"
+    # The gate fails on evidence that a candidate is below the threshold (ruled out on a routing
+    # judge: its upper confidence bound is below min_quality), the same rule the table prints.
     gate_failed = [
-        s
-        for s in stats
-        if min_quality is not None and s.mean < min_quality and s.grader_id in outcome.gating_ids
+        s for s in stats if min_quality is not None and s.routes and s.verdict == "ruled out"
     ]
 
     code = EXIT_OK
@@ -423,7 +425,7 @@ def grade(
             "not_applicable": [
                 {"grader_id": gid, **info} for gid, info in report.not_applicable_by_judge().items()
             ],
-            "gate_failed": [f"{s.candidate} / {s.grader_id}" for s in gate_failed],
+            "gate_failed": [f"{s.task} / {s.candidate} / {s.grader_id}" for s in gate_failed],
             "exit_code": code,
         }
         if cases:
@@ -543,7 +545,10 @@ def _print_human(
         out.line((f"routing skipped: {routing_error}", None))
     if min_quality is not None:
         if gate_failed:
-            names = ", ".join(f"{s.candidate} on {s.grader_id} ({s.mean:.3f})" for s in gate_failed)
+            names = ", ".join(
+                f"{s.candidate} on {s.grader_id} in {s.task} (upper bound {s.evidence.upper_bound:.3f})"
+                for s in gate_failed
+            )
             out.line((f"quality gate FAILED (min {min_quality:g}): ", "bold red"), (names, None))
         else:
             out.line((f"quality gate passed (min {min_quality:g})", "green"))

@@ -98,58 +98,95 @@ def summary(
     candidate: list[str] | None = _CandOpt,
     grader_id: list[str] | None = _GraderOpt,
     confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.9999, metavar="LEVEL")] = 0.95,
+    min_quality: Annotated[
+        float, typer.Option("--min-quality", min=0.0, max=1.0, metavar="Q", help="The verdict's threshold.")
+    ] = 0.9,
+    min_samples: Annotated[
+        int, typer.Option("--min-samples", min=2, metavar="N", help="Distinct cases a verdict needs.")
+    ] = 30,
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Mean quality with its confidence interval per task, baseline, candidate and grader."""
+    """Case-level evidence per task, baseline, candidate and grader: the router's own figures.
+
+    Cases (grades), the mean of per-case means, its anytime-valid bounds (one-sided
+    at (1 - confidence) / k for the k candidates of the task and baseline), the
+    verdict against --min-quality, the paired difference to the baseline where a
+    judge scores each response on its own, and mean costs and latencies.
+    """
     from llm_connect.cli._common import open_ledger
+    from llm_connect.routing import gather
 
-    rows = open_ledger(db).summary(
-        task=_f(task),
-        baseline_model=_f(baseline),
-        candidate_model=_f(candidate),
-        grader_id=_f(grader_id),
-        confidence=confidence,
+    ledger = open_ledger(db)
+    rows = ledger.summary(
+        task=_f(task), baseline_model=_f(baseline), candidate_model=_f(candidate), grader_id=_f(grader_id)
     )
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in rows:
+        groups.setdefault((r.task, r.baseline_model), []).append(r)
+    out: list[tuple[Any, Any]] = []
+    for (t, base), members in groups.items():
+        # k counts every candidate of the task and baseline in the ledger, as a router asked about all
+        # of them would; --candidate narrows what is shown, not the correction.
+        everyone = {g.candidate_model for g in ledger.grade_totals(task=t, baseline_model=base)}
+        found = gather(
+            ledger,
+            t,
+            baseline=base,
+            candidates=sorted(everyone | {m.candidate_model for m in members}),
+            grader_ids=list(dict.fromkeys(m.grader_id for m in members)),
+            min_quality=min_quality,
+            confidence=confidence,
+            min_samples=min_samples,
+        )
+        out += [(m, found[(m.candidate_model, m.grader_id)]) for m in members]
     if json_out:
-        from dataclasses import asdict
+        from dataclasses import fields
 
-        typer.echo(json.dumps([asdict(r) for r in rows], indent=2, default=str))
+        payload = [
+            {
+                "task": r.task,
+                "baseline_model": r.baseline_model,
+                "candidate_model": r.candidate_model,
+                **{f.name: getattr(ev, f.name) for f in fields(ev)},
+                "verdict": ev.status,
+                "min_quality": min_quality,
+                "confidence": confidence,
+                "baseline_mean_cost_usd": r.baseline_mean_cost_usd,
+                "candidate_mean_cost_usd": r.candidate_mean_cost_usd,
+                "baseline_mean_latency_ms": r.baseline_mean_latency_ms,
+                "candidate_mean_latency_ms": r.candidate_mean_latency_ms,
+            }
+            for r, ev in out
+        ]
+        typer.echo(json.dumps(payload, indent=2, default=str))
         return
     _print_rows(
-        [
-            "task",
-            "baseline",
-            "candidate",
-            "grader",
-            "n",
-            "mean",
-            "ci_low",
-            "ci_high",
-            "base $",
-            "cand $",
-            "base ms",
-            "cand ms",
-        ],
+        ["task", "baseline", "candidate", "grader", "cases", "grades", "mean", "low", "high", "verdict",
+         "delta", "base $", "cand $", "base ms", "cand ms"],
         [
             [
                 r.task,
                 r.baseline_model,
                 r.candidate_model,
-                r.grader_id,
-                r.n,
-                _num(r.mean),
-                _num(r.ci_low),
-                _num(r.ci_high),
+                ev.grader_id,
+                ev.n,
+                ev.n_grades,
+                _num(ev.mean),
+                _num(ev.lower_bound),
+                _num(ev.upper_bound),
+                ev.status,
+                "-" if ev.delta_mean is None else f"{ev.delta_mean:+.3f}",
                 _num(r.baseline_mean_cost_usd, 6),
                 _num(r.candidate_mean_cost_usd, 6),
                 _num(r.baseline_mean_latency_ms, 0),
                 _num(r.candidate_mean_latency_ms, 0),
             ]
-            for r in rows
+            for r, ev in out
         ],
-        title=f"quality summary ({confidence:.0%} CI)",
-    )
+        title=f"quality evidence (anytime-valid bounds, {confidence:.0%} per decision, "
+        f"min_quality {min_quality:g})",
+    )  # fmt: skip
 
 
 @app.command("show", cls=FastHelpCommand)

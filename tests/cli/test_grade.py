@@ -26,13 +26,56 @@ def live_args(server: OpenAIServer, *extra: str) -> list[str]:
 
 
 def test_recorded_suite_prints_stats_and_a_routing_verdict(tmp_path: Path, db: str) -> None:
-    suite = pair_suite(tmp_path / "s.jsonl", 6, same=6)
+    suite = pair_suite(tmp_path / "s.jsonl", 60, same=60)
     result = invoke("grade", str(suite), "--db", db)
     assert result.exit_code == 0, result.output
     assert "recorded:candidate" in result.stdout and "judge=exact" in result.stdout
-    assert "mean=1.000" in result.stdout and "verdict=pass" in result.stdout
+    assert "cases=60" in result.stdout and "mean=1.000 [0.928, 1.000]" in result.stdout
+    assert "verdict=proven" in result.stdout
     assert "task qa: route to small" in result.stdout
-    assert QualityLedger(db).count() == 6
+    assert QualityLedger(db).count() == 60
+
+
+def test_a_two_case_suite_does_not_route(tmp_path: Path, db: str) -> None:
+    # min_samples is never lowered to the size of the suite: two perfect cases prove nothing.
+    suite = pair_suite(tmp_path / "s.jsonl", 2, same=2)
+    result = invoke("grade", str(suite), "--db", db, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    (decision,) = data["routing"]
+    assert decision["model"] == "big"
+    assert "insufficient evidence (2 of 30 cases)" in decision["reason"]
+    (stats,) = data["stats"]
+    assert stats["verdict"] == "insufficient" and stats["cases_needed"] >= 30
+
+
+def test_the_table_the_summary_and_the_router_agree(tmp_path: Path, db: str) -> None:
+    # Three candidates (one proven, one ruled out, one undecided): one pass/fail for each everywhere.
+    rows = [json.loads(line) for line in pair_suite(tmp_path / "a.jsonl", 60, same=60).read_text().splitlines()]
+    for i, row in enumerate(rows):
+        same = row["baseline_response"]["text"]
+        row["responses"] = {
+            "baseline": {"text": same, "model": "big"},
+            "good": {"text": same, "model": "good"},
+            "bad": {"text": "nope" if i % 2 else same, "model": "bad"},
+            "close": {"text": "nope" if i % 10 == 0 else same, "model": "close"},
+        }
+        del row["baseline_response"], row["candidate_response"]
+    suite = tmp_path / "three.jsonl"
+    suite.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    graded = invoke(
+        "grade", str(suite), "--db", db, "-b", "recorded:baseline",
+        "-c", "recorded:good", "-c", "recorded:bad", "-c", "recorded:close", "--json",
+    )  # fmt: skip
+    data = json.loads(graded.stdout)
+    table = {s["candidate_model"]: s["verdict"] for s in data["stats"]}
+    summary = json.loads(invoke("ledger", "summary", "--db", db, "--json").stdout)
+    listed = {r["candidate_model"]: r["verdict"] for r in summary}
+    (decision,) = data["routing"]
+    routed = {c["model"]: c["graders"][0]["status"] for c in decision["candidates"]}
+    assert table == listed == routed
+    assert table["good"] == "proven" and table["bad"] == "ruled out" and table["close"] == "undecided"
+    assert decision["model"] == "good"
 
 
 def test_json_output_parses_and_carries_stats_routing_and_exit_code(tmp_path: Path, db: str) -> None:
@@ -48,11 +91,12 @@ def test_json_output_parses_and_carries_stats_routing_and_exit_code(tmp_path: Pa
 
 
 def test_quality_gate_failure_exits_1(tmp_path: Path, db: str) -> None:
-    suite = pair_suite(tmp_path / "s.jsonl", 4, same=2)
+    # The gate fails on evidence: a candidate ruled out (upper bound below the threshold).
+    suite = pair_suite(tmp_path / "s.jsonl", 60, same=20)
     failed = invoke("grade", str(suite), "--db", db, "--min-quality", "0.8")
     assert failed.exit_code == 1
-    assert "quality gate FAILED" in failed.stdout
-    passed = invoke("grade", str(suite), "--db", db, "--min-quality", "0.5", "--json")
+    assert "quality gate FAILED" in failed.stdout and "upper bound" in failed.stdout
+    passed = invoke("grade", str(suite), "--db", db, "--min-quality", "0.3", "--json")
     assert passed.exit_code == 0 and json.loads(passed.stdout)["gate_failed"] == []
 
 

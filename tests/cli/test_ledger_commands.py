@@ -28,6 +28,7 @@ def test_summary_json_matches_the_grades(graded: str) -> None:
     assert (row["task"], row["baseline_model"], row["candidate_model"], row["n"], row["mean"]) == (
         "qa", "big", "small", 6, 1.0,
     )  # fmt: skip
+    assert row["n_grades"] == 6 and row["verdict"] == "insufficient" and row["lower_bound"] < 0.9
 
 
 def test_show_lists_grades_of_a_run(graded: str) -> None:
@@ -86,14 +87,19 @@ def test_failures_lists_a_runs_failures(tmp_path: Path) -> None:
     assert [(f["case_id"], f["error_type"]) for f in json.loads(result.stdout)] == [("c1", "ServerError")]
 
 
-def test_route_decides_and_stores_the_decision(graded: str) -> None:
-    result = invoke("route", "--task", "qa", "-b", "big", "-c", "small", "--judge", "exact", "--min-samples", "5",
+def test_route_decides_and_stores_the_decision(graded: str, tmp_path: Path) -> None:
+    bulk = pair_suite(tmp_path / "bulk.jsonl", 60, same=60, task="bulk")
+    assert invoke("grade", str(bulk), "--db", graded).exit_code == 0
+    result = invoke("route", "--task", "bulk", "-b", "big", "-c", "small", "--judge", "exact",
                     "--db", graded, "--json")  # fmt: skip
     assert result.exit_code == 0, result.output
     decision = json.loads(result.stdout)
     assert decision["model"] == "small" and decision["decision_id"] is not None
+    few = invoke("route", "--task", "qa", "-b", "big", "-c", "small", "-j", "exact", "--min-samples", "5",
+                 "--db", graded, "--json")  # fmt: skip
+    assert json.loads(few.stdout)["model"] == "big"  # 6 perfect cases prove nothing at 95%
     strict = invoke("route", "--task", "qa", "-b", "big", "-c", "small", "-j", "exact", "--db", graded)
-    assert strict.exit_code == 0 and strict.stdout.splitlines()[0] == "big"  # 6 grades < 30 needed
+    assert strict.exit_code == 0 and strict.stdout.splitlines()[0] == "big"  # 6 cases < 30 needed
     assert invoke("route", "--task", "qa", "-b", "big", "-c", "small", "--db", graded).exit_code == 2
 
 
