@@ -81,26 +81,23 @@ class CasesMixin:
         )
         with self._read("reading case totals"), self._connect() as conn:
             records = conn.execute(stmt).all()
-        groups: dict[tuple[str, str, str, str], tuple[list[int], list[float], list[int], list[float]]] = {}
-        for r in records:
-            key = (r[0], r[1], r[2], r[3])
-            cols = groups.get(key)
-            if cols is None:
-                cols = groups[key] = ([], [], [], [])
-            cols[0].append(int(r[4]))
-            cols[1].append(float(r[5]))
-            cols[2].append(int(r[6]))
-            cols[3].append(float(r[7]))
+        # Rows arrive grouped by key: cut the list at each new key and transpose each run of rows.
+        groups: dict[tuple[str, str, str, str], tuple[Any, ...]] = {}
+        start = 0
+        for end in range(1, len(records) + 1):
+            if end == len(records) or records[end][:4] != records[start][:4]:
+                groups[tuple(records[start][:4])] = tuple(zip(*records[start:end], strict=True))  # type: ignore[index]
+                start = end
         return [
             CaseSeries(
                 task=key[0],
                 baseline_model=key[1],
                 grader_id=key[2],
                 candidate_model=key[3],
-                grades=tuple(cols[0]),
-                sum_quality=tuple(cols[1]),
-                delta_n=tuple(cols[2]),
-                delta_sum=tuple(cols[3]),
+                grades=cols[4],
+                sum_quality=cols[5],
+                delta_n=cols[6],
+                delta_sum=cols[7],
             )
             for key, cols in groups.items()
         ]

@@ -22,7 +22,7 @@ single-look interval, for one look at a sample size fixed in advance.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.routing._bounds import cases_needed, lower_bound, mean_interval, upper_bound
@@ -183,34 +183,54 @@ def gather(
     min_samples: int,
     fixed_n: bool = False,
     n_candidates: int | None = None,
+    versions: Mapping[tuple[str, str], Hashable] | None = None,
+    cache: MutableMapping[Hashable, tuple[Hashable, GraderEvidence]] | None = None,
 ) -> dict[tuple[str, str], GraderEvidence]:
     """Evidence for every (candidate, grader id) of ``task`` against ``baseline``, one ledger query.
 
     ``n_candidates`` is the ``k`` of the Bonferroni correction (default: the
-    number of candidates given).
+    number of candidates given). With ``versions`` (a value per (candidate,
+    grader) that changes whenever its grades change, e.g. the running totals'
+    count and sums) and a ``cache`` mapping, groups whose version is unchanged
+    since the last call are not read or computed again.
     """
     cands = list(dict.fromkeys(candidates))
     graders = list(dict.fromkeys(grader_ids))
+    alpha = candidate_alpha(confidence, len(cands) if n_candidates is None else n_candidates)
+    settings = (task, baseline, min_quality, confidence, min_samples, fixed_n, alpha)
+    out: dict[tuple[str, str], GraderEvidence] = {}
+    missing: list[tuple[str, str]] = []
+    for pair in ((m, g) for m in cands for g in graders):
+        version = None if versions is None else versions.get(pair)
+        hit = None if cache is None or version is None else cache.get((*settings, *pair))
+        if hit is not None and hit[0] == version:
+            out[pair] = hit[1]
+        else:
+            missing.append(pair)
     series: dict[tuple[str, str], Any] = {}
-    if cands and graders:
+    if missing:
         for s in ledger.case_series(
-            task=task, baseline_model=baseline, candidate_model=cands, grader_id=graders
+            task=task,
+            baseline_model=baseline,
+            candidate_model=list(dict.fromkeys(m for m, _ in missing)),
+            grader_id=list(dict.fromkeys(g for _, g in missing)),
         ):
             series[(s.candidate_model, s.grader_id)] = s
-    alpha = candidate_alpha(confidence, len(cands) if n_candidates is None else n_candidates)
-    return {
-        (model, gid): assess(
-            series.get((model, gid)),
-            gid,
+    for pair in missing:
+        ev = assess(
+            series.get(pair),
+            pair[1],
             min_quality=min_quality,
             min_samples=min_samples,
             alpha=alpha,
             confidence=confidence,
             fixed_n=fixed_n,
         )
-        for model in cands
-        for gid in graders
-    }
+        out[pair] = ev
+        version = None if versions is None else versions.get(pair)
+        if cache is not None and version is not None:
+            cache[(*settings, *pair)] = (version, ev)
+    return {pair: out[pair] for pair in ((m, g) for m in cands for g in graders)}
 
 
 def settled(evidence: GraderEvidence) -> bool:

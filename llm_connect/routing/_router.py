@@ -21,6 +21,11 @@ def _ratio(value: float | None, base: float | None) -> float | None:
     return value / base
 
 
+def _version(totals: Any) -> tuple[int, float, float]:
+    """Changes whenever a group's grades change (every ledger write updates the running totals)."""
+    return (totals.n, totals.sum_quality, totals.sum_quality_sq)
+
+
 def _pct(level: float) -> str:
     return f"{100.0 * level:.4g}%"
 
@@ -61,6 +66,9 @@ class Router:
 
     def __init__(self, ledger: QualityLedger) -> None:
         self.ledger = ledger
+        # Evidence per group, reused while the group's running totals (count and sums, which
+        # every write to the ledger changes, from any process) stay the same.
+        self._evidence: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"Router({self.ledger!r})"
@@ -171,7 +179,11 @@ class Router:
             confidence=confidence,
             min_samples=min_samples,
             fixed_n=fixed_n,
+            versions={(r.candidate_model, r.grader_id): _version(r) for r in records},
+            cache=self._evidence,
         )
+        if len(self._evidence) > 10_000:
+            self._evidence.clear()
         evidence: list[CandidateEvidence] = []
         for model in cands:
             graders: list[GraderEvidence] = [found[(model, gid)] for gid in used]

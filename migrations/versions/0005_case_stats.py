@@ -67,12 +67,19 @@ def upgrade() -> None:
             "task", "baseline_model", "grader_id", "candidate_model", "case_key", name=op.f("pk_case_stats")
         ),
     )
+    op.create_index(
+        "ix_case_stats_arrival",
+        "case_stats",
+        ["task", "baseline_model", "grader_id", "candidate_model", "first_id", "n", "sum_quality",
+         "delta_n", "delta_sum"],
+    )  # fmt: skip
     op.execute(_DELTA_SQLITE if op.get_bind().dialect.name == "sqlite" else _DELTA_POSTGRES)
     op.execute("UPDATE grades SET score_delta = NULL WHERE score_delta < -1.0 OR score_delta > 1.0")
     op.execute(_FILL)
 
 
 def downgrade() -> None:
+    op.drop_index("ix_case_stats_arrival", table_name="case_stats")
     op.drop_table("case_stats")
     op.execute("DROP VIEW IF EXISTS quality_summary")
     with op.batch_alter_table("grades", schema=None) as batch_op:

@@ -143,7 +143,10 @@ def test_a_ledger_of_the_previous_schema_upgrades_and_keeps_every_row(old_ledger
         assert ledger.latest_calibration("llm:openai:gpt-4o-mini:rubric-v1").passed  # type: ignore[union-attr]
         assert len(ledger.completed_keys("run-fixture-0003")) == 14 * 2 * 3
 
-        # The decision the old release stored is the decision made after the upgrade.
+        # The evidence the old release decided on is all there after the upgrade (case_stats is
+        # filled from the grades: one run, so as many cases as the old grade counts); the rule is
+        # the new one (anytime-valid bounds), which does not route on 14 cases where the old
+        # t-interval did.
         old = ledger.decisions(task="support")[-1]
         new = Router(ledger).decide(
             "support",
@@ -154,10 +157,9 @@ def test_a_ledger_of_the_previous_schema_upgrades_and_keeps_every_row(old_ledger
             confidence=old.confidence,
             min_samples=old.min_samples,
         )
-        assert new.model == old.model == "gpt-4o-mini"
-        assert [(c.model, c.n, c.passed) for c in new.candidates] == [
-            (c.model, c.n, c.passed) for c in old.candidates
-        ]
+        assert old.model == "gpt-4o-mini" and new.model == old.baseline
+        assert [(c.model, c.n) for c in new.candidates] == [(c.model, c.n) for c in old.candidates]
+        assert all(g.n_grades == g.n for c in new.candidates for g in c.graders)
         (totals,) = [
             s
             for s in ledger.summary(task="support", grader_id="vrty:1.0.1")

@@ -170,3 +170,18 @@ def test_monitored_runs_stay_under_the_nominal_rate(sqlite_url: str, make_result
                     routed += 1
                     break
     assert routed <= 4
+
+
+def test_one_router_sees_grades_recorded_after_its_last_decision(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    router = Router(ledger)
+    _record(ledger, make_result, "m", [1.0] * 20)
+    first = router.decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact")
+    again = router.decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact")
+    assert first.evidence_for("m").graders[0] == again.evidence_for("m").graders[0]  # reused
+    _record(ledger, make_result, "m", [1.0] * 60, first_case=20)  # e.g. from another process
+    later = router.decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact")
+    assert later.evidence_for("m").n == 80 and later.routed
+    stricter = router.decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact", min_quality=0.99)
+    assert not stricter.routed  # other settings are computed afresh, not taken from the cache
