@@ -115,6 +115,7 @@ def convert(
         "llm_connect_version": "0.1.0",
         "metadata": None,
         "asks_llm": result.asks_llm,
+        "score_delta": None,
     }
     for prefix, r in (("baseline", b), ("candidate", c)):
         row.update(

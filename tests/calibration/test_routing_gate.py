@@ -12,8 +12,9 @@ from tests.calibration import _world as w
 
 def _ledger_with_llm_grades(ledger: QualityLedger, server: Any, mode: str) -> Any:
     # "support": candidates really are as good (routing material); "mixed": varied quality (calibration material)
-    w.record_oracle(ledger, w.make_pairs(60, low=0.88, seed=1), run_id="run-support")
-    w.record_oracle(ledger, w.make_pairs(60, seed=2, start=100), run_id="run-mixed", task="mixed")
+    # 80 cases per candidate: enough for the anytime-valid bound to prove 0.9 (30 are not).
+    w.record_oracle(ledger, w.make_pairs(160, low=0.88, seed=1), run_id="run-support")
+    w.record_oracle(ledger, w.make_pairs(60, seed=2, start=1000), run_id="run-mixed", task="mixed")
     server.responder = w.judge_responder(mode)
     judge = w.llm_judge(server.base_url)
     fill_missing_grades(ledger, [judge])
