@@ -23,6 +23,7 @@ Filter = str | Sequence[str] | None
 
 
 def _match(column: Any, value: Filter) -> Any:
+    """``column == value`` / ``column IN values`` (``None``: no condition); shared with ``_store``."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -86,7 +87,7 @@ class CasesMixin:
         start = 0
         for end in range(1, len(records) + 1):
             if end == len(records) or records[end][:4] != records[start][:4]:
-                groups[tuple(records[start][:4])] = tuple(zip(*records[start:end], strict=True))  # type: ignore[index]
+                groups[tuple(records[start][:4])] = tuple(zip(*records[start:end], strict=True))
                 start = end
         return [
             CaseSeries(

@@ -12,7 +12,7 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, select, text
 
 from llm_connect.errors import LedgerError
-from llm_connect.ledger._cases import CasesMixin
+from llm_connect.ledger._cases import CasesMixin, _match
 from llm_connect.ledger._convert import GRADE_COLUMNS, batch_values, grade_row
 from llm_connect.ledger._engine import (
     display_url,
@@ -49,14 +49,6 @@ _KEY_COLUMNS = [_G.c[name] for name in _KEY]
 _CHUNK = 500
 
 Filter = str | Sequence[str] | None
-
-
-def _match(column: Any, value: Filter) -> ColumnElement[bool] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return column == value  # type: ignore[no-any-return]
-    return column.in_(list(value))  # type: ignore[no-any-return]
 
 
 def _totals_filter(task: Filter, baseline: Filter, candidate: Filter, grader: Filter) -> list[Any]:

@@ -117,6 +117,19 @@ def _as_array(values: Any) -> Any:
     return x
 
 
+def _bound(values: Any, alpha: float, fixed_n: bool, side: int) -> float | None:
+    """The lower (``side`` 0) or upper (``side`` 1) bound; an upper bound of ``x`` is one minus
+    the lower bound of ``1 - x``."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, not {alpha!r}")
+    x = _as_array(values)
+    if x.size == 0:
+        return None
+    if fixed_n and _is_binary(x):
+        return clopper_pearson(int(x.sum()), int(x.size), alpha)[side]
+    return _eb_lower(x, alpha, fixed_n) if side == 0 else 1.0 - _eb_lower(1.0 - x, alpha, fixed_n)
+
+
 def lower_bound(values: Any, alpha: float, *, fixed_n: bool = False) -> float | None:
     """A lower confidence bound for the mean of ``values`` (in [0, 1], in the order observed).
 
@@ -124,26 +137,12 @@ def lower_bound(values: Any, alpha: float, *, fixed_n: bool = False) -> float | 
     sample size at once (default), or for this one sample size
     (``fixed_n=True``). ``None`` without values.
     """
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must lie strictly between 0 and 1, not {alpha!r}")
-    x = _as_array(values)
-    if x.size == 0:
-        return None
-    if fixed_n and _is_binary(x):
-        return clopper_pearson(int(x.sum()), int(x.size), alpha)[0]
-    return _eb_lower(x, alpha, fixed_n)
+    return _bound(values, alpha, fixed_n, 0)
 
 
 def upper_bound(values: Any, alpha: float, *, fixed_n: bool = False) -> float | None:
     """An upper confidence bound for the mean (the lower bound of ``1 - values``, mapped back)."""
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must lie strictly between 0 and 1, not {alpha!r}")
-    x = _as_array(values)
-    if x.size == 0:
-        return None
-    if fixed_n and _is_binary(x):
-        return clopper_pearson(int(x.sum()), int(x.size), alpha)[1]
-    return 1.0 - _eb_lower(1.0 - x, alpha, fixed_n)
+    return _bound(values, alpha, fixed_n, 1)
 
 
 def mean_interval(
