@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, Table, select
 
-from llm_connect.ledger._models import CaseStats
+from llm_connect.ledger._models import CaseStats, EvidenceSnapshot, utcnow
 from llm_connect.ledger._rows import CaseSeries
 
-__all__ = ["CasesMixin"]
+__all__ = ["CasesMixin", "evidence_snapshot_rows", "write_evidence_snapshots"]
 
 _C = cast(Table, CaseStats.__table__)
 
@@ -102,3 +102,62 @@ class CasesMixin:
             )
             for key, cols in groups.items()
         ]
+
+
+    def evidence_snapshots(
+        self, *, task: str, baseline_model: str, settings: str
+    ) -> dict[tuple[str, str], tuple[tuple[int, float, float], dict[str, Any]]]:
+        """Stored evidence of (task, baseline, settings): (candidate, grader id) -> (version, JSON).
+
+        Written by :meth:`record_decision` (``evidence_snapshots=``); routing uses an entry only
+        while its version equals the group's current running totals.
+        """
+        c = _SNAP.c
+        stmt = select(
+            c.candidate_model, c.grader_id, c.version_n, c.version_sum, c.version_sum_sq, c.evidence
+        ).where(c.task == task, c.baseline_model == baseline_model, c.settings == settings)
+        with self._read("reading evidence snapshots"), self._connect() as conn:
+            records = conn.execute(stmt).all()
+        return {(r[0], r[1]): ((int(r[2]), float(r[3]), float(r[4])), r[5]) for r in records}
+
+_SNAP = cast(Table, EvidenceSnapshot.__table__)
+_SNAP_KEY = ("task", "baseline_model", "grader_id", "candidate_model", "settings")
+_SNAP_VALUES = ("version_n", "version_sum", "version_sum_sq", "evidence", "updated_at")
+
+
+def evidence_snapshot_rows(
+    task: str, baseline_model: str, settings: str, snapshots: Sequence[tuple[str, str, Sequence[Any], Any]]
+) -> list[dict[str, Any]]:
+    """Rows for :func:`write_evidence_snapshots`: (candidate, grader id, (n, Σ, Σ²), evidence JSON)."""
+    now = utcnow()
+    return [
+        {
+            "task": task,
+            "baseline_model": baseline_model,
+            "grader_id": grader,
+            "candidate_model": candidate,
+            "settings": settings,
+            "version_n": int(version[0]),
+            "version_sum": float(version[1]),
+            "version_sum_sq": float(version[2]),
+            "evidence": evidence,
+            "updated_at": now,
+        }
+        for candidate, grader, version, evidence in snapshots
+    ]
+
+
+def write_evidence_snapshots(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Upsert evidence snapshots within ``conn``'s transaction (newest wins)."""
+    if not rows:
+        return
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]
+    stmt = dialect_insert(_SNAP)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=list(_SNAP_KEY),
+        set_={c: stmt.excluded[c] for c in _SNAP_VALUES},
+    )
+    conn.execute(stmt, rows)

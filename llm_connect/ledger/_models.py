@@ -43,6 +43,7 @@ __all__ = [
     "Base",
     "Calibration",
     "CaseStats",
+    "EvidenceSnapshot",
     "Grade",
     "GradeStats",
     "ResponseCacheEntry",
@@ -332,6 +333,31 @@ class Calibration(Base):
     verdict: Mapped[str] = mapped_column(Text)
     passed: Mapped[bool] = mapped_column(Boolean)
     llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
+
+
+class EvidenceSnapshot(Base):
+    """The evidence routing last computed for one group under one set of settings, with the
+    version of the group's running totals it was computed at (``n``, ``Σ``, ``Σ²`` of
+    ``grade_stats``).
+
+    A cache shared by every process: a router whose totals read shows the same version uses the
+    stored evidence instead of reading every case again; any new grade changes the version. The
+    ledger stores the JSON; it never computes or interprets it.
+    """
+
+    __tablename__ = "evidence_snapshots"
+
+    task: Mapped[str] = mapped_column(String(200), primary_key=True)
+    baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    grader_id: Mapped[str] = mapped_column(String(300), primary_key=True)
+    candidate_model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    settings: Mapped[str] = mapped_column(String(300), primary_key=True)
+    """The rule's parameters (threshold, confidence, error share, min cases, method, rule version)."""
+    version_n: Mapped[int] = mapped_column(Integer)
+    version_sum: Mapped[float] = mapped_column(Float)
+    version_sum_sq: Mapped[float] = mapped_column(Float)
+    evidence: Mapped[dict[str, Any]] = mapped_column()
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class RoutingDecisionRecord(Base):

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Table, select, update
 from llm_connect._secrets import mask_secrets, redact_request
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError, LedgerError
+from llm_connect.ledger._cases import evidence_snapshot_rows, write_evidence_snapshots
 from llm_connect.ledger._convert import batch_values
 from llm_connect.ledger._insert import created_value, insert_grades
 from llm_connect.ledger._models import (
@@ -402,8 +403,19 @@ class RecordsMixin:
 
     # -- routing decisions -----------------------------------------------------
 
-    def record_decision(self, decision: RoutingDecision) -> int:
-        """Store a routing decision for audit; returns its id."""
+    def record_decision(
+        self,
+        decision: RoutingDecision,
+        *,
+        evidence_snapshots: Sequence[tuple[str, str, Sequence[Any], Any]] = (),
+        snapshot_settings: str = "",
+    ) -> int:
+        """Store a routing decision for audit; returns its id.
+
+        ``evidence_snapshots`` ((candidate, grader id, (n, Σ, Σ²), evidence JSON) under
+        ``snapshot_settings``) are upserted in the same transaction (see
+        :meth:`evidence_snapshots`).
+        """
         data = decision.to_dict()
         row = {
             "created_at": decision.created_at,
@@ -422,8 +434,15 @@ class RecordsMixin:
                 # An audit row: skip waiting for the WAL flush (a server crash may lose the
                 # last fraction of a second of decisions, never corrupt them).
                 conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
+            if snapshots:
+                write_evidence_snapshots(conn, snapshots)
             return int(conn.execute(_DECISIONS.insert().returning(_DECISIONS.c.id), row).scalar_one())
 
+        snapshots = (
+            evidence_snapshot_rows(decision.task, decision.baseline, snapshot_settings, evidence_snapshots)
+            if evidence_snapshots
+            else []
+        )
         return self._write("recording a routing decision", write)  # type: ignore[no-any-return]
 
     def decisions(self, task: str | None = None, *, limit: int | None = None) -> list[RoutingDecision]:

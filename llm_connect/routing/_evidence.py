@@ -22,7 +22,8 @@ single-look interval, for one look at a sample size fixed in advance.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, MutableMapping, Sequence
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.routing._bounds import cases_needed, lower_bound, mean_interval, upper_bound
@@ -39,9 +40,12 @@ __all__ = [
     "UNDECIDED",
     "assess",
     "candidate_alpha",
+    "evidence_from_json",
+    "evidence_to_json",
     "gather",
     "method_name",
     "settled",
+    "snapshot_settings",
 ]
 
 PROVEN = "proven"
@@ -185,6 +189,8 @@ def gather(
     n_candidates: int | None = None,
     versions: Mapping[tuple[str, str], Hashable] | None = None,
     cache: MutableMapping[Hashable, tuple[Hashable, GraderEvidence]] | None = None,
+    stored: Callable[[], Mapping[tuple[str, str], tuple[Hashable, Mapping[str, Any]]]] | None = None,
+    computed: list[tuple[str, str]] | None = None,
 ) -> dict[tuple[str, str], GraderEvidence]:
     """Evidence for every (candidate, grader id) of ``task`` against ``baseline``, one ledger query.
 
@@ -192,7 +198,9 @@ def gather(
     number of candidates given). With ``versions`` (a value per (candidate,
     grader) that changes whenever its grades change, e.g. the running totals'
     count and sums) and a ``cache`` mapping, groups whose version is unchanged
-    since the last call are not read or computed again.
+    since the last call are not read or computed again; ``stored`` (called only
+    when the cache misses) gives evidence stored by an earlier decision, used when
+    its version matches. The pairs computed afresh are appended to ``computed``.
     """
     cands = list(dict.fromkeys(candidates))
     graders = list(dict.fromkeys(grader_ids))
@@ -207,6 +215,18 @@ def gather(
             out[pair] = hit[1]
         else:
             missing.append(pair)
+    if missing and stored is not None and versions is not None:
+        snapshots = stored()
+        still: list[tuple[str, str]] = []
+        for pair in missing:
+            snap = snapshots.get(pair)
+            if snap is not None and snap[0] == versions.get(pair):
+                out[pair] = evidence_from_json(snap[1])
+                if cache is not None:
+                    cache[(*settings, *pair)] = (snap[0], out[pair])
+            else:
+                still.append(pair)
+        missing = still
     series: dict[tuple[str, str], Any] = {}
     if missing:
         for s in ledger.case_series(
@@ -227,10 +247,37 @@ def gather(
             fixed_n=fixed_n,
         )
         out[pair] = ev
+        if computed is not None:
+            computed.append(pair)
         version = None if versions is None else versions.get(pair)
         if cache is not None and version is not None:
             cache[(*settings, *pair)] = (version, ev)
     return {pair: out[pair] for pair in ((m, g) for m in cands for g in graders)}
+
+
+RULE_VERSION = 1
+"""Bumped whenever the statistics change, so evidence stored under an older rule is not reused."""
+
+
+def snapshot_settings(
+    *, min_quality: float, confidence: float, min_samples: int, fixed_n: bool, alpha: float
+) -> str:
+    """The key stored evidence is filed under: every parameter the evidence depends on."""
+    return (
+        f"rule={RULE_VERSION};q={min_quality!r};conf={confidence!r};alpha={alpha!r};"
+        f"min={min_samples};fixed_n={int(fixed_n)}"
+    )
+
+
+def evidence_to_json(evidence: GraderEvidence) -> dict[str, Any]:
+    """A :class:`GraderEvidence` as plain JSON (what decisions and snapshots store)."""
+    return {f.name: getattr(evidence, f.name) for f in fields(GraderEvidence)}
+
+
+def evidence_from_json(data: Mapping[str, Any]) -> GraderEvidence:
+    """The inverse of :func:`evidence_to_json` (unknown keys are ignored)."""
+    names = {f.name for f in fields(GraderEvidence)}
+    return GraderEvidence(**{k: v for k, v in data.items() if k in names})
 
 
 def settled(evidence: GraderEvidence) -> bool:

@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
-from llm_connect.routing._evidence import candidate_alpha, gather, method_name
+from llm_connect.routing._evidence import (
+    candidate_alpha,
+    evidence_to_json,
+    gather,
+    method_name,
+    snapshot_settings,
+)
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
@@ -169,6 +175,16 @@ class Router:
         base_cost = _weighted([(r.baseline_mean_cost_usd, r.baseline_cost_n) for r in records])
         base_latency = _weighted([(r.baseline_mean_latency_ms, r.baseline_latency_n) for r in records])
 
+        alpha = candidate_alpha(confidence, len(cands))
+        settings = snapshot_settings(
+            min_quality=min_quality,
+            confidence=confidence,
+            min_samples=min_samples,
+            fixed_n=fixed_n,
+            alpha=alpha,
+        )
+        versions = {(r.candidate_model, r.grader_id): _version(r) for r in records}
+        computed: list[tuple[str, str]] = []
         found = gather(
             self.ledger,
             task,
@@ -179,8 +195,12 @@ class Router:
             confidence=confidence,
             min_samples=min_samples,
             fixed_n=fixed_n,
-            versions={(r.candidate_model, r.grader_id): _version(r) for r in records},
+            versions=versions,
             cache=self._evidence,
+            stored=lambda: self.ledger.evidence_snapshots(
+                task=task, baseline_model=baseline, settings=settings
+            ),
+            computed=computed,
         )
         if len(self._evidence) > 10_000:
             self._evidence.clear()
@@ -211,7 +231,7 @@ class Router:
             ignored,
             min_quality=min_quality,
             min_samples=min_samples,
-            alpha=candidate_alpha(confidence, len(cands)),
+            alpha=alpha,
             fixed_n=fixed_n,
         )
         decision = RoutingDecision(
@@ -231,7 +251,15 @@ class Router:
             baseline_mean_cost_usd=base_cost,
             baseline_mean_latency_ms=base_latency,
         )
-        return decision.with_id(self.ledger.record_decision(decision))
+        # Evidence computed afresh is stored with the decision, for the next router in any process.
+        snapshots = [
+            (model, gid, versions[(model, gid)], evidence_to_json(found[(model, gid)]))
+            for model, gid in computed
+            if (model, gid) in versions
+        ]
+        return decision.with_id(
+            self.ledger.record_decision(decision, evidence_snapshots=snapshots, snapshot_settings=settings)
+        )
 
     @staticmethod
     def _cheapest(passing: list[CandidateEvidence], order: list[str]) -> CandidateEvidence | None:

@@ -4,6 +4,8 @@ Revision ID: 0005_case_stats
 Revises: 0004_identity
 Create Date: 2026-11-23 14:00:00.000000
 
+``evidence_snapshots`` caches the evidence routing computed per group and
+settings, with the version of the group's running totals it was computed at.
 ``case_stats`` keeps, per (task, baseline model, grader id, candidate model)
 and case, the number of grades and the sums of their quality scores and score
 deltas, plus the case's first grade id (the order cases arrived in). Routing
@@ -73,12 +75,30 @@ def upgrade() -> None:
         ["task", "baseline_model", "grader_id", "candidate_model", "first_id", "n", "sum_quality",
          "delta_n", "delta_sum"],
     )  # fmt: skip
+    op.create_table(
+        "evidence_snapshots",
+        sa.Column("task", sa.String(length=200), nullable=False),
+        sa.Column("baseline_model", sa.String(length=200), nullable=False),
+        sa.Column("grader_id", sa.String(length=300), nullable=False),
+        sa.Column("candidate_model", sa.String(length=200), nullable=False),
+        sa.Column("settings", sa.String(length=300), nullable=False),
+        sa.Column("version_n", sa.Integer(), nullable=False),
+        sa.Column("version_sum", sa.Float(), nullable=False),
+        sa.Column("version_sum_sq", sa.Float(), nullable=False),
+        sa.Column("evidence", sa.JSON(), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint(
+            "task", "baseline_model", "grader_id", "candidate_model", "settings",
+            name=op.f("pk_evidence_snapshots"),
+        ),
+    )  # fmt: skip
     op.execute(_DELTA_SQLITE if op.get_bind().dialect.name == "sqlite" else _DELTA_POSTGRES)
     op.execute("UPDATE grades SET score_delta = NULL WHERE score_delta < -1.0 OR score_delta > 1.0")
     op.execute(_FILL)
 
 
 def downgrade() -> None:
+    op.drop_table("evidence_snapshots")
     op.drop_index("ix_case_stats_arrival", table_name="case_stats")
     op.drop_table("case_stats")
     op.execute("DROP VIEW IF EXISTS quality_summary")

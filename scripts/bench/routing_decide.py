@@ -12,7 +12,10 @@ Timed in the same run:
   call also stores its decision): median and p95 over ``--calls`` calls, on one
   Router (which reuses a group's evidence while its running totals are
   unchanged, as when routing code asks again before new grades arrive);
-* the same on a new Router per call ("cold": every case row read and computed);
+* the same on a new Router per call (as a new process would): it uses the evidence earlier
+  decisions stored (``evidence_snapshots``) while the group's totals are unchanged;
+* the same with the stored evidence deleted before each call (outside the timing), as after
+  new grades everywhere: every case row read and computed ("cold");
 * ``summary(task=...)`` for one task;
 * baseline: a bare ``SELECT COUNT(*) FROM grades WHERE task = ?`` on the same connection pool.
 
@@ -214,7 +217,20 @@ def measure(url: str, calls: int) -> dict[str, float]:
                 min_quality=0.9,
             )
 
-        def decide_cold() -> Any:  # a new Router: nothing computed before, every case row read
+        def decide_new() -> Any:  # a new Router (as a new process): evidence stored by earlier decisions
+            return Router(ledger).decide(
+                rng.choice(TASKS),
+                baseline="gpt-4o",
+                candidates=CANDIDATES,
+                grader_id=GRADERS,
+                min_quality=0.9,
+            )
+
+        def forget() -> None:  # outside the timing: as if new grades had arrived everywhere
+            with ledger.engine.begin() as conn:
+                conn.execute(text("DELETE FROM evidence_snapshots"))
+
+        def decide_cold() -> Any:  # a new Router and no stored evidence: every case row read
             return Router(ledger).decide(
                 rng.choice(TASKS),
                 baseline="gpt-4o",
@@ -236,17 +252,20 @@ def measure(url: str, calls: int) -> dict[str, float]:
         timings = {}
         for name, fn in (
             ("decide", decide),
+            ("decide_new", decide_new),
             ("decide_cold", decide_cold),
             ("summary", summary),
             ("bare_count", bare),
         ):
             for _ in range(5):
                 fn()  # warm caches
-            if fn is decide:  # the shared Router has seen every task once (no grades arrive since)
+            if fn is decide:  # every task decided once before (no grades arrive since)
                 for task in TASKS:
                     router.decide(task, baseline="gpt-4o", candidates=CANDIDATES, grader_id=GRADERS)
             samples = []
             for _ in range(calls):
+                if fn is decide_cold:
+                    forget()
                 t0 = time.perf_counter()
                 fn()
                 samples.append((time.perf_counter() - t0) * 1000)
@@ -259,10 +278,11 @@ def measure(url: str, calls: int) -> dict[str, float]:
 
 def report(name: str, timings: dict[str, float]) -> None:
     d, s, b = timings["decide_median_ms"], timings["summary_median_ms"], timings["bare_count_median_ms"]
-    c = timings["decide_cold_median_ms"]
+    c, w = timings["decide_cold_median_ms"], timings["decide_new_median_ms"]
     print(
         f"{name}: decide median {d:.2f} ms (p95 {timings['decide_p95_ms']:.2f}; target < 5) "
-        f"| cold decide (new Router, every case row read) median {c:.2f} ms "
+        f"| new Router, stored evidence: median {w:.2f} ms (p95 {timings['decide_new_p95_ms']:.2f}) "
+        f"| new Router, nothing stored (every case row read) median {c:.2f} ms "
         f"(p95 {timings['decide_cold_p95_ms']:.2f}) "
         f"| summary median {s:.2f} ms (p95 {timings['summary_p95_ms']:.2f}; target < 50) "
         f"| bare COUNT(*) per task {b:.2f} ms; decide/bare {d / b:.1f}x, summary/bare {s / b:.1f}x"

@@ -21,6 +21,7 @@ TABLES = {
     "calibrations",
     "grade_stats",
     "case_stats",
+    "evidence_snapshots",
     "grades",
     "response_cache",
     "routing_decisions",
