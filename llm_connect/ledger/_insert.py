@@ -169,10 +169,13 @@ def _stats(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 _I_CASE_ID, _I_PROMPT, _I_DELTA = _POS["case_id"], _POS["prompt_sha256"], _POS["score_delta"]
 
 
-def _case_stats(rows: Sequence[tuple[Any, ...]], ids: Sequence[int]) -> list[tuple[Any, ...]]:
-    """Totals per case (see :class:`~llm_connect.ledger._models.CaseStats`) of newly inserted rows,
-    sorted by key (concurrent writers then lock the rows in the same order)."""
+def _case_stats(
+    rows: Sequence[tuple[Any, ...]], ids: Sequence[int], *, ordered: bool = False
+) -> list[tuple[Any, ...]]:
+    """Totals per case (see :class:`~llm_connect.ledger._models.CaseStats`) of newly inserted rows;
+    ``ordered`` sorts them by key (concurrent PostgreSQL writers then lock rows in one order)."""
     by_case: dict[tuple[Any, ...], list[Any]] = {}
+    get = by_case.get
     for r, grade_id in zip(rows, ids, strict=True):
         case_id = r[_I_CASE_ID]
         key = (
@@ -180,10 +183,10 @@ def _case_stats(rows: Sequence[tuple[Any, ...]], ids: Sequence[int]) -> list[tup
             r[_I_BASE],
             r[_I_GRADER],
             r[_I_CAND],
-            f"sha256:{r[_I_PROMPT]}" if case_id is None else f"id:{case_id}",
+            "sha256:" + r[_I_PROMPT] if case_id is None else "id:" + case_id,
         )
         delta = r[_I_DELTA]
-        acc = by_case.get(key)
+        acc = get(key)
         if acc is None:
             by_case[key] = [1, r[_I_Q], 0 if delta is None else 1, 0.0 if delta is None else delta, grade_id]
             continue
@@ -194,7 +197,8 @@ def _case_stats(rows: Sequence[tuple[Any, ...]], ids: Sequence[int]) -> list[tup
             acc[3] += delta
         if grade_id < acc[4]:
             acc[4] = grade_id
-    return [(*key, *acc) for key, acc in sorted(by_case.items())]
+    items = sorted(by_case.items()) if ordered else by_case.items()
+    return [(*key, *acc) for key, acc in items]
 
 
 Key = tuple[Any, ...]
@@ -392,7 +396,7 @@ def _execute_in(cursor: Any, batch: list[tuple[Any, ...]]) -> list[int | None]:
 
 def _pg_cases(cursor: Any, rows: Sequence[tuple[Any, ...]], ids: Sequence[int]) -> None:
     """Upsert the per-case totals of ``rows`` in one statement (one array per column)."""
-    totals = _case_stats(rows, ids)
+    totals = _case_stats(rows, ids, ordered=True)
     cursor.execute(_PG_CASES, [list(column) for column in zip(*totals, strict=True)])
 
 
