@@ -47,6 +47,13 @@ class GradeOptions:
     max_retries: int = 4
     pricing: dict[str, dict[str, float]] = field(default_factory=dict)
     route_on: list[str] = field(default_factory=list)
+    until_decided: bool = False
+    """Grade in a seeded random order and stop calling a candidate once its decision is settled."""
+    order_seed: int = 0
+    """The seed of that order."""
+    min_quality: float = 0.9
+    min_samples: int = 30
+    confidence: float = 0.95
 
     def run_info(self, grader_ids: list[str]) -> dict[str, Any]:
         """What is stored with the run (never the API key or the base URL's credentials)."""
@@ -102,6 +109,50 @@ class Outcome:
                 )
             )
         return decisions
+
+
+def settled_check(
+    ledger: Any,
+    tasks: list[str],
+    baseline_model: str,
+    candidates: list[tuple[str, str]],
+    routing_ids: list[str],
+    *,
+    min_quality: float,
+    min_samples: int,
+    confidence: float,
+) -> Callable[[], set[tuple[str, str]]]:
+    """What ``--until-decided`` asks after each committed batch: the (task, candidate spec) pairs
+    whose decision is settled on the ledger's evidence (proven on every routing judge, or ruled
+    out on one), by the same rule, candidates and ``min_samples`` as the report and the router.
+
+    Stopping there keeps the guarantee because the bounds are anytime-valid: looking after every
+    batch is allowed.
+    """
+    from llm_connect.routing import gather
+
+    models = [model for _, model in candidates]
+
+    def check() -> set[tuple[str, str]]:
+        done: set[tuple[str, str]] = set()
+        for task in tasks:
+            found = gather(
+                ledger,
+                task,
+                baseline=baseline_model,
+                candidates=models,
+                grader_ids=routing_ids,
+                min_quality=min_quality,
+                confidence=confidence,
+                min_samples=min_samples,
+            )
+            for spec, model in candidates:
+                verdicts = [found[(model, gid)].status for gid in routing_ids]
+                if verdicts and (all(v == "proven" for v in verdicts) or "ruled out" in verdicts):
+                    done.add((task, spec))
+        return done
+
+    return check
 
 
 def resolve_route_on(route_on: list[str], specs: list[str], grader_ids: list[str]) -> list[str]:
@@ -226,6 +277,21 @@ def execute(
     elif opts.run_id is not None and ledger.run(opts.run_id) is not None:
         fail(f"run {opts.run_id} already exists in {ledger.url}; continue it with --resume {opts.run_id}")
 
+    early: dict[str, Any] = {}
+    if opts.until_decided:
+        early = {
+            "shuffle_seed": opts.order_seed,
+            "settled": settled_check(
+                ledger,
+                sorted({c.task for c in suite.cases}),
+                baseline.model,
+                [(side.spec, side.model) for side in candidates],
+                gating_ids,
+                min_quality=opts.min_quality,
+                min_samples=opts.min_samples,
+                confidence=opts.confidence,
+            ),
+        }
     bar, update = _progress(len(suite.cases)) if progress else (None, None)
     grader = BatchGrader(
         baseline=baseline,
@@ -239,6 +305,7 @@ def execute(
         resume=opts.resume,
         run_info=opts.run_info(grader_ids),
         on_progress=update,
+        **early,
     )
 
     async def main() -> Any:

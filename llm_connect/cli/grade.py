@@ -273,6 +273,17 @@ def grade(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Neither read nor fill the response cache.")
     ] = False,
+    until_decided: Annotated[
+        bool,
+        typer.Option(
+            "--until-decided",
+            help="Grade the cases in a seeded random order and stop calling a candidate once it is "
+            "proven or ruled out on every routing judge (valid: the bounds hold at every look).",
+        ),
+    ] = False,
+    order_seed: Annotated[
+        int, typer.Option("--order-seed", help="Seed of the --until-decided order.", metavar="N")
+    ] = 0,
     json_out: bool = JsonOption,
     cases: Annotated[bool, typer.Option("--cases", help="Also print each case's scores.")] = False,
     base_url: Annotated[
@@ -370,6 +381,10 @@ def grade(
         max_retries=max_retries,
         pricing=pricing,
         route_on=list(route_on or []),
+        until_decided=until_decided,
+        order_seed=order_seed,
+        min_quality=DEFAULT_MIN_QUALITY if min_quality is None else min_quality,
+        min_samples=DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
     )
     show_progress = stdout_is_tty() and not json_out
     outcome = execute(opts, pick_sides=_pick_sides, progress=show_progress)
@@ -421,6 +436,8 @@ def grade(
             "routing": [d.to_dict() for d in decisions],
             "routing_error": routing_error,
             "served_as": report.served_as(),
+            "stopped": getattr(report, "stopped", {}),
+            "calls_saved": getattr(report, "calls_saved", 0),
             "failures": [f.__dict__ for f in report.failures],
             "not_applicable": [
                 {"grader_id": gid, **info} for gid, info in report.not_applicable_by_judge().items()
@@ -536,6 +553,13 @@ def _print_human(
             (f": not applicable to {info['cases']} of {report.cases_total} case(s), e.g. ", None),
             (f"{info['first_case']}: {info['reason']}", None),
         )
+    stopped = getattr(report, "stopped", {}) or {}
+    for cand, per_task in stopped.items():
+        where = ", ".join(f"{n} of task {t}" for t, n in per_task.items() if n)
+        if where:
+            out.line((f"{cand}", "bold"), (f": settled early, not graded on {where}", None))
+    if stopped:
+        out.line((f"--until-decided saved {getattr(report, 'calls_saved', 0)} model call(s)", "green"))
     for d in decisions:
         arrow = "route to" if d.routed else "keep baseline"
         out.line(

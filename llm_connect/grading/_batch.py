@@ -39,8 +39,9 @@ output and an exit code. Sides live in ``_sides``, the report types in
 from __future__ import annotations
 
 import asyncio
+import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -115,6 +116,15 @@ class BatchGrader:
             (never secrets).
         on_progress: ``fn(done, total)`` called on the event loop after each case.
         judge_batch_size: most pairs handed to one ``judge_many`` call.
+        shuffle_seed: grade the cases in the order of ``random.Random(shuffle_seed)``'s
+            shuffle (``None``: suite order).
+        settled: stop early: called (in a thread) before the first case and after every
+            ``check_every`` finished cases once they are committed; returns the
+            ``(task, candidate spec)`` pairs whose decision is settled. Their cases not yet
+            started get no call for that candidate (a case whose every candidate is settled is
+            not started at all); cases in flight finish and are recorded. An exception from it
+            ends the run like a ledger failure, after everything finished is committed.
+        check_every: finished cases between two ``settled`` calls.
     """
 
     def __init__(
@@ -132,6 +142,9 @@ class BatchGrader:
         run_info: Mapping[str, Any] | None = None,
         on_progress: ProgressCallback | None = None,
         judge_batch_size: int = 64,
+        shuffle_seed: int | None = None,
+        settled: Callable[[], Collection[tuple[str, str]]] | None = None,
+        check_every: int = 10,
     ) -> None:
         if not candidates:
             raise ConfigurationError("at least one candidate is needed")
@@ -153,6 +166,10 @@ class BatchGrader:
                     "their grades would share one key (grade them in separate runs)"
                 )
             by_model[c.model] = c.spec
+        if settled is not None and ledger is None:
+            raise ConfigurationError("stopping early (settled=) needs a ledger to read the evidence from")
+        if isinstance(check_every, bool) or not isinstance(check_every, int) or check_every < 1:
+            raise ConfigurationError(f"check_every must be an integer >= 1, not {check_every!r}")
         if resume and (ledger is None or run_id is None):
             raise ConfigurationError("resume needs a ledger and a run id")
         self.baseline = baseline
@@ -166,6 +183,9 @@ class BatchGrader:
         self.resume = resume
         self.run_info = dict(run_info or {})
         self.on_progress = on_progress
+        self.shuffle_seed = shuffle_seed
+        self.settled = settled
+        self.check_every = check_every
         self._batchers = {
             id(j): JudgeBatcher(j, max_batch=judge_batch_size) for j in judges if hasattr(j, "judge_many")
         }
@@ -218,6 +238,8 @@ class BatchGrader:
                 )
             await asyncio.to_thread(ledger.start_run, self.run_id, suite=suite.path, config=self.run_info)
         todo = [c for c in suite.cases if not done_keys or self._missing(c, done_keys)]
+        if self.shuffle_seed is not None:
+            random.Random(self.shuffle_seed).shuffle(todo)
         report.cases_skipped = len(suite.cases) - len(todo)
         report.cases_done = report.cases_skipped
 
@@ -228,6 +250,20 @@ class BatchGrader:
             cached = dict(await asyncio.to_thread(ledger.cache_get_many, keys))
 
         writer = LedgerWriter(ledger, self.run_id) if ledger is not None else None
+        settled_pairs: set[tuple[str, str]] = set()
+        check = self.settled
+        checking = asyncio.Lock()
+        cases_finished = 0
+
+        async def refresh() -> None:
+            nonlocal settled_pairs
+            assert check is not None and writer is not None
+            async with checking:
+                await asyncio.to_thread(writer.flush)  # the check must see every finished case
+                settled_pairs = set(await asyncio.to_thread(check))
+
+        if check is not None and writer is not None and todo:
+            await refresh()
         pending: asyncio.Queue[Case] = asyncio.Queue()
         for case in todo:
             pending.put_nowait(case)
@@ -240,12 +276,24 @@ class BatchGrader:
                     case = pending.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                work = await self._grade_case(case, cached, done_keys, report)
-                if writer is not None:
-                    writer.submit(work)
+                nonlocal cases_finished
+                if checking.locked():  # a settled check is running: its answer may spare this case
+                    async with checking:
+                        pass
+                active = self.candidates
+                if settled_pairs:
+                    active = [c for c in self.candidates if (case.task, c.spec) not in settled_pairs]
+                    self._count_stopped(case, active, report)
+                if active:
+                    work = await self._grade_case(case, cached, done_keys, report, active)
+                    if writer is not None:
+                        writer.submit(work)
                 report.cases_done += 1
                 if self.on_progress is not None:
                     self.on_progress(report.cases_done, report.cases_total)
+                cases_finished += 1
+                if check is not None and cases_finished % self.check_every == 0 and not pending.empty():
+                    await refresh()
 
         workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, max(1, len(todo))))]
         stopper = asyncio.create_task(stop.wait()) if stop is not None else None
@@ -327,22 +375,35 @@ class BatchGrader:
             case=pair.case,
         )
 
+    def _count_stopped(self, case: Case, active: Sequence[Side], report: BatchReport) -> None:
+        """Stopping early: count the candidates (and calls) this case will not get."""
+        skipped = [c for c in self.candidates if c not in active]
+        for cand in skipped:
+            per_task = report.stopped.setdefault(cand.spec, {})
+            per_task[case.task] = per_task.get(case.task, 0) + 1
+        report.calls_saved += sum(1 for c in skipped if c.live)
+        if not active:
+            report.cases_settled_skipped += 1
+            report.calls_saved += 1 if self.baseline.live else 0
+
     async def _grade_case(
         self,
         case: Case,
         cached: Mapping[str, LLMResponse],
         done_keys: set[tuple[str | None, str, str]],
         report: BatchReport,
+        candidates: Sequence[Side] | None = None,
     ) -> CaseWork:
         work = CaseWork()
         rc = self._config_for(case)
-        sides: list[Side] = [self.baseline, *self.candidates]
+        cands = self.candidates if candidates is None else list(candidates)
+        sides: list[Side] = [self.baseline, *cands]
         outcomes = await asyncio.gather(
             *(self._respond(s, case, cached, report) for s in sides), return_exceptions=True
         )
         responses: dict[str, LLMResponse] = {}
         for side, outcome, stage in zip(
-            sides, outcomes, ["baseline"] + ["candidate"] * len(self.candidates), strict=True
+            sides, outcomes, ["baseline"] + ["candidate"] * len(cands), strict=True
         ):
             if isinstance(outcome, asyncio.CancelledError):
                 raise outcome
@@ -361,7 +422,7 @@ class BatchGrader:
         if baseline is not None:
             jobs: list[tuple[Side, Judge]] = []
             coros = []
-            for cand in self.candidates:
+            for cand in cands:
                 cand_resp = responses.get(cand.spec)
                 if cand_resp is None:
                     continue

@@ -75,6 +75,14 @@ class BatchReport:
     """Per side spec, every model name its server reported (``gpt-4o-mini-2024-07-18``)."""
     asked_models: dict[str, str] = field(default_factory=dict)
     """Per side spec, the model it asked for (what its grades are stored under)."""
+    stopped: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Stopping early (``settled``): candidate spec -> task -> its cases not graded because its
+    decision for the task was already settled."""
+    calls_saved: int = 0
+    """Stopping early: responses not requested from live sides (one per skipped candidate
+    response, plus the baseline's when a case was skipped whole)."""
+    cases_settled_skipped: int = 0
+    """Stopping early: cases not started at all because every candidate was settled for their task."""
 
     def served_as(self) -> dict[str, list[str]]:
         """Sides whose server reported a model name other than the one asked for:

@@ -56,7 +56,7 @@ class LedgerWriter:
         """Grades the ledger refused (their key holds a different grade), as failures of their case."""
         self.refused: set[tuple[str, str, str]] = set()
         """``(case_id, grader_id, candidate_model)`` of each refused grade."""
-        self._queue: queue.Queue[CaseWork | None] = queue.Queue()
+        self._queue: queue.Queue[CaseWork | threading.Event | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="llm-connect-ledger-writer", daemon=True)
         self._thread.start()
 
@@ -64,6 +64,16 @@ class LedgerWriter:
         if self.error is not None:
             raise LedgerError(f"the ledger writer failed: {self.error}") from self.error
         self._queue.put(work)
+
+    def flush(self) -> None:
+        """Block until everything submitted so far is committed (or the writer failed)."""
+        if self.error is not None or not self._thread.is_alive():
+            return
+        done = threading.Event()
+        self._queue.put(done)
+        while not done.wait(0.1):
+            if not self._thread.is_alive():
+                return
 
     def close(self) -> None:
         """Commit everything queued and stop the thread; re-raise a write error."""
@@ -78,14 +88,17 @@ class LedgerWriter:
         while not stop:
             item = self._queue.get()
             batch: list[CaseWork] = []
+            flushed: list[threading.Event] = []
             if item is None:
                 stop = True
+            elif isinstance(item, threading.Event):
+                flushed.append(item)
             else:
                 batch.append(item)
                 # Let cases finishing meanwhile join this transaction: one commit per
                 # ~50 ms instead of one per case, and the GIL stays with the event loop.
                 time.sleep(self.linger_s)
-            while len(batch) < self.max_batch:
+            while len(batch) < self.max_batch and not flushed:
                 try:
                     nxt = self._queue.get_nowait()
                 except queue.Empty:
@@ -93,12 +106,17 @@ class LedgerWriter:
                 if nxt is None:
                     stop = True
                     break
+                if isinstance(nxt, threading.Event):  # commit what came before it, then signal
+                    flushed.append(nxt)
+                    break
                 batch.append(nxt)
             if batch and self.error is None:
                 try:
                     self._write(batch)
                 except BaseException as exc:  # kept and re-raised by close()/submit()
                     self.error = exc
+            for event in flushed:
+                event.set()
 
     def _write(self, batch: list[CaseWork]) -> None:
         try:
