@@ -54,6 +54,7 @@ class GradeOptions:
     min_quality: float = 0.9
     min_samples: int = 30
     confidence: float = 0.95
+    allow_uncalibrated: bool = False
 
     def run_info(self, grader_ids: list[str]) -> dict[str, Any]:
         """What is stored with the run (never the API key or the base URL's credentials)."""
@@ -121,6 +122,7 @@ def settled_check(
     min_quality: float,
     min_samples: int,
     confidence: float,
+    allow_uncalibrated: bool = False,
 ) -> Callable[[], set[tuple[str, str]]]:
     """What ``--until-decided`` asks after each committed batch: the (task, candidate spec) pairs
     whose decision is settled on the ledger's evidence (proven on every routing judge, or ruled
@@ -129,25 +131,29 @@ def settled_check(
     Stopping there keeps the guarantee because the bounds are anytime-valid: looking after every
     batch is allowed.
     """
-    from llm_connect.routing import gather
+    from llm_connect.routing import Router, gather
 
     models = [model for _, model in candidates]
+    router = Router(ledger)
 
     def check() -> set[tuple[str, str]]:
         done: set[tuple[str, str]] = set()
         for task in tasks:
+            used, _ = router.usable_graders(task, routing_ids, allow_uncalibrated=allow_uncalibrated)
+            if not used:
+                continue  # nothing can settle a candidate: grade everything
             found = gather(
                 ledger,
                 task,
                 baseline=baseline_model,
                 candidates=models,
-                grader_ids=routing_ids,
+                grader_ids=used,
                 min_quality=min_quality,
                 confidence=confidence,
                 min_samples=min_samples,
             )
             for spec, model in candidates:
-                verdicts = [found[(model, gid)].status for gid in routing_ids]
+                verdicts = [found[(model, gid)].status for gid in used]
                 if verdicts and (all(v == "proven" for v in verdicts) or "ruled out" in verdicts):
                     done.add((task, spec))
         return done
@@ -290,6 +296,7 @@ def execute(
                 min_quality=opts.min_quality,
                 min_samples=opts.min_samples,
                 confidence=opts.confidence,
+                allow_uncalibrated=opts.allow_uncalibrated,
             ),
         }
     bar, update = _progress(len(suite.cases)) if progress else (None, None)

@@ -383,6 +383,7 @@ def grade(
         route_on=list(route_on or []),
         until_decided=until_decided,
         order_seed=order_seed,
+        allow_uncalibrated=allow_uncalibrated,
         min_quality=DEFAULT_MIN_QUALITY if min_quality is None else min_quality,
         min_samples=DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
     )

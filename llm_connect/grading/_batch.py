@@ -29,6 +29,10 @@ with one baseline side, one or more candidate sides and one or more judges:
   names, e.g. ``schema`` on a case without ``expected.schema``) neither grades
   nor fails: the pair goes to ``BatchReport.not_applicable``. Present but
   unusable data (a schema file that does not exist) stays a failure.
+* **stopping early** — ``shuffle_seed`` grades the cases in a seeded random
+  order; ``settled`` names the (task, candidate spec) pairs whose decision is
+  settled, asked after commits: their cases not yet started get no call for
+  that candidate (see :class:`BatchGrader`).
 
 Library code: nothing here prints or exits; the CLI turns the report into
 output and an exit code. Sides live in ``_sides``, the report types in
@@ -62,7 +66,7 @@ from llm_connect.grading._report import (
 from llm_connect.grading._results import GradingResult
 from llm_connect.grading._sides import RECORDED_PREFIX, LiveSide, RecordedSide, Side, side_from_spec
 from llm_connect.grading._suite import Suite
-from llm_connect.grading._writer import CaseWork, LedgerWriter
+from llm_connect.grading._writer import CaseWork, LedgerWriter, SettledCheck
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
@@ -114,17 +118,27 @@ class BatchGrader:
         resume: continue ``run_id``: skip grades it already holds.
         run_info: JSON-safe description of the run stored with ``start_run``
             (never secrets).
-        on_progress: ``fn(done, total)`` called on the event loop after each case.
+        on_progress: ``fn(done, total)`` called on the event loop after each case
+            (``total``: the suite's cases less those skipped as settled, so a bar ends full).
         judge_batch_size: most pairs handed to one ``judge_many`` call.
-        shuffle_seed: grade the cases in the order of ``random.Random(shuffle_seed)``'s
-            shuffle (``None``: suite order).
-        settled: stop early: called (in a thread) before the first case and after every
-            ``check_every`` finished cases once they are committed; returns the
-            ``(task, candidate spec)`` pairs whose decision is settled. Their cases not yet
-            started get no call for that candidate (a case whose every candidate is settled is
-            not started at all); cases in flight finish and are recorded. An exception from it
-            ends the run like a ledger failure, after everything finished is committed.
-        check_every: finished cases between two ``settled`` calls.
+        shuffle_seed: grade the cases in the order ``random.Random(shuffle_seed).shuffle``
+            gives the suite's case list (``None``: file order). A resumed run keeps the
+            order and skips what is done.
+        settled: stop early (needs a ledger): ``fn() -> {(task, candidate spec)}``, the pairs
+            whose decision is settled. A candidate is named by its side's :attr:`Side.spec`,
+            as in :attr:`BatchResult.candidate` and :attr:`BatchReport.stopped`
+            (``openai:gpt-4o-mini``, ``recorded:gold``), never by its model; pairs naming
+            no candidate of the run are ignored, but a candidate named by its model is a
+            :class:`~llm_connect.errors.ConfigurationError`. It is called in a worker thread,
+            before the first case and then after every ``check_every`` newly committed cases
+            (while cases remain to start), always after the writer committed everything
+            finished so far, and while it runs no case starts. A case not yet started gets
+            no call for its settled candidates; a case whose every candidate still to grade
+            is settled is not started at all (no baseline call). Cases in flight finish and
+            are recorded. An exception from it stops the run: no case starts any more, the
+            cases in flight finish, everything finished is committed, the run is marked
+            ``failed`` and the exception is raised from :meth:`arun` (resume continues it).
+        check_every: newly committed cases between two ``settled`` calls.
     """
 
     def __init__(
@@ -170,6 +184,8 @@ class BatchGrader:
             raise ConfigurationError("stopping early (settled=) needs a ledger to read the evidence from")
         if isinstance(check_every, bool) or not isinstance(check_every, int) or check_every < 1:
             raise ConfigurationError(f"check_every must be an integer >= 1, not {check_every!r}")
+        if shuffle_seed is not None and (isinstance(shuffle_seed, bool) or not isinstance(shuffle_seed, int)):
+            raise ConfigurationError(f"shuffle_seed must be an integer or None, not {shuffle_seed!r}")
         if resume and (ledger is None or run_id is None):
             raise ConfigurationError("resume needs a ledger and a run id")
         self.baseline = baseline
@@ -209,11 +225,18 @@ class BatchGrader:
         )
 
     def _missing(self, case: Case, done: set[tuple[str | None, str, str]]) -> bool:
-        return any(
-            (case.id, j.grader_id, c.expected_model(case)) not in done
-            for c in self.candidates
-            for j in self.judges
-        )
+        return any(self._needs(c, case, done) for c in self.candidates)
+
+    def _needs(self, cand: Side, case: Case, done: set[tuple[str | None, str, str]]) -> bool:
+        """Whether ``cand`` still lacks a grade of ``case`` (always, when nothing is done)."""
+        if not done:
+            return True
+        model = cand.expected_model(case)
+        return any((case.id, j.grader_id, model) not in done for j in self.judges)
+
+    def _would_call(self, side: Side, case: Case, cached: Mapping[str, LLMResponse]) -> bool:
+        """Whether ``side``'s response to ``case`` would be a model call (live, not cached)."""
+        return side.live and not (self.use_cache and self._cache_key(side, case) in cached)
 
     # -- the run ---------------------------------------------------------------
 
@@ -237,9 +260,10 @@ class BatchGrader:
                     for na in await asyncio.to_thread(ledger.not_applicable, self.run_id)
                 )
             await asyncio.to_thread(ledger.start_run, self.run_id, suite=suite.path, config=self.run_info)
-        todo = [c for c in suite.cases if not done_keys or self._missing(c, done_keys)]
-        if self.shuffle_seed is not None:
-            random.Random(self.shuffle_seed).shuffle(todo)
+        order = list(suite.cases)
+        if self.shuffle_seed is not None:  # the whole list: a resumed run keeps the order
+            random.Random(self.shuffle_seed).shuffle(order)
+        todo = [c for c in order if not done_keys or self._missing(c, done_keys)]
         report.cases_skipped = len(suite.cases) - len(todo)
         report.cases_done = report.cases_skipped
 
@@ -250,72 +274,75 @@ class BatchGrader:
             cached = dict(await asyncio.to_thread(ledger.cache_get_many, keys))
 
         writer = LedgerWriter(ledger, self.run_id) if ledger is not None else None
-        settled_pairs: set[tuple[str, str]] = set()
-        check = self.settled
-        checking = asyncio.Lock()
-        cases_finished = 0
-
-        async def refresh() -> None:
-            nonlocal settled_pairs
-            assert check is not None and writer is not None
-            async with checking:
-                await asyncio.to_thread(writer.flush)  # the check must see every finished case
-                settled_pairs = set(await asyncio.to_thread(check))
-
-        if check is not None and writer is not None and todo:
-            await refresh()
+        settling = (
+            SettledCheck(self.settled, writer, self.check_every, self.candidates)
+            if self.settled is not None and writer is not None
+            else None
+        )
         pending: asyncio.Queue[Case] = asyncio.Queue()
         for case in todo:
             pending.put_nowait(case)
-        if self.on_progress is not None:
-            self.on_progress(report.cases_done, report.cases_total)
+        self._progress(report)
 
         async def worker() -> None:
-            while True:
+            while settling is None or settling.error is None:
                 try:
                     case = pending.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                nonlocal cases_finished
-                if checking.locked():  # a settled check is running: its answer may spare this case
-                    async with checking:
-                        pass
-                active = self.candidates
-                if settled_pairs:
-                    active = [c for c in self.candidates if (case.task, c.spec) not in settled_pairs]
-                    self._count_stopped(case, active, report)
-                if active:
-                    work = await self._grade_case(case, cached, done_keys, report, active)
-                    if writer is not None:
-                        writer.submit(work)
+                active: list[Side] | None = self.candidates
+                if settling is not None:
+                    await settling.wait()  # a check under way may spare this case
+                    if settling.error is not None:
+                        return
+                    active = self._unsettled(case, settling.pairs, cached, done_keys, report)
+                    if active is None:  # neither done nor failed: skipped as settled
+                        report.cases_settled_skipped += 1
+                        self._progress(report)
+                        continue
+                work = await self._grade_case(case, cached, done_keys, report, active)
+                if writer is not None:
+                    writer.submit(work)
                 report.cases_done += 1
-                if self.on_progress is not None:
-                    self.on_progress(report.cases_done, report.cases_total)
-                cases_finished += 1
-                if check is not None and cases_finished % self.check_every == 0 and not pending.empty():
-                    await refresh()
+                self._progress(report)
+                if settling is not None and settling.committed() and not pending.empty():
+                    await settling.refresh()
 
-        workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, max(1, len(todo))))]
+        workers: list[asyncio.Task[None]] = []
+
+        async def run_all() -> None:
+            if settling is not None and todo:
+                await settling.refresh()
+            workers.extend(asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(todo))))
+            await asyncio.gather(*workers)
+
+        main = asyncio.create_task(run_all())
         stopper = asyncio.create_task(stop.wait()) if stop is not None else None
+        error: BaseException | None = None
         try:
             if stopper is None:
-                await asyncio.gather(*workers)
+                await main
             else:
-                all_done: asyncio.Future[Any] = asyncio.gather(*workers)
-                finished, _ = await asyncio.wait([all_done, stopper], return_when=asyncio.FIRST_COMPLETED)
-                if stopper in finished and not all_done.done():
+                finished, _ = await asyncio.wait([main, stopper], return_when=asyncio.FIRST_COMPLETED)
+                if stopper in finished and not main.done():
                     report.interrupted = True
+                    main.cancel()
                     for w in workers:
                         w.cancel()
-                    await asyncio.gather(all_done, return_exceptions=True)
+                    await asyncio.gather(main, *workers, return_exceptions=True)
                 else:
-                    all_done.result()
+                    main.result()
+            if settling is not None and settling.error is not None:
+                raise settling.failure(report)
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
             if stopper is not None:
                 stopper.cancel()
-            for w in workers:
-                if not w.done():
-                    w.cancel()
+            for task in (main, *workers):
+                if not task.done():
+                    task.cancel()
             if writer is not None:
                 try:
                     await asyncio.to_thread(writer.close)
@@ -323,16 +350,20 @@ class BatchGrader:
                     self._merge_conflicts(report, writer, suite)
             if ledger is not None and self.run_id is not None:
                 status = "completed"
-                if report.interrupted:
+                if report.interrupted or isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
                     status = "interrupted"
-                elif report.failures:
+                elif report.failures or error is not None:
                     status = "failed"
                 await asyncio.to_thread(ledger.finish_run, self.run_id, status)
-            order = {c.id: i for i, c in enumerate(suite.cases)}
+            rank = {c.id: i for i, c in enumerate(suite.cases)}
             once = {(na.case_id, na.grader_id, na.candidate): na for na in report.not_applicable}
-            report.not_applicable = sorted(once.values(), key=lambda na: order.get(na.case_id, len(order)))
+            report.not_applicable = sorted(once.values(), key=lambda na: rank.get(na.case_id, len(rank)))
             report.elapsed_s = time.perf_counter() - started
         return report
+
+    def _progress(self, report: BatchReport) -> None:
+        if self.on_progress is not None:
+            self.on_progress(report.cases_done, report.cases_total - report.cases_settled_skipped)
 
     @staticmethod
     def _merge_conflicts(report: BatchReport, writer: LedgerWriter, suite: Suite) -> None:
@@ -375,16 +406,34 @@ class BatchGrader:
             case=pair.case,
         )
 
-    def _count_stopped(self, case: Case, active: Sequence[Side], report: BatchReport) -> None:
-        """Stopping early: count the candidates (and calls) this case will not get."""
-        skipped = [c for c in self.candidates if c not in active]
+    def _unsettled(
+        self,
+        case: Case,
+        settled: frozenset[tuple[str, str]],
+        cached: Mapping[str, LLMResponse],
+        done: set[tuple[str | None, str, str]],
+        report: BatchReport,
+    ) -> list[Side] | None:
+        """Stopping early: the candidates ``case`` is graded with, ``None`` to skip it whole.
+
+        Counts what settling spares in ``report``: ``stopped`` per settled candidate that
+        still lacked a grade of the case, ``calls_saved`` per response not requested that
+        would have been a model call.
+        """
+        skipped = [c for c in self.candidates if (case.task, c.spec) in settled]
+        if not skipped:
+            return self.candidates
         for cand in skipped:
-            per_task = report.stopped.setdefault(cand.spec, {})
-            per_task[case.task] = per_task.get(case.task, 0) + 1
-        report.calls_saved += sum(1 for c in skipped if c.live)
-        if not active:
-            report.cases_settled_skipped += 1
-            report.calls_saved += 1 if self.baseline.live else 0
+            if self._needs(cand, case, done):
+                per_task = report.stopped.setdefault(cand.spec, {})
+                per_task[case.task] = per_task.get(case.task, 0) + 1
+        active = [c for c in self.candidates if c not in skipped]
+        if not any(self._needs(c, case, done) for c in active):  # nothing left to grade
+            sides = (self.baseline, *self.candidates)
+            report.calls_saved += sum(self._would_call(s, case, cached) for s in sides)
+            return None
+        report.calls_saved += sum(self._would_call(c, case, cached) for c in skipped)
+        return active
 
     async def _grade_case(
         self,

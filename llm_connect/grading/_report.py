@@ -57,7 +57,9 @@ class BatchReport:
     suite: str
     cases_total: int
     cases_done: int = 0
-    """Cases finished in this process (graded, skipped as complete, or failed)."""
+    """Cases finished (graded or failed in this process, or skipped as complete by a resume);
+    a case skipped as settled (:attr:`cases_settled_skipped`) is not done. Unless the run was
+    interrupted, ``cases_done + cases_settled_skipped == cases_total``."""
     cases_skipped: int = 0
     """Cases skipped because a resumed run already held all their grades."""
     results: list[BatchResult] = field(default_factory=list)
@@ -76,13 +78,17 @@ class BatchReport:
     asked_models: dict[str, str] = field(default_factory=dict)
     """Per side spec, the model it asked for (what its grades are stored under)."""
     stopped: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Stopping early (``settled``): candidate spec -> task -> its cases not graded because its
-    decision for the task was already settled."""
+    """Stopping early (``settled``): candidate spec (as in :attr:`BatchResult.candidate`) ->
+    task -> that candidate's cases not graded because it was settled for the task (cases it
+    still lacked a grade of; empty without ``settled``)."""
     calls_saved: int = 0
-    """Stopping early: responses not requested from live sides (one per skipped candidate
-    response, plus the baseline's when a case was skipped whole)."""
+    """Stopping early: model calls not made because of settling: one per skipped candidate
+    response, plus the baseline's when a whole case was skipped, each counted only when it
+    would have been a model call (a live side whose response is not in the response cache;
+    recorded and cached responses cost nothing). Judge calls are not counted."""
     cases_settled_skipped: int = 0
-    """Stopping early: cases not started at all because every candidate was settled for their task."""
+    """Stopping early: cases not started at all because every candidate still to grade on
+    them was settled for their task (neither done nor failed)."""
 
     def served_as(self) -> dict[str, list[str]]:
         """Sides whose server reported a model name other than the one asked for:
@@ -92,7 +98,6 @@ class BatchReport:
             for spec, names in self.observed_models.items()
             if names != {self.asked_models.get(spec)}
         }
-    """Side spec -> model names its responses carried."""
 
     def not_applicable_by_judge(self) -> dict[str, dict[str, Any]]:
         """Per grader id: how many cases the judge did not apply to, and why.

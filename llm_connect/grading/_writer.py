@@ -9,26 +9,31 @@ because its key already holds a *different* grade
 case by case and each refused grade becomes a failure of its case (stage
 ``ledger``), so nothing is dropped silently and the rest is kept. Any other
 write error is kept and re-raised by the next :meth:`LedgerWriter.submit` or
-by :meth:`LedgerWriter.close`.
+by :meth:`LedgerWriter.close`. :meth:`LedgerWriter.flush` waits for everything
+submitted so far to be committed: :class:`SettledCheck` (stopping early) flushes
+before it asks which candidates are settled, so the answer sees every finished case.
 """
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from llm_connect.errors import GradeConflictError, LedgerError
-from llm_connect.grading._report import CaseFailure
+from llm_connect.errors import ConfigurationError, GradeConflictError, LedgerError
+from llm_connect.grading._report import BatchReport, CaseFailure
 from llm_connect.types import LLMResponse
 from llm_connect.values import NotApplicable
 
 if TYPE_CHECKING:
+    from llm_connect.grading._sides import Side
     from llm_connect.ledger import QualityLedger, RecordItem
 
-__all__ = ["CaseWork", "LedgerWriter"]
+__all__ = ["CaseWork", "LedgerWriter", "SettledCheck"]
 
 
 @dataclass
@@ -61,6 +66,7 @@ class LedgerWriter:
         self._thread.start()
 
     def submit(self, work: CaseWork) -> None:
+        """Queue ``work`` for the next commit; raise if an earlier write failed."""
         if self.error is not None:
             raise LedgerError(f"the ledger writer failed: {self.error}") from self.error
         self._queue.put(work)
@@ -177,3 +183,79 @@ class LedgerWriter:
             )
         self.conflicts.extend(added)
         return CaseWork(records=kept, cache=work.cache, failures=[*work.failures, *added], skips=work.skips)
+
+
+class SettledCheck:
+    """Stopping early: a run's ``settled`` check and its last answer.
+
+    :meth:`refresh` flushes the writer and then calls the check, both in a thread, so the
+    check sees every case finished so far; cases wait (:meth:`wait`) while it runs. An
+    exception from the check is kept in :attr:`error`, never swallowed: the engine starts no
+    case once it is set and raises it (:meth:`failure`) after committing what finished.
+    """
+
+    def __init__(
+        self,
+        check: Callable[[], Collection[tuple[str, str]]],
+        writer: LedgerWriter,
+        every: int,
+        candidates: Sequence[Side],
+    ) -> None:
+        self.check = check
+        self.writer = writer
+        self.every = every
+        self.pairs: frozenset[tuple[str, str]] = frozenset()
+        self.error: Exception | None = None
+        """What the check raised (no case starts once it is set)."""
+        self.checks = 0
+        self._specs = {c.spec for c in candidates}
+        self._by_model = {c.model: c.spec for c in candidates}
+        self._lock = asyncio.Lock()
+        self._since = 0
+
+    def committed(self) -> bool:
+        """Count one case handed to the writer; whether a check is due."""
+        self._since += 1
+        if self._since < self.every:
+            return False
+        self._since = 0
+        return True
+
+    async def wait(self) -> None:
+        """Return once no check is under way."""
+        if self._lock.locked():
+            async with self._lock:
+                pass
+
+    async def refresh(self) -> None:
+        """Flush the writer, then ask the check (both in a thread); keep its error."""
+        async with self._lock:
+            if self.error is not None:
+                return
+            try:
+                await asyncio.to_thread(self.writer.flush)  # the check must see every finished case
+                found = await asyncio.to_thread(self.check)
+                self.checks += 1
+                self.pairs = frozenset(self._validated(found))
+            except Exception as exc:  # raised from arun once the cases in flight are recorded
+                self.error = exc
+
+    def _validated(self, found: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+        pairs = {(str(task), str(cand)) for task, cand in found}
+        for _, cand in pairs:
+            if cand not in self._specs and cand in self._by_model:
+                raise ConfigurationError(
+                    f"settled named candidate {cand!r} by its model; name it by its spec "
+                    f"{self._by_model[cand]!r}"
+                )
+        return pairs
+
+    def failure(self, report: BatchReport) -> Exception:
+        """The check's error, noting what the run kept."""
+        assert self.error is not None
+        self.error.add_note(
+            f"raised by the settled check of run {report.run_id}: no case started after it; "
+            f"{report.cases_done - report.cases_skipped} case(s) finished in this process are "
+            "committed (resume the run to continue)"
+        )
+        return self.error

@@ -79,6 +79,16 @@ class Router:
     def __repr__(self) -> str:
         return f"Router({self.ledger!r})"
 
+    def usable_graders(
+        self, task: str, grader_ids: Sequence[str], *, allow_uncalibrated: bool = False
+    ) -> tuple[list[str], list[IgnoredGrader]]:
+        """The grader ids whose grades :meth:`decide` would use for ``task``, and those it would
+        ignore with the reason (an LLM judge without a passing calibration)."""
+        asks_llm: dict[str, bool] = {}
+        for t in self.ledger.grade_totals(task=task, grader_id=list(grader_ids)):
+            asks_llm[t.grader_id] = asks_llm.get(t.grader_id, False) or t.asks_llm
+        return self._usable_graders(task, tuple(grader_ids), allow_uncalibrated, asks_llm)
+
     def _usable_graders(
         self,
         task: str,

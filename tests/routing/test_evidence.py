@@ -207,3 +207,14 @@ def test_a_new_router_reuses_evidence_stored_at_the_same_version(
     _record(ledger, make_result, "m", [1.0], first_case=80)  # a new grade: a new version
     fresh = Router(ledger).decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact")
     assert fresh.evidence_for("m").n == 81
+
+
+def test_usable_graders_says_what_decide_would_use(ledger: QualityLedger, make_result: MakeResult) -> None:
+    _record(ledger, make_result, "m", [1.0] * 5)  # exact: asks no LLM
+    ledger.record_many(
+        [make_result(1.0, candidate_model="m", grader_id="acme", asks_llm=True, prompt="q")], task="support"
+    )
+    router = Router(ledger)
+    used, ignored = router.usable_graders("support", ["exact", "acme"])
+    assert used == ["exact"] and [g.grader_id for g in ignored] == ["acme"]
+    assert router.usable_graders("support", ["exact", "acme"], allow_uncalibrated=True)[0] == ["exact", "acme"]
