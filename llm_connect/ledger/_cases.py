@@ -8,6 +8,8 @@ and reads these sums; the statistics over them live in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, Table, select
@@ -55,40 +57,42 @@ class CasesMixin:
         costs one row per case, not per grade. Each filter takes one value or a
         sequence of values.
         """
-        c = _C.c
-        conditions = [
-            cond
-            for cond in (
-                _match(c.task, task),
-                _match(c.baseline_model, baseline_model),
-                _match(c.grader_id, grader_id),
-                _match(c.candidate_model, candidate_model),
-            )
-            if cond is not None
-        ]
-        stmt = (
-            select(
-                c.task,
-                c.baseline_model,
-                c.grader_id,
-                c.candidate_model,
-                c.n,
-                c.sum_quality,
-                c.delta_n,
-                c.delta_sum,
-            )
-            .where(*conditions)
-            .order_by(c.task, c.baseline_model, c.grader_id, c.candidate_model, c.first_id)
+        # Straight to the driver (no SQLAlchemy rows): routing reads one row per case, thousands
+        # per decision, and this read is most of what a decision costs when nothing is cached.
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("task", task),
+            ("baseline_model", baseline_model),
+            ("grader_id", grader_id),
+            ("candidate_model", candidate_model),
+        ):
+            if value is None:
+                continue
+            values = [value] if isinstance(value, str) else list(value)
+            if not values:
+                return []
+            clauses.append(f"{column} IN ({', '.join('%s' for _ in values)})")
+            params.extend(values)
+        sql = (
+            "SELECT task, baseline_model, grader_id, candidate_model, n, sum_quality, delta_n, delta_sum "
+            "FROM case_stats"
+            + (" WHERE " + " AND ".join(clauses) if clauses else "")
+            + " ORDER BY task, baseline_model, grader_id, candidate_model, first_id"
         )
         with self._read("reading case totals"), self._connect() as conn:
-            records = conn.execute(stmt).all()
-        # Rows arrive grouped by key: cut the list at each new key and transpose each run of rows.
+            if conn.dialect.paramstyle == "qmark":
+                sql = sql.replace("%s", "?")
+            cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            try:
+                cursor.execute(sql, tuple(params))
+                records = cursor.fetchall()
+            finally:
+                cursor.close()
+        # Rows arrive grouped by key: transpose each run of rows with the same key.
         groups: dict[tuple[str, str, str, str], tuple[Any, ...]] = {}
-        start = 0
-        for end in range(1, len(records) + 1):
-            if end == len(records) or records[end][:4] != records[start][:4]:
-                groups[tuple(records[start][:4])] = tuple(zip(*records[start:end], strict=True))
-                start = end
+        for key, run in groupby(records, key=itemgetter(0, 1, 2, 3)):
+            groups[key] = tuple(zip(*run, strict=True))
         return [
             CaseSeries(
                 task=key[0],
