@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["RunStats", "run_stats", "task_sides"]
@@ -70,7 +70,7 @@ class RunStats:
             "grader_id": self.grader_id,
             "routes": self.routes,
             "run_grades": self.run_grades,
-            **{f.name: getattr(ev, f.name) for f in fields(ev)},
+            **ev.to_dict(),
             "verdict": self.verdict,
             "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
             "candidate_mean_cost_usd": self.candidate_mean_cost_usd,

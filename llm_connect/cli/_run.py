@@ -132,6 +132,7 @@ def settled_check(
     batch is allowed.
     """
     from llm_connect.routing import Router, gather
+    from llm_connect.values._decision import SETTLED, combined_status
 
     models = [model for _, model in candidates]
     router = Router(ledger)
@@ -153,8 +154,7 @@ def settled_check(
                 min_samples=min_samples,
             )
             for spec, model in candidates:
-                verdicts = [found[(model, gid)].status for gid in used]
-                if verdicts and (all(v == "proven" for v in verdicts) or "ruled out" in verdicts):
+                if combined_status([found[(model, gid)].status for gid in used]) in SETTLED:
                     done.add((task, spec))
         return done
 

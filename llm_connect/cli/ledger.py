@@ -141,14 +141,12 @@ def summary(
         )
         out += [(m, found[(m.candidate_model, m.grader_id)]) for m in members]
     if json_out:
-        from dataclasses import fields
-
         payload = [
             {
                 "task": r.task,
                 "baseline_model": r.baseline_model,
                 "candidate_model": r.candidate_model,
-                **{f.name: getattr(ev, f.name) for f in fields(ev)},
+                **ev.to_dict(),
                 "verdict": ev.status,
                 "min_quality": min_quality,
                 "confidence": confidence,

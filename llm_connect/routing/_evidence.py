@@ -23,11 +23,11 @@ single-look interval, for one look at a sample size fixed in advance.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, MutableMapping, Sequence
-from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.routing._bounds import cases_needed, lower_bound, mean_interval, upper_bound
 from llm_connect.values import GraderEvidence
+from llm_connect.values._decision import INSUFFICIENT, NO_GRADES, PROVEN, RULED_OUT, UNDECIDED
 
 if TYPE_CHECKING:
     from llm_connect.ledger import CaseSeries, QualityLedger
@@ -40,19 +40,10 @@ __all__ = [
     "UNDECIDED",
     "assess",
     "candidate_alpha",
-    "evidence_from_json",
-    "evidence_to_json",
     "gather",
     "method_name",
-    "settled",
     "snapshot_settings",
 ]
-
-PROVEN = "proven"
-RULED_OUT = "ruled out"
-UNDECIDED = "undecided"
-INSUFFICIENT = "insufficient"
-NO_GRADES = "no grades"
 
 
 def candidate_alpha(confidence: float, n_candidates: int) -> float:
@@ -221,7 +212,7 @@ def gather(
         for pair in missing:
             snap = snapshots.get(pair)
             if snap is not None and snap[0] == versions.get(pair):
-                out[pair] = evidence_from_json(snap[1])
+                out[pair] = GraderEvidence.from_dict(snap[1])
                 if cache is not None:
                     cache[(*settings, *pair)] = (snap[0], out[pair])
             else:
@@ -267,20 +258,3 @@ def snapshot_settings(
         f"rule={RULE_VERSION};q={min_quality!r};conf={confidence!r};alpha={alpha!r};"
         f"min={min_samples};fixed_n={int(fixed_n)}"
     )
-
-
-def evidence_to_json(evidence: GraderEvidence) -> dict[str, Any]:
-    """A :class:`GraderEvidence` as plain JSON (what decisions and snapshots store)."""
-    return {f.name: getattr(evidence, f.name) for f in fields(GraderEvidence)}
-
-
-def evidence_from_json(data: Mapping[str, Any]) -> GraderEvidence:
-    """The inverse of :func:`evidence_to_json` (unknown keys are ignored)."""
-    names = {f.name for f in fields(GraderEvidence)}
-    return GraderEvidence(**{k: v for k, v in data.items() if k in names})
-
-
-def settled(evidence: GraderEvidence) -> bool:
-    """Whether more cases cannot change this grader's verdict: proven or ruled out."""
-    return evidence.status in (PROVEN, RULED_OUT)
-

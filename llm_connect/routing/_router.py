@@ -9,7 +9,6 @@ from llm_connect.errors import ConfigurationError
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import (
     candidate_alpha,
-    evidence_to_json,
     gather,
     method_name,
     snapshot_settings,
@@ -25,6 +24,14 @@ def _ratio(value: float | None, base: float | None) -> float | None:
     if value is None or base is None or base <= 0:
         return None
     return value / base
+
+
+def _asks_llm(totals: Sequence[Any]) -> dict[str, bool]:
+    """Per grader id: whether any of its grades came from a judge that asks an LLM."""
+    out: dict[str, bool] = {}
+    for t in totals:
+        out[t.grader_id] = out.get(t.grader_id, False) or t.asks_llm
+    return out
 
 
 def _version(totals: Any) -> tuple[int, float, float]:
@@ -84,10 +91,8 @@ class Router:
     ) -> tuple[list[str], list[IgnoredGrader]]:
         """The grader ids whose grades :meth:`decide` would use for ``task``, and those it would
         ignore with the reason (an LLM judge without a passing calibration)."""
-        asks_llm: dict[str, bool] = {}
-        for t in self.ledger.grade_totals(task=task, grader_id=list(grader_ids)):
-            asks_llm[t.grader_id] = asks_llm.get(t.grader_id, False) or t.asks_llm
-        return self._usable_graders(task, tuple(grader_ids), allow_uncalibrated, asks_llm)
+        totals = self.ledger.grade_totals(task=task, grader_id=list(grader_ids))
+        return self._usable_graders(task, tuple(grader_ids), allow_uncalibrated, _asks_llm(totals))
 
     def _usable_graders(
         self,
@@ -175,10 +180,7 @@ class Router:
             if cands
             else []
         )
-        asks_llm: dict[str, bool] = {}
-        for t in totals:
-            asks_llm[t.grader_id] = asks_llm.get(t.grader_id, False) or t.asks_llm
-        used, ignored = self._usable_graders(task, grader_ids, allow_uncalibrated, asks_llm)
+        used, ignored = self._usable_graders(task, grader_ids, allow_uncalibrated, _asks_llm(totals))
         usable = set(used)
         records = [t for t in totals if t.grader_id in usable]
         by_key = {(r.candidate_model, r.grader_id): r for r in records}
@@ -263,7 +265,7 @@ class Router:
         )
         # Evidence computed afresh is stored with the decision, for the next router in any process.
         snapshots = [
-            (model, gid, versions[(model, gid)], evidence_to_json(found[(model, gid)]))
+            (model, gid, versions[(model, gid)], found[(model, gid)].to_dict())
             for model, gid in computed
             if (model, gid) in versions
         ]

@@ -2,14 +2,47 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
 from llm_connect.types import utcnow
 
-__all__ = ["CandidateEvidence", "GraderEvidence", "IgnoredGrader", "RoutingDecision"]
+__all__ = [
+    "INSUFFICIENT",
+    "NO_GRADES",
+    "PROVEN",
+    "RULED_OUT",
+    "SETTLED",
+    "UNDECIDED",
+    "CandidateEvidence",
+    "GraderEvidence",
+    "IgnoredGrader",
+    "RoutingDecision",
+    "combined_status",
+]
+
+PROVEN = "proven"
+RULED_OUT = "ruled out"
+UNDECIDED = "undecided"
+INSUFFICIENT = "insufficient"
+NO_GRADES = "no grades"
+SETTLED = (PROVEN, RULED_OUT)
+"""The statuses more cases cannot change."""
+
+
+def combined_status(statuses: Sequence[str]) -> str:
+    """A candidate's status from its graders' (every grader must prove it; one may rule it out):
+    ``proven`` on all, else ``ruled out`` on any, else the first unproven grader's status
+    (``no graders`` without any)."""
+    if not statuses:
+        return "no graders"
+    if all(s == PROVEN for s in statuses):
+        return PROVEN
+    if RULED_OUT in statuses:
+        return RULED_OUT
+    return next(s for s in statuses if s != PROVEN)
 
 
 @dataclass(frozen=True)
@@ -60,7 +93,17 @@ class GraderEvidence:
     @property
     def settled(self) -> bool:
         """Proven or ruled out: more cases cannot change the verdict."""
-        return self.status in ("proven", "ruled out")
+        return self.status in SETTLED
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as plain JSON (what decisions, snapshots and ``--json`` carry)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GraderEvidence:
+        """The inverse of :meth:`to_dict`; keys of newer releases are ignored, missing ones default."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 @dataclass(frozen=True)
@@ -104,18 +147,12 @@ class CandidateEvidence:
         """``proven`` on every usable grader; ``ruled out`` when one grader rules it out;
         else the first grader's ``insufficient``/``undecided``/``no grades`` (``no graders``
         without a usable grader)."""
-        if not self.graders:
-            return "no graders"
-        if all(g.status == "proven" for g in self.graders):
-            return "proven"
-        if any(g.status == "ruled out" for g in self.graders):
-            return "ruled out"
-        return next(g.status for g in self.graders if g.status != "proven")
+        return combined_status([g.status for g in self.graders])
 
     @property
     def settled(self) -> bool:
         """Proven on every usable grader, or ruled out on one: more cases cannot change it."""
-        return self.status in ("proven", "ruled out")
+        return self.status in SETTLED
 
 
 @dataclass(frozen=True)
@@ -192,9 +229,7 @@ class RoutingDecision:
                     "mean_latency_ms": c.mean_latency_ms,
                     "cost_ratio": c.cost_ratio,
                     "latency_ratio": c.latency_ratio,
-                    "graders": [
-                        {f.name: getattr(g, f.name) for f in fields(GraderEvidence)} for g in c.graders
-                    ],
+                    "graders": [g.to_dict() for g in c.graders],
                 }
                 for c in self.candidates
             ],
@@ -225,7 +260,7 @@ class RoutingDecision:
             candidates=tuple(
                 CandidateEvidence(
                     model=c["model"],
-                    graders=tuple(GraderEvidence(**g) for g in c["graders"]),
+                    graders=tuple(GraderEvidence.from_dict(g) for g in c["graders"]),
                     passed=c["passed"],
                     mean_cost_usd=c["mean_cost_usd"],
                     mean_latency_ms=c["mean_latency_ms"],
