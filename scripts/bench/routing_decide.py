@@ -208,36 +208,24 @@ def measure(url: str, calls: int) -> dict[str, float]:
         router = Router(ledger)
         count = ledger.count()
 
-        def decide() -> Any:
-            return router.decide(
-                rng.choice(TASKS),
+        def decide_on(r: Router, task: str | None = None) -> Any:
+            return r.decide(
+                task or rng.choice(TASKS),
                 baseline="gpt-4o",
                 candidates=CANDIDATES,
                 grader_id=GRADERS,
                 min_quality=0.9,
             )
 
+        def decide() -> Any:  # one Router: evidence kept while a group's totals are unchanged
+            return decide_on(router)
+
         def decide_new() -> Any:  # a new Router (as a new process): evidence stored by earlier decisions
-            return Router(ledger).decide(
-                rng.choice(TASKS),
-                baseline="gpt-4o",
-                candidates=CANDIDATES,
-                grader_id=GRADERS,
-                min_quality=0.9,
-            )
+            return decide_on(Router(ledger))
 
         def forget() -> None:  # outside the timing: as if new grades had arrived everywhere
             with ledger.engine.begin() as conn:
                 conn.execute(text("DELETE FROM evidence_snapshots"))
-
-        def decide_cold() -> Any:  # a new Router and no stored evidence: every case row read
-            return Router(ledger).decide(
-                rng.choice(TASKS),
-                baseline="gpt-4o",
-                candidates=CANDIDATES,
-                grader_id=GRADERS,
-                min_quality=0.9,
-            )
 
         def summary() -> Any:
             return ledger.summary(task=rng.choice(TASKS))
@@ -250,22 +238,24 @@ def measure(url: str, calls: int) -> dict[str, float]:
 
         example = decide()
         timings = {}
-        for name, fn in (
-            ("decide", decide),
-            ("decide_new", decide_new),
-            ("decide_cold", decide_cold),
-            ("summary", summary),
-            ("bare_count", bare),
+        # decide_cold: a new Router with no stored evidence (forgotten before each call, untimed):
+        # every case row read and computed.
+        for name, fn, before in (
+            ("decide", decide, None),
+            ("decide_new", decide_new, None),
+            ("decide_cold", decide_new, forget),
+            ("summary", summary, None),
+            ("bare_count", bare, None),
         ):
             for _ in range(5):
                 fn()  # warm caches
-            if fn is decide:  # every task decided once before (no grades arrive since)
+            if name == "decide":  # every task decided once before (no grades arrive since)
                 for task in TASKS:
-                    router.decide(task, baseline="gpt-4o", candidates=CANDIDATES, grader_id=GRADERS)
+                    decide_on(router, task)
             samples = []
             for _ in range(calls):
-                if fn is decide_cold:
-                    forget()
+                if before is not None:
+                    before()
                 t0 = time.perf_counter()
                 fn()
                 samples.append((time.perf_counter() - t0) * 1000)
