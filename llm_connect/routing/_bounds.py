@@ -217,16 +217,13 @@ def cases_needed(
     ``None`` when it would take more than ten million cases (or ``mean``
     equals ``threshold``).
     """
-    np = _np()
-    if mean >= threshold:
-        projected = _projected_lower(mean, var, alpha, fixed_n)
-        target = threshold
-    else:  # mirror: an upper bound of x is one minus a lower bound of 1 - x
-        projected = _projected_lower(1.0 - mean, var, alpha, fixed_n)
-        target = 1.0 - threshold
-    if mean == threshold:
+    if mean == threshold:  # neither bound ever crosses it
         return None
-    hits = np.nonzero(projected >= target)[0] if mean > threshold else np.nonzero(projected > target)[0]
+    np = _np()
+    if mean > threshold:
+        hits = np.nonzero(_projected_lower(mean, var, alpha, fixed_n) >= threshold)[0]
+    else:  # mirror: an upper bound of x is one minus a lower bound of 1 - x
+        hits = np.nonzero(_projected_lower(1.0 - mean, var, alpha, fixed_n) > 1.0 - threshold)[0]
     if hits.size == 0:
         return None
     return int(_grid()[hits[0]])
