@@ -4,6 +4,7 @@
 * :class:`RunConfig` — how a prompt is run (temperature, max tokens, system prompt,
   extra model parameters, timeout, optional budget).
 * :class:`BudgetTracker` — a thread-safe spend limit shared by many calls.
+* :class:`Conversation` — a chat history with tools; a :data:`Prompt` is a string or one.
 
 All of them are plain frozen dataclasses with ``to_dict``/``from_dict`` so they
 round-trip through JSON (the ledger, the response cache, recorded suites).
@@ -21,17 +22,22 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from llm_connect._conversation import Conversation, ConversationError, Prompt, prompt_text
 from llm_connect._secrets import SECRET_KEY_MARKERS, is_secret_key, redact_request
 from llm_connect.errors import BudgetExceededError, ConfigurationError
 
 __all__ = [
     "SECRET_KEY_MARKERS",
     "BudgetTracker",
+    "Conversation",
+    "ConversationError",
     "LLMResponse",
+    "Prompt",
     "Reservation",
     "RunConfig",
     "ToolCall",
     "Usage",
+    "prompt_text",
     "redact_secrets",
     "utcnow",
 ]
@@ -76,6 +82,38 @@ class ToolCall:
     """The tool's name."""
     arguments: str
     """The call's arguments as the JSON text the model produced (not parsed)."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        """From ``{"name", "arguments"}`` or the OpenAI form ``{"function": {"name", "arguments"}}``.
+
+        ``arguments`` may be given as a JSON object; it is stored as its JSON text.
+
+        Raises:
+            ConfigurationError: no name, or arguments that are neither text nor an object.
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"a tool call must be an object, not {type(data).__name__}")
+        body = data.get("function", data)
+        if not isinstance(body, Mapping) or not isinstance(body.get("name"), str) or not body["name"]:
+            raise ConfigurationError("a tool call needs a non-empty 'name'")
+        arguments = body.get("arguments", "")
+        if isinstance(arguments, Mapping):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        if not isinstance(arguments, str):
+            raise ConfigurationError(
+                f"tool call {body['name']!r}: 'arguments' must be JSON text or an object, "
+                f"not {type(arguments).__name__}"
+            )
+        return cls(body["name"], arguments)
+
+    def parsed_arguments(self) -> Any:
+        """The arguments parsed as JSON (an empty text is ``{}``).
+
+        Raises:
+            ValueError: the model's arguments are not valid JSON.
+        """
+        return json.loads(self.arguments) if self.arguments.strip() else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +187,7 @@ class LLMResponse:
             if usage is None
             else Usage(int(usage["prompt_tokens"]), int(usage["completion_tokens"])),
             cost_usd=data.get("cost_usd"),
-            tool_calls=tuple(
-                ToolCall(t["name"], t["arguments"]) for t in data.get("tool_calls") or ()
-            ),
+            tool_calls=tuple(ToolCall.from_dict(t) for t in data.get("tool_calls") or ()),
             finish_reason=data.get("finish_reason"),
             requested_model=data.get("requested_model"),
             endpoint=data.get("endpoint"),

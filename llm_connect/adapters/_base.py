@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from llm_connect.types import LLMResponse, RunConfig
+from llm_connect.types import LLMResponse, Prompt, RunConfig
 
 __all__ = ["EmbeddingAdapter", "LLMAdapter"]
 
@@ -17,11 +17,11 @@ class LLMAdapter(Protocol):
     adapter_id: str
     """Stable id of provider and model, e.g. ``openai:gpt-4o-mini``."""
 
-    def complete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
-        """Answer ``prompt`` under ``run_config``."""
+    def complete(self, prompt: Prompt, run_config: RunConfig) -> LLMResponse:
+        """Answer ``prompt`` (a string or a :class:`~llm_connect.types.Conversation`) under ``run_config``."""
         ...
 
-    async def acomplete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
+    async def acomplete(self, prompt: Prompt, run_config: RunConfig) -> LLMResponse:
         """Async form of :meth:`complete`."""
         ...
 

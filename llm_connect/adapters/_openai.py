@@ -18,6 +18,7 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from llm_connect._conversation import Conversation, Prompt
 from llm_connect._secrets import get_logger, secret_values
 from llm_connect.adapters._errors import ResponseInfo, sdk_errors
 from llm_connect.errors import ConfigurationError, MalformedResponseError
@@ -222,7 +223,9 @@ class OpenAIAdapter:
     """Chat completions through the official ``openai`` SDK (adapter id ``openai:MODEL``).
 
     Sends the prompt as the user message (after a system message when the run
-    config has a system prompt), ``temperature``, ``max_tokens``, the per-call
+    config has a system prompt), or a :class:`~llm_connect.types.Conversation`'s
+    messages with its ``tools`` and ``tool_choice`` (the run config's system
+    prompt goes first unless the conversation has its own), ``temperature``, ``max_tokens``, the per-call
     ``timeout_s`` and every ``model_params`` entry verbatim (``seed``,
     ``top_p``, ``tools``, ``response_format``, ``max_completion_tokens``...).
     Records latency, usage, cost (when ``pricing`` knows the model), tool calls
@@ -283,7 +286,7 @@ class OpenAIAdapter:
 
     # -- request / response ---------------------------------------------------
 
-    def _request(self, prompt: str, run_config: RunConfig) -> dict[str, Any]:
+    def _request(self, prompt: Prompt, run_config: RunConfig) -> dict[str, Any]:
         """The SDK keyword arguments of one chat-completion call.
 
         ``model_params`` entries go into the JSON body verbatim, except the SDK's
@@ -294,11 +297,25 @@ class OpenAIAdapter:
         Raises:
             ConfigurationError: one of them is not a mapping, or a header value is not text.
         """
-        messages: list[dict[str, str]] = []
-        if run_config.system_prompt is not None:
-            messages.append({"role": "system", "content": run_config.system_prompt})
-        messages.append({"role": "user", "content": prompt})
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages}
+        kwargs: dict[str, Any] = {"model": self.model}
+        if isinstance(prompt, Conversation):
+            kwargs["messages"] = prompt.openai_messages(run_config.system_prompt)
+            given = [k for k in ("tools", "tool_choice", "functions") if k in run_config.model_params]
+            if given and (prompt.tools or prompt.tool_choice is not None):
+                raise ConfigurationError(
+                    f"{self.adapter_id}: the conversation gives tools and model_params[{given[0]!r}] too; "
+                    "give them in one place"
+                )
+            if prompt.tools:
+                kwargs["tools"] = prompt.tools
+            if prompt.tool_choice is not None:
+                kwargs["tool_choice"] = prompt.tool_choice
+        else:
+            messages: list[dict[str, Any]] = []
+            if run_config.system_prompt is not None:
+                messages.append({"role": "system", "content": run_config.system_prompt})
+            messages.append({"role": "user", "content": prompt})
+            kwargs["messages"] = messages
         if run_config.temperature is not None:
             kwargs["temperature"] = run_config.temperature
         if run_config.max_tokens is not None:
@@ -398,7 +415,7 @@ class OpenAIAdapter:
     """Completion estimate when neither ``RunConfig.max_tokens`` nor a ``max_tokens`` /
     ``max_completion_tokens`` model parameter bounds the answer."""
 
-    def estimate(self, prompt: str, run_config: RunConfig) -> tuple[float, int]:
+    def estimate(self, prompt: Prompt, run_config: RunConfig) -> tuple[float, int]:
         """``(usd, tokens)`` a budget tracker reserves before this call is sent.
 
         ``tokens`` = the prompt estimate (every message's characters /
@@ -411,11 +428,24 @@ class OpenAIAdapter:
         tokens); with no price for the model it is 0.0 (the tokens still count).
         """
         params = run_config.model_params
-        texts = [prompt] if run_config.system_prompt is None else [run_config.system_prompt, prompt]
-        per = self.CHARS_PER_TOKEN
-        overhead = self.MESSAGE_OVERHEAD_TOKENS * (len(texts) + 1)
-        prompt_tokens = sum(-(-len(t) // per) for t in texts) + overhead
         schemas = [params[k] for k in ("tools", "functions", "response_format") if params.get(k) is not None]
+        if isinstance(prompt, Conversation):
+            import json
+
+            messages = prompt.openai_messages(run_config.system_prompt)
+            texts = [
+                m["content"] if isinstance(m.get("content"), str) else json.dumps(m.get("content") or "")
+                for m in messages
+            ]
+            texts += [json.dumps(m["tool_calls"]) for m in messages if m.get("tool_calls")]
+            overhead = self.MESSAGE_OVERHEAD_TOKENS * (len(messages) + 1)
+            if prompt.tools:
+                schemas.append(prompt.tools)
+        else:
+            texts = [prompt] if run_config.system_prompt is None else [run_config.system_prompt, prompt]
+            overhead = self.MESSAGE_OVERHEAD_TOKENS * (len(texts) + 1)
+        per = self.CHARS_PER_TOKEN
+        prompt_tokens = sum(-(-len(t) // per) for t in texts) + overhead
         if schemas:
             import json
 
@@ -430,7 +460,7 @@ class OpenAIAdapter:
         usd = 0.0 if price is None else (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
         return usd, prompt_tokens + completion_tokens
 
-    def _reserve(self, prompt: str, run_config: RunConfig) -> Reservation | None:
+    def _reserve(self, prompt: Prompt, run_config: RunConfig) -> Reservation | None:
         tracker = run_config.budget_tracker
         if tracker is None:
             return None
@@ -439,7 +469,7 @@ class OpenAIAdapter:
 
     # -- calls ------------------------------------------------------------------
 
-    def complete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
+    def complete(self, prompt: Prompt, run_config: RunConfig) -> LLMResponse:
         """Answer ``prompt`` with one chat-completion request.
 
         With a budget tracker in ``run_config``, the call's :meth:`estimate` is
@@ -465,7 +495,7 @@ class OpenAIAdapter:
         self._log_call(response)
         return response
 
-    async def acomplete(self, prompt: str, run_config: RunConfig) -> LLMResponse:
+    async def acomplete(self, prompt: Prompt, run_config: RunConfig) -> LLMResponse:
         """Async form of :meth:`complete` (``openai.AsyncOpenAI``, one client per event loop).
 
         A cancelled call releases its budget reservation like a failed one.

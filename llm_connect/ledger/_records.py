@@ -29,7 +29,7 @@ from llm_connect.ledger._models import (
     utcnow,
 )
 from llm_connect.ledger._rows import CalibrationRow, FailureRow, RecordItem, RunRow
-from llm_connect.types import LLMResponse, RunConfig
+from llm_connect.types import Conversation, LLMResponse, Prompt, RunConfig
 
 if TYPE_CHECKING:
     from llm_connect.values import NotApplicable, RoutingDecision
@@ -77,35 +77,49 @@ class RecordsMixin:
     # -- response cache --------------------------------------------------------
 
     @staticmethod
-    def cache_key(adapter_id: str, prompt: str, run_config: RunConfig, *, endpoint: str | None = None) -> str:
+    def cache_key(
+        adapter_id: str,
+        prompt: Prompt,
+        run_config: RunConfig,
+        *,
+        endpoint: str | None = None,
+        sample: int = 0,
+    ) -> str:
         """The cache key of one model call: SHA-256 of canonical JSON of the request.
 
         Covers what decides the answer: the endpoint (base URL without credentials:
         one model name on two servers is two entries), the adapter id (provider and
-        requested model), the messages (system prompt, prompt), temperature, max
+        requested model), the messages (system prompt, prompt, or a conversation's
+        messages), a conversation's tools and tool choice, temperature, max
         tokens and every model parameter except secret-named ones (an API key never
         reaches the key) and ``timeout``. The per-call timeout is left out: it does
-        not change the answer.
+        not change the answer. ``sample`` (``--samples``: the k-th answer to the
+        same request) makes each sample its own entry; sample 0 has the key a call
+        without samples has.
         """
         params = redact_request(dict(run_config.model_params))  # secret names dropped at any depth
         params.pop("timeout", None)
         headers = params.pop("extra_headers", None)
         if isinstance(headers, dict) and headers:  # may select a deployment; names are case-free
             params["extra_headers"] = {k.lower(): v for k, v in headers.items()}
-        messages = []
-        if run_config.system_prompt is not None:
-            messages.append({"role": "system", "content": run_config.system_prompt})
-        messages.append({"role": "user", "content": prompt})
+        request: dict[str, Any] = {"v": 2, "endpoint": endpoint, "adapter": adapter_id}
+        if isinstance(prompt, Conversation):
+            request["messages"] = prompt.openai_messages(run_config.system_prompt)
+            if prompt.tools:
+                request["tools"] = prompt.tools
+            if prompt.tool_choice is not None:
+                request["tool_choice"] = prompt.tool_choice
+        else:
+            messages = []
+            if run_config.system_prompt is not None:
+                messages.append({"role": "system", "content": run_config.system_prompt})
+            messages.append({"role": "user", "content": prompt})
+            request["messages"] = messages
+        if sample:
+            request["sample"] = sample
+        request.update(temperature=run_config.temperature, max_tokens=run_config.max_tokens, params=params)
         payload = json.dumps(
-            {
-                "v": 2,
-                "endpoint": endpoint,
-                "adapter": adapter_id,
-                "messages": messages,
-                "temperature": run_config.temperature,
-                "max_tokens": run_config.max_tokens,
-                "params": params,
-            },
+            request,
             ensure_ascii=False,
             sort_keys=True,
             separators=(",", ":"),
