@@ -51,6 +51,8 @@ class GradeOptions:
     """Grade in a seeded random order and stop calling a candidate once its decision is settled."""
     order_seed: int = 0
     """The seed of that order."""
+    samples: int = 1
+    """Answers per case and side; a case's grade is the mean over its samples."""
     min_quality: float = 0.9
     min_samples: int = 30
     confidence: float = 0.95
@@ -70,6 +72,7 @@ class GradeOptions:
             "use_cache": self.use_cache,
             "max_retries": self.max_retries,
             "pricing": self.pricing,
+            "samples": self.samples,
         }
 
 
@@ -312,6 +315,7 @@ def execute(
         resume=opts.resume,
         run_info=opts.run_info(grader_ids),
         on_progress=update,
+        samples=opts.samples,
         **early,
     )
 

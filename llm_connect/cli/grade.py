@@ -284,6 +284,17 @@ def grade(
     order_seed: Annotated[
         int, typer.Option("--order-seed", help="Seed of the --until-decided order.", metavar="N")
     ] = 0,
+    samples: Annotated[
+        int,
+        typer.Option(
+            "--samples",
+            help="Answers per case and side (sample k of the baseline vs sample k of each candidate); "
+            "the case's grade is the mean over its samples (one case, not K).",
+            metavar="K",
+            min=1,
+            max=100,
+        ),
+    ] = 1,
     json_out: bool = JsonOption,
     cases: Annotated[bool, typer.Option("--cases", help="Also print each case's scores.")] = False,
     base_url: Annotated[
@@ -383,6 +394,7 @@ def grade(
         route_on=list(route_on or []),
         until_decided=until_decided,
         order_seed=order_seed,
+        samples=samples,
         allow_uncalibrated=allow_uncalibrated,
         min_quality=DEFAULT_MIN_QUALITY if min_quality is None else min_quality,
         min_samples=DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import CaseDataError, ConfigurationError
 from llm_connect.grading._judge_batch import JudgeBatcher
-from llm_connect.grading._paired import flag_asks_llm, judge_async
+from llm_connect.grading._paired import flag_asks_llm, judge_async, with_conversation
 from llm_connect.grading._protocols import Case, Judge, JudgePair
 from llm_connect.grading._report import (
     BatchReport,
@@ -64,6 +64,7 @@ from llm_connect.grading._report import (
     not_applicable,
 )
 from llm_connect.grading._results import GradingResult
+from llm_connect.grading._samples import check_samples, merge_samples
 from llm_connect.grading._sides import RECORDED_PREFIX, LiveSide, RecordedSide, Side, side_from_spec
 from llm_connect.grading._suite import Suite
 from llm_connect.grading._writer import CaseWork, LedgerWriter, SettledCheck
@@ -139,6 +140,11 @@ class BatchGrader:
             cases in flight finish, everything finished is committed, the run is marked
             ``failed`` and the exception is raised from :meth:`arun` (resume continues it).
         check_every: newly committed cases between two ``settled`` calls.
+        samples: answers per case and side (``--samples K``): sample k of the baseline is
+            paired with sample k of each candidate, each judge grades every pair, and the
+            K grades become one grade of the case (:func:`merge_samples`). Each sample is its
+            own response-cache entry. A case is graded for a candidate only when all K
+            samples of both sides answered (else it is a failure, and resume retries it).
     """
 
     def __init__(
@@ -159,6 +165,7 @@ class BatchGrader:
         shuffle_seed: int | None = None,
         settled: Callable[[], Collection[tuple[str, str]]] | None = None,
         check_every: int = 10,
+        samples: int = 1,
     ) -> None:
         if not candidates:
             raise ConfigurationError("at least one candidate is needed")
@@ -202,6 +209,7 @@ class BatchGrader:
         self.shuffle_seed = shuffle_seed
         self.settled = settled
         self.check_every = check_every
+        self.samples = check_samples(samples)
         self._batchers = {
             id(j): JudgeBatcher(j, max_batch=judge_batch_size) for j in judges if hasattr(j, "judge_many")
         }
@@ -217,11 +225,11 @@ class BatchGrader:
             return self.run_config.replace(system_prompt=case.system_prompt)
         return self.run_config
 
-    def _cache_key(self, side: Side, case: Case) -> str:
+    def _cache_key(self, side: Side, case: Case, sample: int = 0) -> str:
         from llm_connect.ledger import QualityLedger
 
         return QualityLedger.cache_key(
-            side.adapter_id, case.prompt, self._config_for(case), endpoint=side.endpoint
+            side.adapter_id, case.request, self._config_for(case), endpoint=side.endpoint, sample=sample
         )
 
     def _missing(self, case: Case, done: set[tuple[str | None, str, str]]) -> bool:
@@ -234,9 +242,13 @@ class BatchGrader:
         model = cand.expected_model(case)
         return any((case.id, j.grader_id, model) not in done for j in self.judges)
 
-    def _would_call(self, side: Side, case: Case, cached: Mapping[str, LLMResponse]) -> bool:
-        """Whether ``side``'s response to ``case`` would be a model call (live, not cached)."""
-        return side.live and not (self.use_cache and self._cache_key(side, case) in cached)
+    def _would_call(self, side: Side, case: Case, cached: Mapping[str, LLMResponse]) -> int:
+        """How many of ``side``'s responses to ``case`` would be model calls (live, not cached)."""
+        if not side.live:
+            return 0
+        if not self.use_cache:
+            return self.samples
+        return sum(self._cache_key(side, case, k) not in cached for k in range(self.samples))
 
     # -- the run ---------------------------------------------------------------
 
@@ -270,7 +282,7 @@ class BatchGrader:
         cached: dict[str, LLMResponse] = {}
         live_sides = [s for s in (self.baseline, *self.candidates) if s.live]
         if self.use_cache and live_sides and todo and ledger is not None:
-            keys = [self._cache_key(s, c) for c in todo for s in live_sides]
+            keys = [self._cache_key(s, c, k) for c in todo for s in live_sides for k in range(self.samples)]
             cached = dict(await asyncio.to_thread(ledger.cache_get_many, keys))
 
         writer = LedgerWriter(ledger, self.run_id) if ledger is not None else None
@@ -379,25 +391,29 @@ class BatchGrader:
         ]
 
     async def _respond(
-        self, side: Side, case: Case, cached: Mapping[str, LLMResponse], report: BatchReport
+        self, side: Side, case: Case, cached: Mapping[str, LLMResponse], report: BatchReport, sample: int = 0
     ) -> tuple[LLMResponse, str | None]:
-        """The side's response for ``case`` and, for a fresh live call, its cache key."""
+        """The side's response (sample ``sample``) for ``case`` and, for a fresh live call, its cache key.
+
+        A recorded side has one response per case, which every sample reuses.
+        """
         if isinstance(side, RecordedSide):
             return side.response(case), None
         assert isinstance(side, LiveSide)
-        key = self._cache_key(side, case) if self.use_cache else None
+        key = self._cache_key(side, case, sample) if self.use_cache else None
         if key is not None and key in cached:
             report.cache_hits += 1
             return side.as_asked(cached[key]), None
         report.model_calls += 1
-        response = await side.adapter.acomplete(case.prompt, self._config_for(case))
+        response = await side.adapter.acomplete(case.request, self._config_for(case))
         return side.as_asked(response), key
 
     async def _judge(self, judge: Judge, pair: JudgePair) -> GradingResult:
         batcher = self._batchers.get(id(judge))
+        conversation = None if pair.case is None else pair.case.conversation
         if batcher is not None:  # judge_async flags its own results; batched ones are flagged here
-            return flag_asks_llm(judge, await batcher.submit(pair))
-        return await judge_async(
+            return with_conversation(flag_asks_llm(judge, await batcher.submit(pair)), conversation)
+        result = await judge_async(
             judge,
             pair.baseline_response,
             pair.candidate_response,
@@ -405,6 +421,14 @@ class BatchGrader:
             run_config=pair.run_config,
             case=pair.case,
         )
+        return with_conversation(result, conversation)
+
+    async def _judge_samples(self, judge: Judge, pairs: Sequence[JudgePair]) -> GradingResult:
+        """One grade of the case from every sample pair (:func:`merge_samples`)."""
+        if len(pairs) == 1:
+            return await self._judge(judge, pairs[0])
+        results = await asyncio.gather(*(self._judge(judge, p) for p in pairs))
+        return merge_samples(results)
 
     def _unsettled(
         self,
@@ -447,47 +471,53 @@ class BatchGrader:
         rc = self._config_for(case)
         cands = self.candidates if candidates is None else list(candidates)
         sides: list[Side] = [self.baseline, *cands]
+        calls = [(s, k) for s in sides for k in range(self.samples)]
         outcomes = await asyncio.gather(
-            *(self._respond(s, case, cached, report) for s in sides), return_exceptions=True
+            *(self._respond(s, case, cached, report, k) for s, k in calls), return_exceptions=True
         )
-        responses: dict[str, LLMResponse] = {}
-        for side, outcome, stage in zip(
-            sides, outcomes, ["baseline"] + ["candidate"] * len(cands), strict=True
-        ):
+        answered: dict[str, list[LLMResponse]] = {}
+        failed: set[str] = set()
+        for (side, _), outcome in zip(calls, outcomes, strict=True):
             if isinstance(outcome, asyncio.CancelledError):
                 raise outcome
             if isinstance(outcome, BaseException):
                 if not isinstance(outcome, Exception):
                     raise outcome
-                work.failures.append(case_failure(case, stage, outcome, side.adapter_id))
+                if side.spec not in failed:  # one failure per side, however many samples failed
+                    stage = "baseline" if side is self.baseline else "candidate"
+                    work.failures.append(case_failure(case, stage, outcome, side.adapter_id))
+                failed.add(side.spec)
                 continue
             response, key = outcome
-            responses[side.spec] = response
+            answered.setdefault(side.spec, []).append(response)
             report.observed_models.setdefault(side.spec, set()).add(response.model)
             report.asked_models.setdefault(side.spec, response.asked_model)
-            if key is not None:
+            if key is not None:  # kept even when another sample failed: a retry reuses it
                 work.cache.append((key, side.adapter_id, response))
+        responses = {spec: rs for spec, rs in answered.items() if spec not in failed}
         baseline = responses.get(self.baseline.spec)
         if baseline is not None:
             jobs: list[tuple[Side, Judge]] = []
             coros = []
             for cand in cands:
-                cand_resp = responses.get(cand.spec)
-                if cand_resp is None:
+                cand_resps = responses.get(cand.spec)
+                if cand_resps is None:
                     continue
-                pair = JudgePair(baseline, cand_resp, case.prompt, rc, case)
-                model = cand_resp.asked_model  # as asked for: what the grade is stored under
+                pairs = [
+                    JudgePair(b, c, case.prompt, rc, case) for b, c in zip(baseline, cand_resps, strict=True)
+                ]
+                model = cand_resps[0].asked_model  # as asked for: what the grade is stored under
                 for judge in self.judges:
                     if (case.id, judge.grader_id, model) in done_keys:
                         continue
                     jobs.append((cand, judge))
-                    coros.append(self._judge(judge, pair))
+                    coros.append(self._judge_samples(judge, pairs))
             graded = await asyncio.gather(*coros, return_exceptions=True)
             for (cand, judge), res in zip(jobs, graded, strict=True):
                 if isinstance(res, asyncio.CancelledError):
                     raise res
                 if isinstance(res, CaseDataError) and lacks_case_data(case, res):
-                    model = responses[cand.spec].asked_model
+                    model = responses[cand.spec][0].asked_model
                     na = not_applicable(case, judge.grader_id, cand.spec, res, candidate_model=model)
                     report.not_applicable.append(na)
                     work.skips.append(na)

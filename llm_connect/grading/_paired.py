@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 from llm_connect.grading._protocols import Case, Judge
 from llm_connect.grading._results import GradingResult
 from llm_connect.grading.judges._registry import judge_asks_llm
-from llm_connect.types import LLMResponse, RunConfig
+from llm_connect.types import Conversation, LLMResponse, Prompt, RunConfig, prompt_text
 
 if TYPE_CHECKING:
     from llm_connect.adapters import LLMAdapter
 
-__all__ = ["PairedGrader", "flag_asks_llm", "judge_async"]
+__all__ = ["PairedGrader", "flag_asks_llm", "judge_async", "with_conversation"]
 
 
 def flag_asks_llm(judge: object, result: GradingResult) -> GradingResult:
@@ -27,6 +27,13 @@ def flag_asks_llm(judge: object, result: GradingResult) -> GradingResult:
     if result.asks_llm or not judge_asks_llm(judge):
         return result
     return dataclasses.replace(result, asks_llm=True)
+
+
+def with_conversation(result: GradingResult, prompt: Prompt | None) -> GradingResult:
+    """``result`` carrying ``prompt``'s conversation (unchanged for a string prompt)."""
+    if not isinstance(prompt, Conversation) or result.conversation == prompt:
+        return result
+    return dataclasses.replace(result, conversation=prompt)
 
 
 async def judge_async(
@@ -59,7 +66,8 @@ async def judge_async(
 class PairedGrader:
     """Grades a candidate adapter against a baseline adapter with one judge.
 
-    Both adapters receive exactly the same prompt and the same
+    Both adapters receive exactly the same prompt (a string or a
+    :class:`~llm_connect.types.Conversation` with tools) and the same
     :class:`~llm_connect.types.RunConfig`; both responses go to the judge
     unmodified. :meth:`grade_with` grades one pair with several judges while
     calling each adapter only once.
@@ -82,7 +90,7 @@ class PairedGrader:
         self,
         baseline_adapter: LLMAdapter,
         candidate_adapter: LLMAdapter,
-        prompt: str,
+        prompt: Prompt,
         run_config: RunConfig,
     ) -> tuple[LLMResponse, LLMResponse]:
         """Call baseline then candidate with the same prompt and config."""
@@ -94,12 +102,16 @@ class PairedGrader:
         self,
         baseline_adapter: LLMAdapter,
         candidate_adapter: LLMAdapter,
-        prompt: str,
+        prompt: Prompt,
         run_config: RunConfig,
         *,
         case: Case | None = None,
     ) -> GradingResult:
-        """Run both adapters on ``prompt`` and grade the candidate with the judge."""
+        """Run both adapters on ``prompt`` and grade the candidate with the judge.
+
+        Judges read the prompt as text (a conversation's transcript); the result
+        keeps the conversation (:attr:`GradingResult.conversation`).
+        """
         return self.grade_with(
             [self.judge], baseline_adapter, candidate_adapter, prompt, run_config, case=case
         )[0]
@@ -109,7 +121,7 @@ class PairedGrader:
         judges: Sequence[Judge],
         baseline_adapter: LLMAdapter,
         candidate_adapter: LLMAdapter,
-        prompt: str,
+        prompt: Prompt,
         run_config: RunConfig,
         *,
         case: Case | None = None,
@@ -119,9 +131,11 @@ class PairedGrader:
         A result says ``asks_llm=True`` whenever its judge does (:func:`flag_asks_llm`).
         """
         baseline, candidate = self.run_pair(baseline_adapter, candidate_adapter, prompt, run_config)
+        text = prompt_text(prompt)
         return [
-            flag_asks_llm(
-                j, j.judge(baseline, candidate, prompt=prompt, run_config=run_config, case=case)
+            with_conversation(
+                flag_asks_llm(j, j.judge(baseline, candidate, prompt=text, run_config=run_config, case=case)),
+                prompt,
             )
             for j in judges
         ]
@@ -132,7 +146,7 @@ class PairedGrader:
         self,
         baseline_adapter: LLMAdapter,
         candidate_adapter: LLMAdapter,
-        prompt: str,
+        prompt: Prompt,
         run_config: RunConfig,
     ) -> tuple[LLMResponse, LLMResponse]:
         """Call both adapters concurrently with the same prompt and config."""
@@ -148,7 +162,7 @@ class PairedGrader:
         self,
         baseline_adapter: LLMAdapter,
         candidate_adapter: LLMAdapter,
-        prompt: str,
+        prompt: Prompt,
         run_config: RunConfig,
         *,
         case: Case | None = None,
@@ -164,7 +178,7 @@ class PairedGrader:
         judges: Sequence[Judge],
         baseline_adapter: LLMAdapter,
         candidate_adapter: LLMAdapter,
-        prompt: str,
+        prompt: Prompt,
         run_config: RunConfig,
         *,
         case: Case | None = None,
@@ -172,16 +186,12 @@ class PairedGrader:
         """Async :meth:`grade_with`: adapters concurrently, then each judge."""
         import asyncio
 
-        baseline, candidate = await self.arun_pair(
-            baseline_adapter, candidate_adapter, prompt, run_config
-        )
-        return list(
-            await asyncio.gather(
-                *(
-                    judge_async(
-                        j, baseline, candidate, prompt=prompt, run_config=run_config, case=case
-                    )
-                    for j in judges
-                )
+        baseline, candidate = await self.arun_pair(baseline_adapter, candidate_adapter, prompt, run_config)
+        text = prompt_text(prompt)
+        results = await asyncio.gather(
+            *(
+                judge_async(j, baseline, candidate, prompt=text, run_config=run_config, case=case)
+                for j in judges
             )
         )
+        return [with_conversation(r, prompt) for r in results]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from llm_connect.types import LLMResponse, RunConfig
+from llm_connect.types import Conversation, LLMResponse, Prompt, RunConfig
 
 if TYPE_CHECKING:
     from llm_connect.adapters import LLMAdapter
@@ -27,7 +27,8 @@ class Case:
     id: str
     """The case id, unique within its suite."""
     prompt: str
-    """The user prompt both sides answer."""
+    """The user prompt both sides answer; for a conversation case, its transcript
+    (:meth:`Conversation.render`) unless the case gave a ``prompt`` with ``tools``."""
     task: str = "default"
     """The task the case belongs to (routing decides per task)."""
     system_prompt: str | None = None
@@ -40,6 +41,11 @@ class Case:
     """Recorded responses by name (``recorded:NAME`` adapters read these)."""
     line: int | None = None
     """The 1-based line (JSONL) or item index (YAML) the case came from."""
+    conversation: Conversation | None = None
+    """The conversation both sides answer (messages, tools, tool choice), when the case
+    gives ``messages`` or ``tools``; what the adapters receive instead of :attr:`prompt`."""
+    session: str | None = None
+    """The multi-turn session the case is a turn of (cases of one session, in file order)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     """The case's free-form ``metadata``: a JSON object (string keys; JSON values,
     no NaN), stored with each of its grades. Read-only: a view over a copy of the
@@ -49,6 +55,11 @@ class Case:
         if not isinstance(self.metadata, Mapping):
             raise TypeError(f"Case metadata must be a mapping, not {type(self.metadata).__name__}")
         object.__setattr__(self, "metadata", MappingProxyType(_json_copy(self.metadata)))
+
+    @property
+    def request(self) -> Prompt:
+        """What the adapters are asked: the :attr:`conversation` when there is one, else :attr:`prompt`."""
+        return self.prompt if self.conversation is None else self.conversation
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt through __init__: pickle and copy.deepcopy cannot copy the read-only view.

@@ -4,8 +4,15 @@ A suite is JSONL (one JSON object per line) or YAML (a list of cases, or a
 mapping with ``cases:`` plus an optional default ``task:`` and free-form
 ``metadata:``). A case holds:
 
-* ``id`` (required, unique; a string or an integer) and ``prompt`` (required,
-  non-empty string);
+* ``id`` (required, unique; a string or an integer) and either ``prompt`` (a
+  non-empty string) or ``messages`` (a conversation in the OpenAI chat format:
+  ``system``/``developer``/``user``/``assistant``/``tool`` roles, assistant
+  ``tool_calls``; it ends with a user or tool message);
+* optional ``tools`` (OpenAI function tools) and ``tool_choice`` (``auto``,
+  ``none``, ``required`` or ``{"type": "function", "function": {"name": ...}}``),
+  with ``messages`` or with ``prompt`` (then the prompt is the one user message);
+* optional ``session`` (a string): the case is a turn of that multi-turn
+  session (turns in file order);
 * optional ``task``, ``system_prompt``, ``expected`` (a string or number, or a
   mapping such as ``{"answer": ..., "keywords": [...], "schema": {...},
   "sections": [...]}``), ``tags`` (list of strings), ``metadata`` (a JSON
@@ -18,10 +25,11 @@ mapping with ``cases:`` plus an optional default ``task:`` and free-form
   stay relative to the working directory);
 * optional recorded responses: ``responses: {NAME: TEXT | OBJECT}`` picked with
   ``recorded:NAME`` adapter specs, or the shorthand ``baseline_response`` /
-  ``candidate_response`` (stored under the names ``baseline`` and
   ``candidate``). An OBJECT is ``{"text": ..., "latency_ms": ..., "cost_usd":
   ..., "usage": {"prompt_tokens": .., "completion_tokens": ..}, "model": ...,
-  "finish_reason": ...}``; ``model`` defaults to NAME.
+  "finish_reason": ..., "tool_calls": [...]}``; ``model`` defaults to NAME;
+  ``tool_calls`` items are ``{"name", "arguments"}`` or the OpenAI form, and
+  ``text`` may then be omitted (an answer that only calls tools).
 
 Everything is validated when the file is loaded, before any model is called:
 a malformed line, a missing prompt, a duplicate id, invalid UTF-8, a field of
@@ -42,11 +50,11 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from llm_connect.errors import SuiteError
+from llm_connect.errors import ConfigurationError, SuiteError
 from llm_connect.grading._protocols import Case
-from llm_connect.types import LLMResponse, Usage
+from llm_connect.types import Conversation, ConversationError, LLMResponse, ToolCall, Usage
 
 __all__ = ["CASE_FIELDS", "DEFAULT_TASK", "EXPECTED_PATH_KEYS", "SHORTHAND_NAMES", "Suite", "load_suite"]
 
@@ -65,6 +73,10 @@ CASE_FIELDS = frozenset(
         "baseline_response",
         "candidate_response",
         "metadata",
+        "messages",
+        "tools",
+        "tool_choice",
+        "session",
     }
 )
 """The fields a case may hold; any other field is an error (typos must not pass)."""
@@ -80,7 +92,9 @@ and ``persona`` (a persona YAML file) are the path-valued keys the scorers in
 SHORTHAND_NAMES = {"baseline_response": "baseline", "candidate_response": "candidate"}
 """Shorthand fields and the recorded-response names they fill."""
 
-_RESPONSE_FIELDS = frozenset({"text", "latency_ms", "cost_usd", "usage", "model", "finish_reason"})
+_RESPONSE_FIELDS = frozenset(
+    {"text", "latency_ms", "cost_usd", "usage", "model", "finish_reason", "tool_calls"}
+)
 _SUITE_FIELDS = frozenset({"cases", "task", "metadata"})
 
 
@@ -303,13 +317,7 @@ def _build_case(
     if not case_id.strip():
         raise fail("must not be empty", "id")
 
-    prompt = obj.get("prompt")
-    if prompt is None:
-        raise fail("is required", "prompt")
-    if not isinstance(prompt, str):
-        raise fail(f"must be a string, not {type(prompt).__name__}", "prompt")
-    if not prompt.strip():
-        raise fail("must not be empty", "prompt")
+    prompt, conversation = _request(obj, fail)
 
     task = obj.get("task", default_task)
     if not isinstance(task, str) or not task.strip():
@@ -350,9 +358,15 @@ def _build_case(
                 raise fail(f"gives response {rname!r} twice (also under 'responses')", short)
             recorded[rname] = _response(obj[short], rname, fail, short)
 
+    session = obj.get("session")
+    if session is not None and (not isinstance(session, str) or not session.strip()):
+        raise fail("must be a non-empty string", "session")
+
     case = Case(
         id=case_id,
         prompt=prompt,
+        conversation=conversation,
+        session=session,
         task=task,
         system_prompt=system_prompt,
         expected=expected,
@@ -362,6 +376,32 @@ def _build_case(
         metadata=metadata,
     )
     return case, recorded
+
+
+def _request(obj: Mapping[str, Any], fail: Any) -> tuple[str, Conversation | None]:
+    """The case's prompt text and conversation (``None`` for a plain prompt)."""
+    prompt, messages = obj.get("prompt"), obj.get("messages")
+    messages = cast(Any, messages)  # validated by Conversation
+    if prompt is not None and messages is not None:
+        raise fail("give either 'prompt' or 'messages', not both", "messages")
+    if prompt is None and messages is None:
+        raise fail("is required (or give 'messages')", "prompt")
+    if prompt is not None:
+        if not isinstance(prompt, str):
+            raise fail(f"must be a string, not {type(prompt).__name__}", "prompt")
+        if not prompt.strip():
+            raise fail("must not be empty", "prompt")
+        if obj.get("tools") is None and obj.get("tool_choice") is None:
+            return prompt, None
+        messages = [{"role": "user", "content": prompt}]
+    try:
+        conversation = Conversation(messages, tools=obj.get("tools"), tool_choice=obj.get("tool_choice"))
+    except ConversationError as exc:
+        field = exc.field
+        if prompt is not None and field.startswith("messages"):
+            field = "prompt"
+        raise fail(exc.reason, field) from None
+    return (prompt if prompt is not None else conversation.render()), conversation
 
 
 def _json_problem(value: Any, where: str) -> str | None:
@@ -405,9 +445,19 @@ def _response(value: Any, name: str, fail: Any, fld: str) -> LLMResponse:
     unknown = [k for k in value if k not in _RESPONSE_FIELDS]
     if unknown:
         raise fail(f"unknown field {unknown[0]!r} in a recorded response", fld)
-    text = value.get("text")
+    calls: list[ToolCall] = []
+    raw_calls = value.get("tool_calls")
+    if raw_calls is not None:
+        if not isinstance(raw_calls, list):
+            raise fail("'tool_calls' must be a list of tool calls", fld)
+        for i, raw in enumerate(raw_calls):
+            try:
+                calls.append(ToolCall.from_dict(raw))
+            except ConfigurationError as exc:
+                raise fail(f"tool_calls[{i}]: {exc}", fld) from None
+    text = value.get("text", "" if calls else None)
     if not isinstance(text, str):
-        raise fail("'text' is required and must be a string", fld)
+        raise fail("'text' is required (or 'tool_calls') and must be a string", fld)
     for num in ("latency_ms", "cost_usd"):
         v = value.get(num)
         if v is not None and (not _is_number(v) or v < 0):
@@ -436,4 +486,5 @@ def _response(value: Any, name: str, fail: Any, fld: str) -> LLMResponse:
         usage=usage,
         cost_usd=None if value.get("cost_usd") is None else float(value["cost_usd"]),
         finish_reason=finish,
+        tool_calls=tuple(calls),
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 from llm_connect._json import strict_dumps
 from llm_connect.errors import GradingValidationError
-from llm_connect.types import LLMResponse, RunConfig
+from llm_connect.types import Conversation, LLMResponse, RunConfig
 
 __all__ = ["GradingResult", "validate_quality_score"]
 
@@ -60,6 +60,10 @@ class GradingResult:
 
     Set from the judge's own ``asks_llm`` attribute by :class:`PairedGrader` and the
     batch engine when the judge left it ``False``."""
+    conversation: Conversation | None = None
+    """The conversation both sides answered (messages, tools, tool choice), when the
+    request was one; :attr:`prompt` then holds its transcript. Set by
+    :class:`PairedGrader` and the batch engine."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "quality_score", validate_quality_score(self.quality_score))
@@ -74,6 +78,8 @@ class GradingResult:
                 raise GradingValidationError(f"{side} must be an LLMResponse")
         if self.run_config is not None and not isinstance(self.run_config, RunConfig):
             raise GradingValidationError("run_config must be a RunConfig or None")
+        if self.conversation is not None and not isinstance(self.conversation, Conversation):
+            raise GradingValidationError("conversation must be a Conversation or None")
         if not isinstance(self.asks_llm, bool):
             raise GradingValidationError(f"asks_llm must be a bool, not {self.asks_llm!r}")
         if not isinstance(self.details, Mapping):
@@ -114,12 +120,13 @@ class GradingResult:
             "prompt": self.prompt,
             "run_config": None if self.run_config is None else self.run_config.to_dict(),
             "asks_llm": self.asks_llm,
+            "conversation": None if self.conversation is None else self.conversation.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GradingResult:
         """Rebuild (and re-validate) a result from :meth:`to_dict` output."""
-        rc = data.get("run_config")
+        rc, conv = data.get("run_config"), data.get("conversation")
         return cls(
             quality_score=data["quality_score"],
             notes=data.get("notes", ""),
@@ -130,4 +137,5 @@ class GradingResult:
             prompt=data.get("prompt", ""),
             run_config=None if rc is None else RunConfig.from_dict(rc),
             asks_llm=bool(data.get("asks_llm", False)),
+            conversation=None if conv is None else Conversation.from_dict(conv),
         )
