@@ -119,7 +119,7 @@ def _pair_result(judge):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(
     ("spec", "asks"),
-    [("exact", False), ("exact:true", False), ("embedding", False), ("vrty", False),
+    [("exact", False), ("exact:true", False), ("tools", False), ("embedding", False), ("vrty", False),
      ("relevance", False), ("safety", False), ("llm:openai:judge", True),
      ("safety:judge_model=openai:judge", True)],
 )  # fmt: skip

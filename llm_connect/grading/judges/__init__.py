@@ -1,8 +1,8 @@
 """Judges: compare a candidate response with a baseline response. Every judge lives here.
 
-Built-in judges: :class:`ExactMatchJudge` (``exact``),
-:class:`EmbeddingSimilarityJudge` (``embedding``), :class:`LLMJudge` (``llm``),
-:class:`VrtyJudge` (``vrty``), :class:`PersonaJudge` (``persona``), and the
+Built-in judges: :class:`ExactMatchJudge` (``exact``), :class:`ToolCallJudge`
+(``tools``), :class:`EmbeddingSimilarityJudge` (``embedding``), :class:`LLMJudge`
+(``llm``), :class:`VrtyJudge` (``vrty``), :class:`PersonaJudge` (``persona``), and the
 rule-based and safety judges (``format``, ``schema``, ``correctness``,
 ``length``, ``relevance``, ``completeness``, ``safety``), each a
 :class:`RelativeJudge` over a single-response scorer from
@@ -25,6 +25,7 @@ from llm_connect.grading.judges._registry import (
     parse_judge_spec,
     register_judge,
 )
+from llm_connect.grading.judges._tools import ToolCallJudge
 
 if TYPE_CHECKING:
     from llm_connect.grading.judges._embedding import EmbeddingSimilarityJudge
@@ -41,6 +42,7 @@ __all__ = [
     "LLMJudge",
     "PersonaJudge",
     "RelativeJudge",
+    "ToolCallJudge",
     "VrtyJudge",
     "build_judge",
     "format_judge_spec",

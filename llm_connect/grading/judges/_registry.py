@@ -6,7 +6,7 @@ names exactly the judge (and options) that produced it, and
 :func:`build_judge` rebuilds that judge from it.
 
 On the command line a spec is written ``NAME[:ARG][,KEY=VALUE...]``:
-``exact``, ``exact:normalize=true``, ``format:json``,
+``exact``, ``exact:normalize=true``, ``tools:argument_credit=0.25``, ``format:json``,
 ``llm:openai:gpt-4o-mini,seed=7``, ``length:min_words=5,max_words=200``.
 ``ARG`` fills the judge's primary option; values are parsed as JSON when they
 parse (numbers, booleans, lists) and kept as strings otherwise.
@@ -139,7 +139,12 @@ _BUILTINS: dict[str, _Entry] = {
     "exact": _Entry(
         "llm_connect.grading.judges._exact:make_exact_judge",
         "normalize",
-        "1.0 when the candidate text equals the baseline text",
+        "1.0 when the candidate text (and tool calls, if any) equals the baseline's",
+    ),
+    "tools": _Entry(
+        "llm_connect.grading.judges._tools:make_tools_judge",
+        None,
+        "the candidate's tool calls against the baseline's: names, arguments as parsed JSON",
     ),
     "embedding": _Entry(
         "llm_connect.grading.judges._embedding:make_embedding_judge",
