@@ -26,7 +26,13 @@ translated at one boundary each, so callers only ever catch these classes::
     │   ├── SchemaVersionError              the database is at an unknown/newer revision
     │   └── GradeConflictError              a grade's key is stored with different content
     ├── ScorerDataError                     a scorer's bundled data file failed its integrity check
-    └── CalibrationError                    a calibration could not be computed
+    ├── CalibrationError                    a calibration could not be computed
+    └── StabilityError                      a stability analysis could not be run or finished
+        ├── StabilityInputError (ValueError) a stability input file is malformed (file, field)
+        │   ├── InvalidJSONInputError       the input file is not JSON at all
+        │   └── ToolDefinitionError         the tools (a tools file or an input's tools) are malformed
+        ├── InsufficientRunsError           fewer runs succeeded than the minimum
+        └── StabilityEmbeddingError         the embedder failed on the responses
 
 The CLI is the only place an exception becomes an exit code.
 Every message is masked when the error is built: a credential (``sk-...``,
@@ -51,6 +57,8 @@ __all__ = [
     "EmbeddingOutputError",
     "GradeConflictError",
     "GradingValidationError",
+    "InsufficientRunsError",
+    "InvalidJSONInputError",
     "JudgeError",
     "JudgeOutputError",
     "LLMConnectError",
@@ -61,7 +69,11 @@ __all__ = [
     "SchemaVersionError",
     "ScorerDataError",
     "ServerError",
+    "StabilityEmbeddingError",
+    "StabilityError",
+    "StabilityInputError",
     "SuiteError",
+    "ToolDefinitionError",
 ]
 
 
@@ -258,3 +270,53 @@ class ScorerDataError(LLMConnectError):
 
 class CalibrationError(LLMConnectError):
     """A calibration could not be computed (unknown judge, no references)."""
+
+
+class StabilityError(LLMConnectError):
+    """A stability analysis (:mod:`llm_connect.stability`) could not be run or finished."""
+
+
+class StabilityInputError(StabilityError, ValueError):
+    """A stability input (query, system prompt or tools file) is malformed.
+
+    ``path`` names the file (``None`` for an in-memory input) and ``field`` the
+    place inside it (``messages[1].content``); the message reads
+    ``query.json: messages[1].content: must be ...``.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, field: str | None = None) -> None:
+        self.path = path
+        self.field = field
+        where = ": ".join(part for part in (path, field) if part)
+        super().__init__(f"{where}: {message}" if where else message)
+        self.reason = mask_secrets(message)
+
+
+class InvalidJSONInputError(StabilityInputError):
+    """The stability input file is not valid JSON (``field`` is ``line L column C``)."""
+
+
+class ToolDefinitionError(StabilityInputError):
+    """The tools are malformed: a tools file (its JSON included) or an input's ``tools``."""
+
+
+class InsufficientRunsError(StabilityError):
+    """Fewer runs of a stability analysis succeeded than its minimum.
+
+    ``succeeded``, ``failed`` and ``minimum`` are counts; ``errors`` holds one
+    ``"ErrorClass: message"`` line per failed run.
+    """
+
+    def __init__(
+        self, message: str, *, succeeded: int, failed: int, minimum: int, errors: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.succeeded = succeeded
+        self.failed = failed
+        self.minimum = minimum
+        self.errors = tuple(mask_secrets(e) for e in errors)
+
+
+class StabilityEmbeddingError(StabilityError):
+    """The embedder could not embed a stability analysis's responses (not installed,
+    failed, or returned the wrong number of vectors or non-finite values)."""

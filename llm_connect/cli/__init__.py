@@ -31,6 +31,7 @@ _LAZY_GROUPS = {
         "llm_connect.cli.calibrate",
         "Calibrate an LLM judge against reference judges before routing trusts it.",
     ),
+    "stability": ("llm_connect.cli.stability", "Send one request N times; the Ruvrics stability verdict."),
 }
 
 

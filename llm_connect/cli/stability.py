@@ -1,0 +1,415 @@
+"""``llm-connect stability``: send one request N times and get the Ruvrics verdict.
+
+Exit codes (this command's own table, as Ruvrics has them): 0 SAFE, 1 RISKY,
+2 DO_NOT_SHIP, 3 configuration error (a usage error too, such as ``--runs``
+outside 2..200, so that 2 always means DO_NOT_SHIP), 4 too few successful runs,
+5 embedding error, 6 invalid JSON input (a malformed input file), 7 tool error
+(a bad tools file or tools), 8 unexpected error, 130 interrupted.
+
+Module level imports only typer: everything heavy loads inside the command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.exceptions import TyperException
+
+from llm_connect.cli._common import EXIT_INTERRUPTED, FastHelpCommand, debug_enabled, echo_err
+
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_DO_NOT_SHIP",
+    "EXIT_EMBEDDING",
+    "EXIT_INVALID_JSON",
+    "EXIT_RISKY",
+    "EXIT_SAFE",
+    "EXIT_TOOL",
+    "EXIT_TOO_FEW_RUNS",
+    "EXIT_UNEXPECTED",
+    "app",
+    "exit_code_for",
+    "stability",
+]
+
+EXIT_SAFE = 0
+"""The verdict is SAFE."""
+EXIT_RISKY = 1
+"""The verdict is RISKY."""
+EXIT_DO_NOT_SHIP = 2
+"""The verdict is DO_NOT_SHIP."""
+EXIT_CONFIG = 3
+"""A configuration or usage error: a bad option or model spec, an unreadable file."""
+EXIT_TOO_FEW_RUNS = 4
+"""Fewer runs succeeded than the minimum (75% of the runs, at least 2)."""
+EXIT_EMBEDDING = 5
+"""The embedder failed."""
+EXIT_INVALID_JSON = 6
+"""The input file is not JSON, or a field of it is malformed."""
+EXIT_TOOL = 7
+"""The tools (a tools file or an input's tools) are malformed."""
+EXIT_UNEXPECTED = 8
+"""An unexpected error (a bug): one line, rerun with ``--debug`` for the traceback."""
+
+_VERDICT_CODES = {"SAFE": EXIT_SAFE, "RISKY": EXIT_RISKY, "DO_NOT_SHIP": EXIT_DO_NOT_SHIP}
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit code an exception maps to (this command's only such table)."""
+    from llm_connect import errors
+
+    if isinstance(exc, errors.ToolDefinitionError):
+        return EXIT_TOOL
+    if isinstance(exc, errors.StabilityInputError):
+        return EXIT_INVALID_JSON
+    if isinstance(exc, errors.InsufficientRunsError):
+        return EXIT_TOO_FEW_RUNS
+    if isinstance(exc, errors.StabilityEmbeddingError):
+        return EXIT_EMBEDDING
+    if isinstance(exc, errors.ConfigurationError):
+        return EXIT_CONFIG
+    return EXIT_UNEXPECTED
+
+
+class _StabilityCommand(FastHelpCommand):
+    """Usage errors exit 3 (configuration error): exit 2 is the DO_NOT_SHIP verdict."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except TyperException as exc:  # click's UsageError (vendored by typer) carries exit_code 2
+            if getattr(exc, "exit_code", None) == 2:
+                exc.exit_code = EXIT_CONFIG
+            raise
+
+
+app = typer.Typer(
+    name="stability",
+    rich_markup_mode=None,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _report_error(exc: BaseException) -> int:
+    from llm_connect._secrets import mask_secrets
+    from llm_connect.errors import InsufficientRunsError, LLMConnectError
+
+    code = exit_code_for(exc)
+    if debug_enabled():
+        import traceback
+
+        sys.stderr.write(mask_secrets("".join(traceback.format_exception(exc))))
+    if isinstance(exc, LLMConnectError):
+        echo_err(f"error: {exc}")
+        if isinstance(exc, InsufficientRunsError):
+            for line in exc.errors[:5]:
+                echo_err(f"  {line}")
+            if len(exc.errors) > 5:
+                echo_err(f"  ... and {len(exc.errors) - 5} more failed runs")
+    else:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        hint = "" if debug_enabled() else " (run with --debug for the traceback)"
+        echo_err(f"error: unexpected {type(exc).__name__}: {first}{hint}")
+    return code
+
+
+def _stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:5.1f}%"
+
+
+def _print_human(report: Any) -> None:
+    """The verdict, score, metrics, agreement, claims, fingerprints and recommendations."""
+    out = typer.echo
+    out(
+        f"Stability of {report.adapter_id}: {report.runs_requested} runs, "
+        f"{report.runs_succeeded} succeeded, {report.runs_failed} failed"
+    )
+    out(f"Verdict: {report.verdict}  (score {report.score:.3f} = {100 * report.score:.1f}%)")
+    out("")
+    labels = {"semantic": "semantic consistency", "tool": "tool consistency"}
+    labels |= {"structural": "structural consistency", "length": "length consistency"}
+    for m in report.metrics:
+        extra = ""
+        if m.name == "length":
+            d = m.details
+            extra = f"  CV {d.get('cv', 0.0):.2f}, {d.get('min_words')}-{d.get('max_words')} words"
+        elif m.name == "tool":
+            extra = f"  tools called in {100 * m.details.get('tool_usage_rate', 0.0):.0f}% of runs"
+        elif m.name == "structural":
+            counts = ", ".join(f"{k} {v}" for k, v in m.details.get("counts", {}).items())
+            extra = f"  {counts}"
+        out(f"  {labels[m.name]:<24} {_pct(m.score)}  {m.variance:<6}  weight {100 * m.weight:.0f}%{extra}")
+    a = report.agreement
+    out(
+        f"  exact agreement: raw text {100 * a.raw_text:.0f}% ({a.distinct_texts} distinct), "
+        f"parsed answer {100 * a.parsed_answer:.0f}% ({a.distinct_answers} distinct)"
+    )
+    c = report.claims
+    totals = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in c.totals.items())
+    out(
+        f"  claims: {totals}; in {c.runs_with_claims} of {report.runs_succeeded} runs (variance {c.variance})"
+    )
+    out("")
+    if not report.fingerprints:
+        out("Fingerprints: none")
+    else:
+        out("Fingerprints:")
+        for fp in report.fingerprints:
+            out(f"  {fp.name} ({fp.severity}): {fp.description}")
+            out(f"    evidence: {fp.evidence}")
+        out("")
+        out("Recommendations:")
+        for fp in report.fingerprints:
+            for rec in fp.recommendations:
+                out(f"  [{fp.name} / {rec.category}] {rec.title}: {rec.action}")
+                if rec.example:
+                    for line in rec.example.splitlines():
+                        out(f"      {line}")
+    failed = [r for r in report.runs if not r.ok]
+    if failed:
+        out("")
+        out(f"Failed runs ({len(failed)}):")
+        for r in failed[:5]:
+            out(f"  run {r.index}: {r.error}")
+        if len(failed) > 5:
+            out(f"  ... and {len(failed) - 5} more")
+
+
+def _build_adapter(spec: str, base_url: str | None, api_key: str | None, max_retries: int) -> Any:
+    from llm_connect.adapters import adapter_from_spec
+    from llm_connect.errors import ConfigurationError
+    from llm_connect.grading._retry import ResilientAdapter, RetryPolicy
+
+    if spec.strip().startswith("recorded:"):
+        raise ConfigurationError(
+            f"--model {spec}: stability needs a live model (provider:model, e.g. openai:gpt-4o)"
+        )
+    adapter = adapter_from_spec(spec, base_url=base_url, api_key=api_key)
+    return ResilientAdapter(adapter, policy=RetryPolicy(max_retries=max_retries))
+
+
+def _load_config(path: Path | None) -> Any:
+    from llm_connect.errors import ConfigurationError
+    from llm_connect.stability import StabilityConfig
+
+    if path is None:
+        return StabilityConfig()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigurationError(f"--config {path}: cannot read a JSON object: {exc}") from exc
+    return StabilityConfig.from_dict(data)
+
+
+def _run(
+    *,
+    input_path: Path,
+    prompt_path: Path | None,
+    tools_path: Path | None,
+    model: str,
+    runs: int,
+    output: Path | None,
+    json_out: bool,
+    concurrency: int,
+    config_path: Path | None,
+    run_config_args: dict[str, Any],
+    base_url: str | None,
+    api_key: str | None,
+    max_retries: int,
+) -> int:
+    from llm_connect.errors import ConfigurationError
+    from llm_connect.stability import analyze, load_query
+    from llm_connect.types import RunConfig
+
+    query = load_query(input_path, prompt_path=prompt_path, tools_path=tools_path)
+    config = _load_config(config_path)
+    if output is not None and not output.parent.exists():
+        raise ConfigurationError(f"--output {output}: the directory {str(output.parent)!r} does not exist")
+    seed = run_config_args.pop("seed")
+    run_config = RunConfig(**run_config_args, model_params={} if seed is None else {"seed": seed})
+    adapter = _build_adapter(model, base_url, api_key, max_retries)
+
+    kwargs: dict[str, Any] = {"runs": runs, "run_config": run_config, "concurrency": concurrency}
+    if _stderr_is_tty() and not json_out:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(
+            TextColumn("runs"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        task_id = bar.add_task("runs", total=runs)
+        with bar:
+            report = analyze(
+                adapter,
+                query,
+                config=config,
+                progress=lambda done, total: bar.update(task_id, completed=done, total=total),
+                **kwargs,
+            )
+    else:
+        report = analyze(adapter, query, config=config, **kwargs)
+
+    data = report.to_dict()
+    if output is not None:
+        try:
+            output.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigurationError(f"--output {output}: cannot write the report: {exc}") from exc
+    if json_out:
+        typer.echo(json.dumps(data, ensure_ascii=False))
+    else:
+        _print_human(report)
+        if output is not None:
+            typer.echo(f"\nReport written to {output}")
+    return _VERDICT_CODES[report.verdict]
+
+
+@app.command("stability", cls=_StabilityCommand)
+def stability(
+    input_path: Annotated[
+        Path,
+        typer.Option(
+            "--input",
+            help="The request: {system_prompt, user_input} or {messages: [...]} (optionally with tools).",
+            metavar="FILE.json",
+            show_default=False,
+        ),
+    ],
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            help="The model: provider:model (openai:gpt-4o-mini).",
+            metavar="SPEC",
+            show_default=False,
+        ),
+    ],
+    prompt_path: Annotated[
+        Path | None,
+        typer.Option("--prompt", help="A system prompt file.", metavar="FILE.txt", show_default=False),
+    ] = None,
+    tools_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--tools", help="A JSON list of OpenAI function tools.", metavar="FILE.json", show_default=False
+        ),
+    ] = None,
+    runs: Annotated[
+        int, typer.Option("--runs", min=2, max=200, help="Identical calls to make (2..200).", metavar="N")
+    ] = 20,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="Write the JSON report here.", metavar="FILE.json", show_default=False),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the JSON report on stdout.")] = False,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=200, help="Runs in flight at once.", metavar="N")
+    ] = 20,
+    config_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="A JSON object overriding StabilityConfig weights and thresholds.",
+            metavar="FILE.json",
+            show_default=False,
+        ),
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option("--temperature", min=0.0, show_default=False, metavar="T")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, show_default=False, metavar="N")
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Sent as model_params.seed.", show_default=False, metavar="N")
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout", min=0.001, help="Per-call timeout in seconds.", show_default=False, metavar="SECONDS"
+        ),
+    ] = None,
+    max_retries: Annotated[
+        int,
+        typer.Option(
+            "--max-retries",
+            min=0,
+            help="Retries of a failed call (429, timeouts, connection errors, 5xx) "
+            "before the run counts as failed.",
+            metavar="N",
+        ),
+    ] = 2,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL).",
+            show_default=False,
+            metavar="URL",
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            help="API key (default: $OPENAI_API_KEY). Never printed or stored.",
+            show_default=False,
+            metavar="KEY",
+        ),
+    ] = None,
+) -> None:
+    """Send one request N times and measure how consistently the model answers.
+
+    Scores semantic (40%), tool (25%), structural (20%) and length (15%) consistency;
+    prints the verdict, fingerprints and recommendations.
+
+    Exit codes: 0 SAFE, 1 RISKY, 2 DO_NOT_SHIP, 3 configuration or usage error,
+    4 too few successful runs, 5 embedding error, 6 invalid JSON input, 7 tool error,
+    8 unexpected error, 130 interrupted.
+    """
+    try:
+        code = _run(
+            input_path=input_path,
+            prompt_path=prompt_path,
+            tools_path=tools_path,
+            model=model,
+            runs=runs,
+            output=output,
+            json_out=json_out,
+            concurrency=concurrency,
+            config_path=config_path,
+            run_config_args={
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "timeout_s": timeout,
+                "seed": seed,
+            },
+            base_url=base_url,
+            api_key=api_key,
+            max_retries=max_retries,
+        )
+    except (typer.Exit, typer.Abort, SystemExit):
+        raise
+    except KeyboardInterrupt:
+        echo_err("interrupted")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        raise typer.Exit(_report_error(exc)) from None
+    raise typer.Exit(code)
