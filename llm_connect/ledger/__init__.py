@@ -10,6 +10,7 @@ The schema is managed by Alembic: :func:`upgrade`, :func:`current_revision`,
 
 from __future__ import annotations
 
+from llm_connect.ledger import _models_chat  # noqa: F401 - registers its tables with Base.metadata
 from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
 from llm_connect.ledger._migrate import current_revision, head_revision, upgrade
 from llm_connect.ledger._rows import (
@@ -20,6 +21,8 @@ from llm_connect.ledger._rows import (
     GradeTotals,
     RecordItem,
     RunRow,
+    StabilityResponseRow,
+    StabilityRow,
     SummaryRow,
 )
 from llm_connect.ledger._store import QualityLedger
@@ -35,6 +38,8 @@ __all__ = [
     "QualityLedger",
     "RecordItem",
     "RunRow",
+    "StabilityResponseRow",
+    "StabilityRow",
     "SummaryRow",
     "current_revision",
     "head_revision",

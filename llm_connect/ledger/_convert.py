@@ -221,7 +221,8 @@ def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> 
         base, cand = result.baseline_response, result.candidate_response
         prompt, base_text, cand_text = result.prompt, base.text, cand.text
         # The three digests, spelled out: a helper call per text costs more than the lookups.
-        prompt_sha = get_digest(id(prompt))
+        conversation = result.conversation
+        prompt_sha = get_digest(id(prompt)) if conversation is None else conversation.digest
         if prompt_sha is None:
             h = new_digest()
             h.update(prompt.encode("utf-8"))

@@ -17,6 +17,7 @@ from llm_connect._secrets import mask_secrets, redact_request
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError, LedgerError
 from llm_connect.ledger._cases import evidence_snapshot_rows, write_evidence_snapshots
+from llm_connect.ledger._chat import conversation_rows
 from llm_connect.ledger._convert import batch_values
 from llm_connect.ledger._insert import created_value, insert_grades
 from llm_connect.ledger._models import (
@@ -312,8 +313,11 @@ class RecordsMixin:
             for f in failures
         ]
 
+        conversations = conversation_rows(records)
+
         def write(conn: Connection) -> list[int]:
             ids = insert_grades(conn, rows) if rows else []
+            self._conversations_in(conn, conversations)  # type: ignore[attr-defined]
             if cache_rows:
                 self._cache_in(conn, cache_rows)
             if skip_rows or failure_rows:

@@ -10,7 +10,17 @@ from typing import Any
 from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
 from llm_connect.values import GradingResult
 
-__all__ = ["CalibrationRow", "FailureRow", "GradeRow", "GradeTotals", "RecordItem", "RunRow", "SummaryRow"]
+__all__ = [
+    "CalibrationRow",
+    "FailureRow",
+    "GradeRow",
+    "GradeTotals",
+    "RecordItem",
+    "RunRow",
+    "StabilityResponseRow",
+    "StabilityRow",
+    "SummaryRow",
+]
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -352,3 +362,41 @@ class CalibrationRow:
     figures: Mapping[str, Any] = field(default_factory=dict)
     verdict: str = ""
     passed: bool = False
+
+
+@dataclass(frozen=True)
+class StabilityRow:
+    """One stored stability analysis (``stability_runs``)."""
+
+    id: int
+    created_at: datetime
+    task: str
+    """The task the analysis speaks for (routing's ``min_stability`` reads it per task)."""
+    model: str
+    """The model as asked for."""
+    adapter_id: str
+    endpoint: str | None
+    prompt_sha256: str
+    """Digest of the request analysed (a conversation's digest, or the prompt's SHA-256)."""
+    runs: int
+    successful_runs: int
+    overall_score: float
+    verdict: str
+    """``SAFE``, ``RISKY`` or ``DO_NOT_SHIP``."""
+    report: Mapping[str, Any]
+    """The full report (``StabilityReport.to_dict()``)."""
+    llm_connect_version: str
+
+
+@dataclass(frozen=True)
+class StabilityResponseRow:
+    """One run's answer (or error) of a stored stability analysis (``stability_responses``)."""
+
+    id: int
+    stability_run_id: int
+    run_index: int
+    text: str | None
+    tool_calls: Sequence[Mapping[str, Any]] | None
+    latency_ms: float | None
+    served_model: str | None
+    error: str | None

@@ -13,6 +13,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, sel
 
 from llm_connect.errors import LedgerError
 from llm_connect.ledger._cases import CasesMixin, _match
+from llm_connect.ledger._chat import ChatMixin, conversation_rows
 from llm_connect.ledger._convert import GRADE_COLUMNS, batch_values, grade_row
 from llm_connect.ledger._engine import (
     display_url,
@@ -63,7 +64,7 @@ def _totals_filter(task: Filter, baseline: Filter, candidate: Filter, grader: Fi
     return [cond for cond in conditions if cond is not None]
 
 
-class QualityLedger(RecordsMixin, CasesMixin):
+class QualityLedger(RecordsMixin, CasesMixin, ChatMixin):
     """Every grade in SQL: SQLite by default, PostgreSQL for fleets.
 
     ``url`` is a SQLAlchemy URL; without one, ``$LLM_CONNECT_DATABASE_URL``,
@@ -185,7 +186,14 @@ class QualityLedger(RecordsMixin, CasesMixin):
         rows = batch_values(items, store_text=self.store_text, now=created_value(utcnow(), self.dialect))
         if not rows:
             return []
-        return self._write("recording grades", lambda conn: insert_grades(conn, rows))  # type: ignore[no-any-return]
+        conversations = conversation_rows(items)
+
+        def write(conn: Connection) -> list[int]:
+            ids = insert_grades(conn, rows)
+            self._conversations_in(conn, conversations)
+            return ids
+
+        return self._write("recording grades", write)  # type: ignore[no-any-return]
 
     # -- reading grades --------------------------------------------------------
 

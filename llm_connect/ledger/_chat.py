@@ -1,0 +1,179 @@
+"""The ledger's conversations and stability analyses (tables in ``_models_chat``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from sqlalchemy import Connection, Table, select
+
+from llm_connect._secrets import mask_value
+from llm_connect.errors import LedgerError
+from llm_connect.ledger._models_chat import ConversationRecord, StabilityResponseRecord, StabilityRunRecord
+from llm_connect.ledger._rows import StabilityResponseRow, StabilityRow
+from llm_connect.types import Conversation
+
+if TYPE_CHECKING:
+    from llm_connect.ledger._rows import RecordItem
+
+__all__ = ["VERDICTS", "ChatMixin", "conversation_rows"]
+
+_CONV = cast(Table, ConversationRecord.__table__)
+_STAB = cast(Table, StabilityRunRecord.__table__)
+_STAB_RESP = cast(Table, StabilityResponseRecord.__table__)
+
+VERDICTS = ("SAFE", "RISKY", "DO_NOT_SHIP")
+"""Stability verdicts, best first."""
+
+
+def conversation_rows(records: Sequence[RecordItem]) -> list[dict[str, Any]]:
+    """One ``conversations`` row per distinct conversation among ``records``' results."""
+    rows: dict[str, dict[str, Any]] = {}
+    for item in records:
+        conv = item.result.conversation
+        if conv is not None and conv.digest not in rows:
+            data = conv.to_dict()
+            rows[conv.digest] = {
+                "sha256": conv.digest,
+                "messages": data["messages"],
+                "tools": data["tools"] or None,
+                "tool_choice": data["tool_choice"],
+            }
+    return list(rows.values())
+
+
+def _finite(value: Any, where: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise LedgerError(f"{where}: NaN and infinity are not JSON")
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _finite(v, f"{where}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _finite(v, f"{where}[{i}]")
+
+
+class ChatMixin:
+    """Conversations stored with grades, and stability analyses (mixed into ``QualityLedger``)."""
+
+    if TYPE_CHECKING:
+        store_text: bool
+
+        def _insert(self, table: Any) -> Any: ...
+        def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any: ...
+        def _connect(self) -> Connection: ...
+        def _read(self, what: str) -> Any: ...
+
+    def _conversations_in(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
+        """Store conversations not stored yet (in the caller's transaction)."""
+        if rows and self.store_text:
+            conn.execute(self._insert(_CONV).on_conflict_do_nothing(index_elements=["sha256"]), rows)
+
+    def conversation(self, sha256: str) -> Conversation | None:
+        """The conversation whose digest is ``sha256`` (a grade's ``prompt_sha256``), or ``None``."""
+        stmt = select(_CONV).where(_CONV.c.sha256 == sha256)
+        with self._read("reading a conversation"), self._connect() as conn:
+            row = conn.execute(stmt).mappings().first()
+        if row is None:
+            return None
+        return Conversation(row["messages"], tools=row["tools"], tool_choice=row["tool_choice"])
+
+    # -- stability ---------------------------------------------------------------
+
+    def record_stability(
+        self,
+        *,
+        task: str,
+        model: str,
+        adapter_id: str,
+        prompt_sha256: str,
+        runs: int,
+        successful_runs: int,
+        overall_score: float,
+        verdict: str,
+        report: Mapping[str, Any],
+        responses: Sequence[Mapping[str, Any]] = (),
+        endpoint: str | None = None,
+    ) -> int:
+        """Store one stability analysis and its runs' answers in one transaction; returns its id.
+
+        ``responses`` items hold ``run_index`` and any of ``text``, ``tool_calls``
+        (``[{"name", "arguments"}]``), ``latency_ms``, ``served_model``, ``error``.
+        Credential-shaped values in the report and the texts are masked.
+
+        Raises:
+            LedgerError: an invalid verdict, score or count (nothing is written).
+        """
+        if verdict not in VERDICTS:
+            raise LedgerError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+        if isinstance(overall_score, bool) or not isinstance(overall_score, (int, float)):
+            raise LedgerError(f"overall_score must be a number, not {overall_score!r}")
+        if not 0.0 <= float(overall_score) <= 1.0:
+            raise LedgerError(f"overall_score must lie in 0..1, not {overall_score!r}")
+        if not (isinstance(runs, int) and isinstance(successful_runs, int) and 0 <= successful_runs <= runs):
+            raise LedgerError(f"need 0 <= successful_runs <= runs, not {successful_runs!r} of {runs!r}")
+        for name, value in (("task", task), ("model", model), ("adapter_id", adapter_id)):
+            if not isinstance(value, str) or not value.strip():
+                raise LedgerError(f"{name} must be a non-empty string, not {value!r}")
+        _finite(dict(report), "report")
+        run_row = {
+            "task": task,
+            "model": model,
+            "adapter_id": adapter_id,
+            "endpoint": endpoint,
+            "prompt_sha256": prompt_sha256,
+            "runs": runs,
+            "successful_runs": successful_runs,
+            "overall_score": float(overall_score),
+            "verdict": verdict,
+            "report": mask_value(dict(report)),
+        }
+        response_rows = [
+            {
+                "run_index": int(r["run_index"]),
+                "text": mask_value(r.get("text")) if self.store_text else None,
+                "tool_calls": mask_value(list(r["tool_calls"])) if r.get("tool_calls") else None,
+                "latency_ms": r.get("latency_ms"),
+                "served_model": r.get("served_model"),
+                "error": mask_value(r.get("error")),
+            }
+            for r in responses
+        ]
+
+        def write(conn: Connection) -> int:
+            new_id = int(conn.execute(_STAB.insert().returning(_STAB.c.id), run_row).scalar_one())
+            if response_rows:
+                conn.execute(_STAB_RESP.insert(), [{**r, "stability_run_id": new_id} for r in response_rows])
+            return new_id
+
+        return self._write("recording a stability analysis", write)  # type: ignore[no-any-return]
+
+    def stability_runs(
+        self, *, task: str | None = None, model: str | None = None, limit: int | None = None
+    ) -> list[StabilityRow]:
+        """Stored stability analyses, newest first, optionally for one task and/or model."""
+        stmt = select(_STAB).order_by(_STAB.c.id.desc())
+        if task is not None:
+            stmt = stmt.where(_STAB.c.task == task)
+        if model is not None:
+            stmt = stmt.where(_STAB.c.model == model)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        with self._read("reading stability analyses"), self._connect() as conn:
+            return [StabilityRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]
+
+    def latest_stability(self, task: str, model: str) -> StabilityRow | None:
+        """The newest stability analysis of ``model`` on ``task``, or ``None``."""
+        found = self.stability_runs(task=task, model=model, limit=1)
+        return found[0] if found else None
+
+    def stability_responses(self, stability_run_id: int) -> list[StabilityResponseRow]:
+        """The runs' answers of one stored analysis, in run order."""
+        stmt = (
+            select(_STAB_RESP)
+            .where(_STAB_RESP.c.stability_run_id == stability_run_id)
+            .order_by(_STAB_RESP.c.run_index)
+        )
+        with self._read("reading stability responses"), self._connect() as conn:
+            return [StabilityResponseRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]
