@@ -151,7 +151,7 @@ def grade(
         typer.Option(
             "--judge",
             "-j",
-            help="Judge spec NAME[:ARG][,k=v...] (repeatable): exact, embedding, llm, vrty, format, "
+            help="Judge spec NAME[:ARG][,k=v...] (repeatable): exact, tools, embedding, llm, vrty, format, "
             "schema, correctness, length, relevance, completeness, persona, safety, plugins. Default: exact.",
             show_default=False,
             metavar="JUDGE",

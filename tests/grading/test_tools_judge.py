@@ -219,3 +219,26 @@ def test_paired_grading_of_tool_calls_over_http(openai_server) -> None:  # type:
         )
         assert (tools.quality_score, exact_.quality_score) == scores, model
         assert tools.candidate_response.tool_calls[0].name == calls[model][0]["name"]
+
+
+def test_a_case_offering_no_tools_with_no_calls_is_not_applicable() -> None:
+    from llm_connect.errors import CaseDataError
+    from llm_connect.grading import Case
+    from llm_connect.grading._report import lacks_case_data
+    from llm_connect.types import Conversation, LLMResponse, RunConfig
+
+    judge = ToolCallJudge()
+    text = LLMResponse("hello", "m", "p")
+    case = Case(id="c", prompt="hi")
+    with pytest.raises(CaseDataError) as info:
+        judge.judge(text, text, prompt="hi", run_config=RunConfig(), case=case)
+    assert info.value.field == "tools" and lacks_case_data(case, info.value)
+    offered = Case(
+        id="c",
+        prompt="hi",
+        conversation=Conversation(
+            [{"role": "user", "content": "hi"}], tools=[{"type": "function", "function": {"name": "f"}}]
+        ),
+    )
+    # Offered tools and both declined: agreement.
+    assert judge.judge(text, text, prompt="hi", run_config=RunConfig(), case=offered).quality_score == 1.0

@@ -33,7 +33,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_connect.errors import ConfigurationError
+from llm_connect.errors import CaseDataError, ConfigurationError
 from llm_connect.grading._protocols import Case, judge_spec
 from llm_connect.grading._results import GradingResult
 from llm_connect.grading.judges._registry import JudgeContext
@@ -237,8 +237,11 @@ class ToolCallJudge:
     (candidate arguments that are not valid JSON count as different), 0.0 for a
     missing, extra or wrong-function call; the score is the sum over
     ``max(len(baseline calls), len(candidate calls))``. Neither side calling a
-    tool scores 1.0 (note "neither side called a tool"); tool calls on one side
-    only score 0.0.
+    tool scores 1.0 (note "neither side called a tool") when the case offers
+    tools (both rightly declined); for a suite case that offers none it raises
+    :class:`~llm_connect.errors.CaseDataError` on field ``tools``, which the batch
+    engine records as not applicable (a text-only suite never looks perfect on
+    ``tools``). Tool calls on one side only score 0.0.
 
     ``details`` holds ``calls`` (one entry per pair or unpaired call: function,
     status, credit, both raw argument texts, ``candidate_arguments_invalid``,
@@ -273,6 +276,13 @@ class ToolCallJudge:
         baseline, candidate = baseline_response.tool_calls, candidate_response.tool_calls
         lines = match_tool_calls(baseline, candidate, argument_credit=self.argument_credit)
         if not baseline and not candidate:
+            if case is not None and (case.conversation is None or not case.conversation.tools):
+                raise CaseDataError(
+                    f"case {case.id!r} offers no tools and neither side called one: "
+                    "the tools judge does not apply",
+                    case_id=case.id,
+                    field="tools",
+                )
             score, notes = 1.0, "neither side called a tool"
         else:
             score = sum(line.credit for line in lines) / max(len(baseline), len(candidate))
