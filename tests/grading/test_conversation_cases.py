@@ -244,3 +244,32 @@ def test_merged_samples_average_per_side_scores() -> None:
     assert merged.details["candidate_score"] == pytest.approx(0.8)
     assert merged.candidate_response.cost_usd == pytest.approx(0.02)
     assert "mean of 2 samples" in merged.notes
+
+
+def test_the_llm_judge_sees_the_conversation_and_the_tool_calls_fenced(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    from llm_connect.grading import LLMJudge
+
+    def answer(body: dict[str, Any]) -> Any:
+        if body["model"] == "judge":
+            return {"quality_score": 0.25, "notes": "wrong tool"}
+        if body["model"] == "cand":
+            return chat_completion(body, None, tool_calls=[{"name": "delete_account", "arguments": "{}"}])
+        return chat_completion(body, None, tool_calls=[{"name": "refund", "arguments": '{"order_id": 42}'}])
+
+    openai_server.responder = answer
+    judge = LLMJudge(OpenAIAdapter("judge", base_url=openai_server.base_url, api_key="sk-test"))
+    suite = load_suite(
+        write_suite(tmp_path / "s.jsonl", [{"id": "chat", "messages": HISTORY, "tools": [REFUND]}])
+    )
+    report = BatchGrader(
+        baseline=live(openai_server, "base"), candidates=[live(openai_server, "cand")], judges=[judge]
+    ).run(suite)
+    assert not report.failures and report.results[0].result.quality_score == 0.25
+    (asked,) = [r.body for r in openai_server.requests if r.body["model"] == "judge"]
+    material = asked["messages"][-1]["content"]
+    assert "user: Then refund it." in material and "assistant calls lookup" in material
+    assert '[tool call] refund({"order_id": 42})' in material
+    assert "[tool call] delete_account({})" in material
+    assert "tools" not in asked  # the judge is not offered the graded model's tools

@@ -51,6 +51,7 @@ __all__ = [
     "LLMJudge",
     "Rubric",
     "accepted_response_format",
+    "answer_material",
     "forget_response_formats",
     "make_llm_judge",
     "parse_judge_reply",
@@ -183,6 +184,16 @@ def forget_response_formats() -> None:
 
 def _rejects_format(exc: BadRequestError) -> bool:
     return exc.status_code in _REJECTION_STATUSES
+
+
+def answer_material(response: LLMResponse) -> str:
+    """What the judge reads of one answer: its text, then one line per tool call it made.
+
+    An answer that only calls tools is not an empty text to the judge:
+    ``[tool call] refund({"order_id": 42})``.
+    """
+    calls = [f"[tool call] {c.name}({c.arguments})" for c in response.tool_calls]
+    return "\n".join([response.text, *calls]) if response.text else "\n".join(calls)
 
 
 def render_judge_prompt(
@@ -346,7 +357,10 @@ class LLMJudge:
         one the judge would try first with its server now.
         """
         message = render_judge_prompt(
-            prompt, baseline_response.text, candidate_response.text, system_prompt=run_config.system_prompt
+            prompt,
+            answer_material(baseline_response),
+            answer_material(candidate_response),
+            system_prompt=run_config.system_prompt,
         )
         mode = response_format or accepted_response_format(self.adapter)
         return message, self._config(run_config, mode)
@@ -433,7 +447,10 @@ class LLMJudge:
     ) -> GradingResult:
         """Ask the judge model for a grade and validate its reply."""
         message = render_judge_prompt(
-            prompt, baseline_response.text, candidate_response.text, system_prompt=run_config.system_prompt
+            prompt,
+            answer_material(baseline_response),
+            answer_material(candidate_response),
+            system_prompt=run_config.system_prompt,
         )
         reply, mode = self._send(message, run_config)
         return self._result(
@@ -451,7 +468,10 @@ class LLMJudge:
     ) -> GradingResult:
         """Async form of :meth:`judge` (``adapter.acomplete``)."""
         message = render_judge_prompt(
-            prompt, baseline_response.text, candidate_response.text, system_prompt=run_config.system_prompt
+            prompt,
+            answer_material(baseline_response),
+            answer_material(candidate_response),
+            system_prompt=run_config.system_prompt,
         )
         reply, mode = await self._asend(message, run_config)
         return self._result(
