@@ -273,3 +273,17 @@ def test_the_llm_judge_sees_the_conversation_and_the_tool_calls_fenced(
     assert '[tool call] refund({"order_id": 42})' in material
     assert "[tool call] delete_account({})" in material
     assert "tools" not in asked  # the judge is not offered the graded model's tools
+
+
+def test_the_embedding_judge_embeds_tool_calls_so_different_calls_differ(openai_server: OpenAIServer) -> None:
+    from llm_connect.adapters import OpenAIEmbeddingAdapter
+    from llm_connect.grading import EmbeddingSimilarityJudge
+    from llm_connect.types import LLMResponse, RunConfig
+
+    judge = EmbeddingSimilarityJudge(OpenAIEmbeddingAdapter("emb", base_url=openai_server.base_url))
+    refund = LLMResponse("", "m", "p", tool_calls=(ToolCall("refund", '{"order_id": 42}'),))
+    delete = LLMResponse("", "m", "p", tool_calls=(ToolCall("delete_account", "{}"),))
+    assert judge.judge(refund, refund, prompt="p", run_config=RunConfig()).quality_score == pytest.approx(1.0)
+    assert judge.judge(refund, delete, prompt="p", run_config=RunConfig()).quality_score < 0.99
+    embedded = openai_server.requests_to("/embeddings")[-1].body["input"]
+    assert embedded == ['[tool call] refund({"order_id": 42})', "[tool call] delete_account({})"]

@@ -18,6 +18,7 @@ import numpy as np
 from llm_connect.errors import EmbeddingOutputError
 from llm_connect.grading._protocols import Case, JudgePair, judge_spec
 from llm_connect.grading._results import GradingResult
+from llm_connect.grading.judges._fences import answer_material
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
@@ -146,8 +147,12 @@ class EmbeddingSimilarityJudge:
         run_config: RunConfig,
         case: Case | None = None,
     ) -> GradingResult:
-        """Cosine similarity of the two texts, embedded in one call, clamped into 0..1."""
-        texts = [baseline_response.text, candidate_response.text]
+        """Cosine similarity of the two answers, embedded in one call, clamped into 0..1.
+
+        An answer's tool calls are part of what is embedded (``[tool call] name(arguments)``
+        after its text), so two answers that only call different tools do not embed alike.
+        """
+        texts = [answer_material(baseline_response), answer_material(candidate_response)]
         matrix = _matrix(self.adapter.embed(texts), 2, self.adapter.adapter_id)
         return self._result(
             baseline_response, candidate_response, matrix[0], matrix[1], prompt=prompt, run_config=run_config
@@ -174,15 +179,15 @@ class EmbeddingSimilarityJudge:
             return []
         index: dict[str, int] = {}
         for pair in pairs:
-            for text in (pair.baseline_response.text, pair.candidate_response.text):
+            for text in (answer_material(pair.baseline_response), answer_material(pair.candidate_response)):
                 index.setdefault(text, len(index))
         matrix = _matrix(self.adapter.embed(list(index)), len(index), self.adapter.adapter_id)
         return [
             self._result(
                 pair.baseline_response,
                 pair.candidate_response,
-                matrix[index[pair.baseline_response.text]],
-                matrix[index[pair.candidate_response.text]],
+                matrix[index[answer_material(pair.baseline_response)]],
+                matrix[index[answer_material(pair.candidate_response)]],
                 prompt=pair.prompt,
                 run_config=pair.run_config,
             )

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from llm_connect.errors import BadRequestError, ConfigurationError, JudgeOutputError
 from llm_connect.grading._protocols import Case, judge_spec, spec_args
 from llm_connect.grading._results import GradingResult
-from llm_connect.grading.judges._fences import ReplyError, fence, fence_id, reply_object
+from llm_connect.grading.judges._fences import ReplyError, answer_material, fence, fence_id, reply_object
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
@@ -184,16 +184,6 @@ def forget_response_formats() -> None:
 
 def _rejects_format(exc: BadRequestError) -> bool:
     return exc.status_code in _REJECTION_STATUSES
-
-
-def answer_material(response: LLMResponse) -> str:
-    """What the judge reads of one answer: its text, then one line per tool call it made.
-
-    An answer that only calls tools is not an empty text to the judge:
-    ``[tool call] refund({"order_id": 42})``.
-    """
-    calls = [f"[tool call] {c.name}({c.arguments})" for c in response.tool_calls]
-    return "\n".join([response.text, *calls]) if response.text else "\n".join(calls)
 
 
 def render_judge_prompt(
