@@ -31,6 +31,7 @@ PUBLIC_MODULES = [
     "llm_connect.ledger",
     "llm_connect.routing",
     "llm_connect.calibration",
+    "llm_connect.stability",
 ]
 
 

@@ -22,6 +22,6 @@ def test_import_llm_connect_loads_no_heavy_module() -> None:
 def test_public_packages_load_no_heavy_module() -> None:
     code = (
         "import llm_connect.adapters, llm_connect.grading, llm_connect.grading.judges, "
-        "llm_connect.scoring, llm_connect.types, llm_connect.errors"
+        "llm_connect.scoring, llm_connect.types, llm_connect.errors, llm_connect.stability"
     )
     assert _loaded_after(code) == []

@@ -18,6 +18,7 @@ FORBIDDEN = {
     "values": ("llm_connect.ledger", "llm_connect.grading", "llm_connect.routing", "llm_connect.cli"),
     "ledger": ("llm_connect.grading", "llm_connect.routing", "llm_connect.calibration", "llm_connect.cli"),
     "scoring": ("llm_connect.routing", "llm_connect.ledger", "llm_connect.cli"),
+    "stability": ("llm_connect.routing", "llm_connect.ledger", "llm_connect.cli"),
 }
 
 

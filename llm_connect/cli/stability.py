@@ -224,11 +224,13 @@ def _run(
     json_out: bool,
     concurrency: int,
     config_path: Path | None,
+    embedding_model: str,
     run_config_args: dict[str, Any],
     base_url: str | None,
     api_key: str | None,
     max_retries: int,
 ) -> int:
+    from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
     from llm_connect.errors import ConfigurationError
     from llm_connect.stability import analyze, load_query
     from llm_connect.types import RunConfig
@@ -241,7 +243,13 @@ def _run(
     run_config = RunConfig(**run_config_args, model_params={} if seed is None else {"seed": seed})
     adapter = _build_adapter(model, base_url, api_key, max_retries)
 
-    kwargs: dict[str, Any] = {"runs": runs, "run_config": run_config, "concurrency": concurrency}
+    embedder = SentenceTransformerEmbeddingAdapter(embedding_model)
+    kwargs: dict[str, Any] = {
+        "runs": runs,
+        "run_config": run_config,
+        "concurrency": concurrency,
+        "embedder": embedder,
+    }
     if _stderr_is_tty() and not json_out:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -331,6 +339,14 @@ def stability(
             show_default=False,
         ),
     ] = None,
+    embedding_model: Annotated[
+        str,
+        typer.Option(
+            "--embedding-model",
+            help="The sentence-transformers model of the semantic metric (a name or a local path).",
+            metavar="NAME",
+        ),
+    ] = "all-MiniLM-L6-v2",
     temperature: Annotated[
         float | None, typer.Option("--temperature", min=0.0, show_default=False, metavar="T")
     ] = None,
@@ -395,6 +411,7 @@ def stability(
             json_out=json_out,
             concurrency=concurrency,
             config_path=config_path,
+            embedding_model=embedding_model,
             run_config_args={
                 "temperature": temperature,
                 "max_tokens": max_tokens,

@@ -227,8 +227,8 @@ def identify_fingerprints(
     """
     found: list[tuple[str, Severity, str]] = []
     usage = float(tool.details.get("tool_usage_rate", 0.0))
-    top_calls = tool.details.get("most_common_calls") or []
-    tool_name = top_calls[0]["name"] if top_calls else None
+    per_tool = tool.details.get("runs_per_tool") or {}
+    tool_name = next(iter(per_tool), None)  # the tool most runs call
 
     if tool.variance == "HIGH" and 0.0 < usage < 1.0:
         found.append(

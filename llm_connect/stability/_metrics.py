@@ -170,6 +170,7 @@ def tool_consistency(responses: Sequence[LLMResponse], config: StabilityConfig) 
     signatures = [tool_signature(r.tool_calls) for r in responses]
     score, distinct, top = _most_common_share(signatures)
     using = sum(1 for s in signatures if s)
+    names = Counter(name for s in signatures for name in dict.fromkeys(n for n, _ in s))
     return MetricResult(
         name="tool",
         score=score,
@@ -180,6 +181,7 @@ def tool_consistency(responses: Sequence[LLMResponse], config: StabilityConfig) 
             "runs_with_tool_calls": using,
             "distinct_call_sets": distinct,
             "most_common_calls": [{"name": n, "arguments": a} for n, a in top],
+            "runs_per_tool": dict(names.most_common()),
         },
     )
 

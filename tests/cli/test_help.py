@@ -36,6 +36,7 @@ def imported_modules(*args: str) -> tuple[int, set[str], str]:
         ["ledger", "sql", "--help"],
         ["route", "--help"],
         ["db", "upgrade", "--help"],
+        ["stability", "--help"],
     ],
 )
 def test_help_and_version_import_nothing_heavy(args: list[str]) -> None:
@@ -53,7 +54,7 @@ def test_version_prints_the_package_version() -> None:
 def test_help_lists_every_command_group() -> None:
     result = invoke("--help")
     assert result.exit_code == 0
-    for name in ("grade", "route", "ledger", "db"):
+    for name in ("grade", "route", "ledger", "db", "stability"):
         assert name in result.stdout
     grade_help = invoke("grade", "--help").stdout
     for option in (

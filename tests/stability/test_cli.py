@@ -1,0 +1,210 @@
+"""``llm-connect stability``: the Ruvrics exit codes, output and errors (real server, real MiniLM)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llm_connect.cli.stability import exit_code_for
+from llm_connect.errors import (
+    AdapterError,
+    ConfigurationError,
+    InsufficientRunsError,
+    InvalidJSONInputError,
+    StabilityEmbeddingError,
+    StabilityInputError,
+    ToolDefinitionError,
+)
+from tests.cli._util import invoke
+from tests.stability.conftest import (
+    ORDER_TOOLS,
+    identical,
+    json_or_prose,
+    script,
+    short_or_long,
+    tool_or_prose,
+    write_json,
+)
+
+pytestmark = pytest.mark.embeddings
+
+
+@pytest.fixture
+def query(tmp_path: Path) -> Path:
+    return write_json(
+        tmp_path / "query.json", {"system_prompt": "You track orders.", "user_input": "Order 42?"}
+    )
+
+
+def stability(server, *args: str):  # type: ignore[no-untyped-def]
+    return invoke("stability", "--model", "openai:gpt-test", "--base-url", server.base_url, *args)
+
+
+def test_an_identical_model_is_safe_exit_0(openai_server, minilm, query):
+    script(openai_server, identical)
+    result = stability(openai_server, "--input", str(query), "--runs", "20")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Verdict: SAFE" in out and "Fingerprints: none" in out
+    for label in ("semantic consistency", "tool consistency", "structural consistency", "length consistency"):
+        assert label in out
+    assert "claims: guarantees 0" in out and "exact agreement: raw text 100%" in out
+    assert len(openai_server.requests) == 20
+
+
+def test_risky_exits_1_and_do_not_ship_exits_2(openai_server, minilm, query, tmp_path):
+    script(openai_server, short_or_long)
+    risky = stability(openai_server, "--input", str(query), "--runs", "10")
+    assert risky.exit_code == 1 and "Verdict: RISKY" in risky.stdout and "VERBOSITY_DRIFT" in risky.stdout
+    tools = write_json(tmp_path / "tools.json", ORDER_TOOLS)
+    script(openai_server, tool_or_prose)
+    bad = stability(openai_server, "--input", str(query), "--tools", str(tools), "--runs", "10")
+    assert bad.exit_code == 2 and "Verdict: DO_NOT_SHIP" in bad.stdout
+    assert "NONDETERMINISTIC_TOOL_ROUTING (HIGH)" in bad.stdout and "Recommendations:" in bad.stdout
+
+
+def test_json_output_and_report_file(openai_server, minilm, query, tmp_path):
+    script(openai_server, json_or_prose)
+    report_path = tmp_path / "report.json"
+    result = stability(
+        openai_server, "--input", str(query), "--runs", "6", "--json", "--output", str(report_path)
+    )
+    data = json.loads(result.stdout)
+    assert result.exit_code in (1, 2) and data["verdict"] in ("RISKY", "DO_NOT_SHIP")
+    assert "FORMAT_INCONSISTENCY" in [f["name"] for f in data["fingerprints"]]
+    assert json.loads(report_path.read_text(encoding="utf-8")) == data
+    assert len(data["runs"]) == 6 and data["runs"][0]["response"]["text"]
+    assert result.stderr == ""  # no progress bar, no messages
+
+
+def test_run_config_options_reach_every_request(openai_server, minilm, query):
+    script(openai_server, identical)
+    result = stability(openai_server, "--input", str(query), "--runs", "3", "--temperature", "0.2", "--seed", "7",
+                       "--max-tokens", "40")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    for request in openai_server.requests:
+        body = request.body
+        assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.2, 7, 40)
+        assert body["messages"] == [
+            {"role": "system", "content": "You track orders."},
+            {"role": "user", "content": "Order 42?"},
+        ]
+
+
+def test_too_few_successful_runs_exits_4(openai_server, minilm, query):
+    for _ in range(10):
+        openai_server.queue_fault(status=500)
+    result = stability(openai_server, "--input", str(query), "--runs", "10", "--max-retries", "0")
+    assert result.exit_code == 4, result.output
+    assert "only 0 of 10 runs succeeded; at least 8 are needed" in result.stderr
+    assert "ServerError" in result.stderr and result.stdout == ""
+
+
+def test_retried_failures_do_not_count(openai_server, minilm, query):
+    script(openai_server, identical)
+    openai_server.queue_fault(status=500)
+    result = stability(openai_server, "--input", str(query), "--runs", "4", "--max-retries", "1")
+    assert result.exit_code == 0 and "4 succeeded, 0 failed" in result.stdout
+    assert len(openai_server.requests) == 5
+
+
+def test_a_malformed_input_file_exits_6_naming_file_and_field(openai_server, tmp_path):
+    path = write_json(tmp_path / "query.json", {"messages": [{"role": "user", "content": 5}]})
+    result = stability(openai_server, "--input", str(path))
+    assert result.exit_code == 6
+    assert f"{path}: messages[0].content: must be a string" in result.stderr
+    assert openai_server.requests == []
+
+
+def test_invalid_json_input_exits_6(openai_server, tmp_path):
+    path = tmp_path / "query.json"
+    path.write_text('{"user_input": ', encoding="utf-8")
+    result = stability(openai_server, "--input", str(path))
+    assert (
+        result.exit_code == 6
+        and f"{path}: line 1 column" in result.stderr
+        and "not valid JSON" in result.stderr
+    )
+
+
+def test_a_bad_tools_file_exits_7(openai_server, query, tmp_path):
+    tools = write_json(tmp_path / "tools.json", [{"type": "function", "function": {"name": ""}}])
+    result = stability(openai_server, "--input", str(query), "--tools", str(tools))
+    assert (
+        result.exit_code == 7 and f"{tools}: [0].function.name: must be a non-empty string" in result.stderr
+    )
+    assert openai_server.requests == []
+
+
+@pytest.mark.parametrize("runs", ["1", "201", "many"])
+def test_runs_outside_2_to_200_is_a_usage_error(openai_server, query, runs):
+    result = stability(openai_server, "--input", str(query), "--runs", runs)
+    assert result.exit_code == 3  # the configuration-error code: 2 means DO_NOT_SHIP
+    assert "--runs" in result.output and openai_server.requests == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--model", "recorded:gpt-4o"],
+        ["--model", "gpt-4o"],
+        ["--model", "anthropic:claude"],
+    ],
+)
+def test_a_bad_model_spec_exits_3(query, args):
+    result = invoke("stability", "--input", str(query), *args)
+    assert result.exit_code == 3 and result.stderr.startswith("error: ")
+
+
+def test_a_config_file_overrides_thresholds(openai_server, minilm, query, tmp_path):
+    script(openai_server, short_or_long)
+    lenient = write_json(tmp_path / "config.json", {"safe_threshold": 0.8})
+    assert (
+        stability(openai_server, "--input", str(query), "--runs", "6", "--config", str(lenient)).exit_code
+        == 0
+    )
+    bad = write_json(tmp_path / "bad.json", {"safe_threshold": 2})
+    result = stability(openai_server, "--input", str(query), "--config", str(bad))
+    assert result.exit_code == 3 and "safe_threshold" in result.stderr
+
+
+def test_missing_input_file_exits_3(openai_server, tmp_path):
+    result = stability(openai_server, "--input", str(tmp_path / "nope.json"))
+    assert result.exit_code == 3 and "cannot read the input file" in result.stderr
+
+
+def test_an_embedding_failure_exits_5(openai_server, query, tmp_path):
+    script(openai_server, identical)
+    result = stability(openai_server, "--input", str(query), "--runs", "2",
+                       "--embedding-model", str(tmp_path / "no-such-model"))  # fmt: skip
+    assert result.exit_code == 5 and "could not embed the responses" in result.stderr
+    assert len(openai_server.requests) == 2  # the runs were made; the embedding failed
+
+
+def test_the_exit_code_table():
+    assert exit_code_for(ToolDefinitionError("x")) == 7
+    assert exit_code_for(InvalidJSONInputError("x")) == 6
+    assert exit_code_for(StabilityInputError("x")) == 6
+    assert exit_code_for(InsufficientRunsError("x", succeeded=1, failed=9, minimum=8)) == 4
+    assert exit_code_for(StabilityEmbeddingError("x")) == 5
+    assert exit_code_for(ConfigurationError("x")) == 3
+    assert exit_code_for(AdapterError("x")) == 8
+    assert exit_code_for(RuntimeError("x")) == 8
+
+
+def test_help_lists_the_options():
+    result = invoke("stability", "--help")
+    assert result.exit_code == 0
+    for option in (
+        "--input",
+        "--prompt",
+        "--tools",
+        "--model",
+        "--runs",
+        "--output",
+        "--json",
+        "--concurrency",
+    ):
+        assert option in result.stdout
