@@ -106,14 +106,19 @@ class PersonaScorer:
     def __repr__(self) -> str:
         return f"PersonaScorer({self.name!r})"
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    @property
+    def embedder(self) -> EmbeddingAdapter:
+        """The embedding adapter this scorer embeds with (built on first use, then kept), so
+        session stability (:func:`~llm_connect.scoring.persona.session_stabilities`) reuses it."""
         with self._lock:
             if self._embedder is None:
                 source = self._embedder_source
                 made = source if hasattr(source, "embed") else cast(Callable[[], Any], source)()
                 self._embedder = cast("EmbeddingAdapter", made)
-            embedder = self._embedder
-        return _unit_rows(embedder.embed(texts))
+            return self._embedder
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return _unit_rows(self.embedder.embed(texts))
 
     def _prepared(self, case: Case | None) -> _Prepared:
         if self._fixed is not None:
