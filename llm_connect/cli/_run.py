@@ -87,6 +87,8 @@ class Outcome:
     grader_ids: list[str]
     gating_ids: list[str] = field(default_factory=list)
     """The grader ids routing and the quality gate use (all judges unless --route-on)."""
+    judges: list[Any] = field(default_factory=list)
+    """The run's judges (the sessions report embeds with the persona judge's embedder)."""
 
     def route(self, *, threshold: float, min_samples: int, allow_uncalibrated: bool) -> list[Any]:
         """One routing decision per task of the run (stored in the ledger).
@@ -349,5 +351,11 @@ def execute(
         report = asyncio.run(main())
     rows = list(ledger.results(run_id=grader.run_id))
     return Outcome(
-        report=report, rows=rows, ledger=ledger, suite=suite, grader_ids=grader_ids, gating_ids=gating_ids
+        report=report,
+        rows=rows,
+        ledger=ledger,
+        suite=suite,
+        grader_ids=grader_ids,
+        gating_ids=gating_ids,
+        judges=judges,
     )

@@ -410,6 +410,15 @@ def grade(
     stats = _report.run_stats(
         outcome.rows, outcome.ledger, threshold=threshold, min_samples=needed, routing_ids=outcome.gating_ids
     )
+    from llm_connect.cli import _sessions
+
+    sessions = _sessions.session_report(
+        report.results,
+        outcome.suite.cases,
+        outcome.judges,
+        baseline=str(opts.baseline),
+        partial=report.cases_done - report.cases_skipped < report.cases_total,
+    )
     decisions: list[Any] = []
     routing_error: str | None = None
     if not report.interrupted and stats:
@@ -456,6 +465,7 @@ def grade(
                 {"grader_id": gid, **info} for gid, info in report.not_applicable_by_judge().items()
             ],
             "gate_failed": [f"{s.task} / {s.candidate} / {s.grader_id}" for s in gate_failed],
+            "sessions": None if sessions is None else sessions.to_dict(),
             "exit_code": code,
         }
         if cases:
@@ -473,8 +483,9 @@ def grade(
         typer.echo(json.dumps(payload, indent=2, default=str))
     else:
         _print_human(
-            outcome, stats, decisions, routing_error, gate_failed, min_quality, cases, single is not None
-        )
+            outcome, stats, decisions, routing_error, gate_failed, min_quality, cases, single is not None,
+            sessions=sessions,
+        )  # fmt: skip
 
     if report.interrupted:
         echo_err(f"interrupted: {report.cases_done - report.cases_skipped} case(s) committed.")
@@ -520,6 +531,7 @@ def _print_human(
     min_quality: float | None,
     show_cases: bool,
     single: bool,
+    sessions: Any = None,
 ) -> None:
     from llm_connect.cli import _report
 
@@ -552,6 +564,11 @@ def _print_human(
     else:
         out.line((title, None))
         for text in _report.stats_lines(stats, confidence=0.95):
+            out.line((text, None))
+    if sessions is not None:
+        from llm_connect.cli._sessions import session_lines
+
+        for text in session_lines(sessions):
             out.line((text, None))
     for spec, names in report.served_as().items():
         out.line(
