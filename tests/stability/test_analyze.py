@@ -312,3 +312,14 @@ def test_aanalyze_and_analyze_inside_a_running_loop(openai_server, model, minilm
     first, second = asyncio.run(main())
     assert first.verdict == second.verdict == "SAFE"
     assert progress == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_the_ledger_serves_as_the_cache(openai_server, model, minilm, tmp_path):
+    from llm_connect.ledger import QualityLedger
+
+    script(openai_server, json_or_prose)
+    ledger = QualityLedger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    first = analyze(model, "q", runs=4, run_config=T0, embedder=minilm, cache=ledger, use_cache=True)
+    second = analyze(model, "q", runs=4, run_config=T0, embedder=minilm, cache=ledger, use_cache=True)
+    assert len(openai_server.requests) == 4  # the second analysis was answered from the ledger
+    assert [r.text for r in second.runs] == [r.text for r in first.runs]  # run i gets run i's answer
