@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from typer.exceptions import TyperException
 
-from llm_connect.cli._common import EXIT_INTERRUPTED, FastHelpCommand, debug_enabled, echo_err
+from llm_connect.cli._common import EXIT_INTERRUPTED, DbOption, FastHelpCommand, debug_enabled, echo_err
 
 __all__ = [
     "EXIT_CONFIG",
@@ -70,7 +70,7 @@ def exit_code_for(exc: BaseException) -> int:
         return EXIT_TOO_FEW_RUNS
     if isinstance(exc, errors.StabilityEmbeddingError):
         return EXIT_EMBEDDING
-    if isinstance(exc, errors.ConfigurationError):
+    if isinstance(exc, (errors.ConfigurationError, errors.LedgerError)):
         return EXIT_CONFIG
     return EXIT_UNEXPECTED
 
@@ -229,6 +229,7 @@ def _run(
     base_url: str | None,
     api_key: str | None,
     max_retries: int,
+    store: tuple[str, str | None] | None = None,
 ) -> int:
     from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
     from llm_connect.errors import ConfigurationError
@@ -242,6 +243,15 @@ def _run(
     seed = run_config_args.pop("seed")
     run_config = RunConfig(**run_config_args, model_params={} if seed is None else {"seed": seed})
     adapter = _build_adapter(model, base_url, api_key, max_retries)
+    ledger = None
+    task = ""
+    if store is not None:  # opened (and migrated) before any call: a bad --db costs nothing
+        from llm_connect.cli._common import open_ledger
+
+        task, db = store
+        if not task.strip():
+            raise ConfigurationError("--task must not be empty")
+        ledger = open_ledger(db)
 
     embedder = SentenceTransformerEmbeddingAdapter(embedding_model)
     kwargs: dict[str, Any] = {
@@ -274,7 +284,23 @@ def _run(
     else:
         report = analyze(adapter, query, config=config, **kwargs)
 
+    stored: int | None = None
+    where = ""
+    if ledger is not None:
+        where = ledger.url
+        from llm_connect.stability import record_report
+
+        inner = getattr(adapter, "adapter", adapter)
+        stored = record_report(
+            ledger,
+            report,
+            task=task,
+            model=getattr(inner, "model", None),
+            endpoint=getattr(inner, "endpoint", None),
+        )
     data = report.to_dict()
+    if stored is not None:
+        data["stored"] = {"id": stored, "task": task, "ledger": where}
     if output is not None:
         try:
             output.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -286,6 +312,8 @@ def _run(
         _print_human(report)
         if output is not None:
             typer.echo(f"\nReport written to {output}")
+        if stored is not None:
+            typer.echo(f"Stored as stability analysis {stored} for task {task!r}")
     return _VERDICT_CODES[report.verdict]
 
 
@@ -327,6 +355,18 @@ def stability(
         typer.Option("--output", help="Write the JSON report here.", metavar="FILE.json", show_default=False),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the JSON report on stdout.")] = False,
+    task: Annotated[
+        str,
+        typer.Option(
+            "--task",
+            help="The task the analysis is stored under (routing's --min-stability reads it).",
+            metavar="T",
+        ),
+    ] = "default",
+    db: str | None = DbOption,
+    no_store: Annotated[
+        bool, typer.Option("--no-store", help="Do not store the analysis in the ledger.")
+    ] = False,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=200, help="Runs in flight at once.", metavar="N")
     ] = 20,
@@ -421,6 +461,7 @@ def stability(
             base_url=base_url,
             api_key=api_key,
             max_retries=max_retries,
+            store=None if no_store else (task, db),
         )
     except (typer.Exit, typer.Abort, SystemExit):
         raise

@@ -52,6 +52,7 @@ from llm_connect.stability._report import (
     Severity,
     StabilityReport,
 )
+from llm_connect.stability._store import record_report
 
 __all__ = [
     "CLAIM_CATEGORIES",
@@ -87,5 +88,6 @@ __all__ = [
     "load_tools",
     "normalized_answer",
     "query_from_dict",
+    "record_report",
     "tool_signature",
 ]

@@ -30,6 +30,14 @@ ANSWER = "Your order 42 has shipped and should arrive on Friday."
 """A plain-prose answer used by the scripted models."""
 
 
+@pytest.fixture(autouse=True)
+def ledger_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every CLI run of these tests stores its analysis in a ledger of its own."""
+    url = f"sqlite:///{tmp_path / 'stability-ledger.db'}"
+    monkeypatch.setenv("LLM_CONNECT_DATABASE_URL", url)
+    return url
+
+
 @pytest.fixture(scope="session")
 def minilm() -> SentenceTransformerEmbeddingAdapter:
     """The real all-MiniLM-L6-v2 (offline), loaded once for every stability test."""

@@ -208,3 +208,34 @@ def test_help_lists_the_options():
         "--concurrency",
     ):
         assert option in result.stdout
+
+
+def test_the_analysis_is_stored_in_the_ledger_for_its_task(openai_server, minilm, query, ledger_url):
+    from llm_connect.ledger import QualityLedger
+
+    script(openai_server, identical)
+    result = stability(openai_server, "--input", str(query), "--runs", "4", "--task", "support", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    stored = QualityLedger(ledger_url).latest_stability("support", "gpt-test")
+    assert stored is not None and stored.id == out["stored"]["id"] and stored.verdict == "SAFE"
+    assert stored.runs == 4 and stored.successful_runs == 4 and stored.report["verdict"] == "SAFE"
+    assert stored.prompt_sha256 == out["query_digest"]
+    responses = QualityLedger(ledger_url).stability_responses(stored.id)
+    assert [r.run_index for r in responses] == [0, 1, 2, 3] and all(r.text for r in responses)
+
+
+def test_no_store_leaves_the_ledger_alone(openai_server, minilm, query, tmp_path):
+    script(openai_server, identical)
+    db = tmp_path / "other.db"
+    result = stability(
+        openai_server, "--input", str(query), "--runs", "3", "--no-store", "--db", f"sqlite:///{db}"
+    )
+    assert result.exit_code == 0, result.output
+    assert not db.exists()
+
+
+def test_an_unusable_ledger_exits_3_before_any_call(openai_server, query, tmp_path):
+    result = stability(openai_server, "--input", str(query), "--runs", "3", "--db", "nosuchdb://x")
+    assert result.exit_code == 3
+    assert openai_server.requests == []
