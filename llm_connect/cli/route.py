@@ -40,6 +40,16 @@ def route(
         bool,
         typer.Option("--allow-uncalibrated", help="Use LLM judges' grades without a passing calibration."),
     ] = False,
+    min_stability: Annotated[
+        str | None,
+        typer.Option(
+            "--min-stability",
+            help="Also require the newest stored stability analysis (llm-connect stability --task) "
+            "of a candidate on the task to be SAFE (or RISKY or better).",
+            metavar="SAFE|RISKY",
+            show_default=False,
+        ),
+    ] = None,
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -55,6 +65,8 @@ def route(
 
     if not grader_id:
         fail("give at least one --judge GRADER_ID (see `llm-connect ledger summary`)")
+    if min_stability is not None and min_stability.upper() not in ("SAFE", "RISKY"):
+        fail(f"--min-stability must be SAFE or RISKY, not {min_stability!r}")
     ledger = open_ledger(db)
     decision = Router(ledger).decide(
         task,
@@ -65,6 +77,7 @@ def route(
         confidence=confidence,
         min_samples=min_samples,
         allow_uncalibrated=allow_uncalibrated,
+        min_stability=None if min_stability is None else min_stability.upper(),
     )
     if json_out:
         out = decision.to_dict()
@@ -80,3 +93,8 @@ def route(
         for g in cand.graders:
             mark = "pass" if g.passed else "fail"
             console.print(f"  {cand.model}  {mark}  {g.why}", markup=False)
+        if decision.min_stability is not None:
+            mark = "pass" if cand.stability_ok else "fail"
+            console.print(
+                f"  {cand.model}  {mark}  stability {cand.stability or 'not analysed'}", markup=False
+            )

@@ -148,6 +148,7 @@ class Router:
         min_samples: int = 30,
         allow_uncalibrated: bool = False,
         fixed_n: bool = False,
+        min_stability: str | None = None,
     ) -> RoutingDecision:
         """Choose the model for ``task`` and store the decision in the ledger.
 
@@ -157,8 +158,11 @@ class Router:
         candidate must qualify on each usable one). ``min_samples`` counts distinct
         cases. ``fixed_n=True`` replaces the anytime-valid bounds by single-look
         intervals, valid only when the decision is asked once at a sample size
-        fixed in advance. Returns the stored :class:`RoutingDecision` (with
-        ``decision_id`` set).
+        fixed in advance. ``min_stability`` (``"SAFE"`` or ``"RISKY"``) also requires
+        the newest stability analysis stored for the candidate on ``task``
+        (``llm-connect stability --task``) to have at least that verdict; a
+        candidate without one is not routed to, and the reason says so. Returns
+        the stored :class:`RoutingDecision` (with ``decision_id`` set).
         """
         grader_ids = (grader_id,) if isinstance(grader_id, str) else tuple(grader_id)
         cands = list(dict.fromkeys(candidates))
@@ -172,6 +176,10 @@ class Router:
             raise ConfigurationError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
         if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 2:
             raise ConfigurationError(f"min_samples must be an int >= 2, not {min_samples!r}")
+        if min_stability is not None and min_stability not in STABILITY_ORDER:
+            raise ConfigurationError(
+                f"min_stability must be one of {', '.join(STABILITY_ORDER)} or None, not {min_stability!r}"
+            )
 
         totals = (
             self.ledger.grade_totals(
@@ -222,11 +230,14 @@ class Router:
             mine = [by_key[(model, g)] for g in used if (model, g) in by_key]
             cost = _weighted([(r.candidate_mean_cost_usd, r.candidate_cost_n) for r in mine])
             latency = _weighted([(r.candidate_mean_latency_ms, r.candidate_latency_n) for r in mine])
+            verdict, stable = self._stability(task, model, min_stability)
             evidence.append(
                 CandidateEvidence(
                     model=model,
                     graders=tuple(graders),
-                    passed=bool(graders) and all(g.passed for g in graders),
+                    passed=bool(graders) and all(g.passed for g in graders) and stable,
+                    stability=verdict,
+                    stability_ok=stable,
                     mean_cost_usd=cost,
                     mean_latency_ms=latency,
                     cost_ratio=_ratio(cost, base_cost),
@@ -237,6 +248,7 @@ class Router:
         chosen = self._cheapest([c for c in evidence if c.passed], cands)
         reason = self._reason(
             chosen,
+            task,
             baseline,
             evidence,
             used,
@@ -245,6 +257,7 @@ class Router:
             min_samples=min_samples,
             alpha=alpha,
             fixed_n=fixed_n,
+            min_stability=min_stability,
         )
         decision = RoutingDecision(
             model=baseline if chosen is None else chosen.model,
@@ -260,6 +273,7 @@ class Router:
             min_samples=min_samples,
             allow_uncalibrated=bool(allow_uncalibrated),
             fixed_n=bool(fixed_n),
+            min_stability=min_stability,
             baseline_mean_cost_usd=base_cost,
             baseline_mean_latency_ms=base_latency,
         )
@@ -272,6 +286,15 @@ class Router:
         return decision.with_id(
             self.ledger.record_decision(decision, evidence_snapshots=snapshots, snapshot_settings=settings)
         )
+
+    def _stability(self, task: str, model: str, min_stability: str | None) -> tuple[str | None, bool]:
+        """``(verdict of the newest stored analysis, whether it meets min_stability)``."""
+        if min_stability is None:
+            return None, True
+        found = self.ledger.latest_stability(task, model)
+        if found is None:
+            return None, False
+        return found.verdict, STABILITY_ORDER.index(found.verdict) <= STABILITY_ORDER.index(min_stability)
 
     @staticmethod
     def _cheapest(passing: list[CandidateEvidence], order: list[str]) -> CandidateEvidence | None:
@@ -289,6 +312,7 @@ class Router:
     @staticmethod
     def _reason(
         chosen: CandidateEvidence | None,
+        task: str,
         baseline: str,
         evidence: list[CandidateEvidence],
         used: list[str],
@@ -298,6 +322,7 @@ class Router:
         min_samples: int,
         alpha: float,
         fixed_n: bool,
+        min_stability: str | None = None,
     ) -> str:
         notes = "".join(f" Ignored {g.why}." for g in ignored)
         if not evidence:
@@ -312,10 +337,12 @@ class Router:
             f"{method_name(fixed_n)} {_pct(1.0 - alpha)} lower bound of mean per-case quality >= "
             f"{min_quality:g} with >= {min_samples} cases on {' and '.join(used)}"
             + (f"; {_pct(1.0 - alpha * k)} over {k} candidates (Bonferroni)" if k > 1 else "")
+            + (f"; stability {min_stability} or better" if min_stability is not None else "")
         )
         if chosen is None:
             failures = "; ".join(
-                f"{c.model}: " + ", ".join(g.why for g in c.graders if not g.passed) for c in evidence
+                f"{c.model}: " + ", ".join([g.why for g in c.graders if not g.passed] + _unstable(c, task))
+                for c in evidence
             )
             return f"Kept the baseline {baseline}: no candidate is proven ({rule}). {failures}.{notes}"
         cost = (
@@ -326,7 +353,22 @@ class Router:
         others = [c.model for c in evidence if c.passed and c is not chosen]
         also = f" Also qualified: {', '.join(others)}." if others else ""
         proof = "; ".join(g.why for g in chosen.graders)
+        if min_stability is not None:
+            proof += f"; stability {chosen.stability} on {task}"
         return (
             f"Routed to {chosen.model} instead of {baseline}: the cheapest proven candidate ({rule}): "
             f"{proof}; {cost}.{also}{notes}"
         )
+
+
+STABILITY_ORDER = ("SAFE", "RISKY", "DO_NOT_SHIP")
+"""Stability verdicts, best first (``min_stability="RISKY"`` accepts SAFE and RISKY)."""
+
+
+def _unstable(candidate: CandidateEvidence, task: str) -> list[str]:
+    """Why ``candidate`` misses ``min_stability`` (empty when it meets it)."""
+    if candidate.stability_ok:
+        return []
+    if candidate.stability is None:
+        return [f"no stability analysis stored on {task} (run llm-connect stability --task {task})"]
+    return [f"stability {candidate.stability} on {task}, below the minimum"]

@@ -124,6 +124,12 @@ class CandidateEvidence:
     """``mean_cost_usd`` relative to the baseline's mean cost on the same grades."""
     latency_ratio: float | None
     """``mean_latency_ms`` relative to the baseline's mean latency on the same grades."""
+    stability: str | None = None
+    """The verdict of the newest stored stability analysis of the candidate on the task
+    (``SAFE``, ``RISKY``, ``DO_NOT_SHIP``), when ``min_stability`` was asked for."""
+    stability_ok: bool = True
+    """Whether that verdict meets ``min_stability`` (always true without it); ``passed``
+    already includes it."""
 
     @property
     def n(self) -> int:
@@ -197,6 +203,8 @@ class RoutingDecision:
     """Row id in the ledger's ``routing_decisions`` table, once stored."""
     fixed_n: bool = False
     """Whether the bounds were single-look intervals (``fixed_n=True``) instead of anytime-valid."""
+    min_stability: str | None = None
+    """The least stability verdict a candidate needed (``None``: stability not asked)."""
 
     @property
     def routed(self) -> bool:
@@ -229,6 +237,8 @@ class RoutingDecision:
                     "mean_latency_ms": c.mean_latency_ms,
                     "cost_ratio": c.cost_ratio,
                     "latency_ratio": c.latency_ratio,
+                    "stability": c.stability,
+                    "stability_ok": c.stability_ok,
                     "graders": [g.to_dict() for g in c.graders],
                 }
                 for c in self.candidates
@@ -242,6 +252,7 @@ class RoutingDecision:
                 "min_samples": self.min_samples,
                 "allow_uncalibrated": self.allow_uncalibrated,
                 "fixed_n": self.fixed_n,
+                "min_stability": self.min_stability,
             },
             "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
             "baseline_mean_latency_ms": self.baseline_mean_latency_ms,
@@ -266,6 +277,8 @@ class RoutingDecision:
                     mean_latency_ms=c["mean_latency_ms"],
                     cost_ratio=c["cost_ratio"],
                     latency_ratio=c["latency_ratio"],
+                    stability=c.get("stability"),
+                    stability_ok=bool(c.get("stability_ok", True)),
                 )
                 for c in data["candidates"]
             ),
@@ -277,6 +290,7 @@ class RoutingDecision:
             min_samples=params["min_samples"],
             allow_uncalibrated=params["allow_uncalibrated"],
             fixed_n=bool(params.get("fixed_n", False)),
+            min_stability=params.get("min_stability"),
             baseline_mean_cost_usd=data["baseline_mean_cost_usd"],
             baseline_mean_latency_ms=data["baseline_mean_latency_ms"],
             created_at=datetime.fromisoformat(data["created_at"]),
