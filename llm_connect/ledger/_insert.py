@@ -12,7 +12,12 @@ a key already stored returns the stored row's id and writes nothing.
   batch's keys are read back instead. The maximum id is verified afterwards.
 * Both: the running totals in ``grade_stats`` (per grader and candidate) and
   ``case_stats`` (per case of those) are upserted for the rows actually
-  inserted, in the same transaction.
+  inserted, in the same transaction. ``grade_stats`` gets one row per group,
+  summed in Python; ``case_stats`` is summed by the database from the rows it
+  just stored (one ``INSERT ... SELECT ... ON CONFLICT DO UPDATE``, no per-case
+  parameters): on SQLite over the batch's new rowid range, on PostgreSQL inside
+  the statement that moves the staged rows (from its ``RETURNING``), or over the
+  new ids for a row-by-row batch.
 * PostgreSQL: the batch's ids are taken from the ``grades.id`` sequence in one
   query; the rows (with those ids) go through ``COPY`` into a temporary staging
   table of the session (``ON COMMIT DELETE ROWS``), and one ``INSERT ... SELECT
@@ -39,6 +44,7 @@ from sqlalchemy.exc import DBAPIError
 
 from llm_connect.errors import GradeConflictError, LedgerError
 from llm_connect.ledger._convert import INSERT_COLUMNS, KEY_POSITIONS
+from llm_connect.ledger._models import CASE_KEY_SQL
 
 __all__ = ["PG_COPY_MIN_ROWS", "SAME_GRADE_COLUMNS", "created_value", "insert_grades", "sqlite_timestamp"]
 
@@ -66,11 +72,6 @@ _PG_STAGE_CREATE = (
     f"SELECT id, {_COLS} FROM grades WITH NO DATA"
 )
 _PG_COPY = f"COPY {_PG_STAGE} (id, {_COLS}) FROM STDIN"
-_PG_MOVE = (
-    f"WITH staged AS (DELETE FROM {_PG_STAGE} RETURNING *) "
-    f"INSERT INTO grades (id, {_COLS}) SELECT id, {_COLS} FROM staged "
-    f"ON CONFLICT ({_KEY_COLS}) DO NOTHING RETURNING id"
-)
 _LOOKUP_CHUNK = 200  # keys per lookup statement (4 parameters each)
 
 _STAT_KEY = ("task", "baseline_model", "grader_id", "candidate_model")
@@ -112,7 +113,6 @@ _PG_STATS = _stats_upsert("%s", "LEAST", "GREATEST")
 
 _CASE_KEY = (*_STAT_KEY, "case_key")
 _CASE_COLS = (*_CASE_KEY, "n", "sum_quality", "delta_n", "delta_sum", "first_id")
-_CASE_TYPES = ("text",) * 5 + ("int", "float8", "int", "float8", "int")
 
 
 def _case_upsert(values: str, least: str) -> str:
@@ -124,10 +124,42 @@ def _case_upsert(values: str, least: str) -> str:
     )
 
 
-_SQLITE_CASES = _case_upsert(f"VALUES ({', '.join('?' for _ in _CASE_COLS)})", "min")
-# One statement for the whole batch: the columns go as arrays and unnest() turns them into rows.
-_PG_CASES = _case_upsert(
-    "SELECT * FROM unnest(" + ", ".join(f"%s::{t}[]" for t in _CASE_TYPES) + ")", "LEAST"
+# The case totals of grades, summed by the database from the rows just inserted: no per-row
+# parameters and no aggregation in Python; the same sums as CASE_STATS_REBUILD_SQL.
+_CASE_KEY_COLS = "task, baseline_model, grader_id, candidate_model"
+
+
+def _case_totals(source: str) -> str:
+    """PostgreSQL: one row per case of ``source`` (an upsert may not touch a row twice), in key
+    order (concurrent writers then lock the rows in one order)."""
+    return _case_upsert(
+        f"SELECT {_CASE_KEY_COLS}, {CASE_KEY_SQL}, COUNT(*), SUM(quality_score), COUNT(score_delta), "
+        f"COALESCE(SUM(score_delta), 0.0), MIN(id) FROM {source} "
+        "GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5",
+        "LEAST",
+    )
+
+
+# SQLite: one grade at a time, no GROUP BY (SQLite upserts row by row, so a case repeated in the
+# batch adds to the row its first grade created; sorting the batch would cost more than the
+# upsert). The rows this transaction inserted are those above the maximum id before it (we hold
+# the write lock); NOT INDEXED: a rowid range, never a scan of an index that happens to be sorted.
+_SQLITE_CASES = _case_upsert(
+    f"SELECT {_CASE_KEY_COLS}, {CASE_KEY_SQL}, 1, quality_score, score_delta IS NOT NULL, "
+    "COALESCE(score_delta, 0.0), id FROM grades NOT INDEXED WHERE id > ?",
+    "min",
+)
+# PostgreSQL, small batches: the ids just inserted.
+_PG_CASES = _case_totals("grades WHERE id = ANY(%s)")
+# PostgreSQL, COPY: one statement moves the staged rows into grades (emptying the stage), adds the
+# case totals of the rows it inserted (a key already stored is skipped) and returns their ids.
+_PG_MOVE = (
+    f"WITH staged AS (DELETE FROM {_PG_STAGE} RETURNING *), "
+    f"moved AS (INSERT INTO grades (id, {_COLS}) SELECT id, {_COLS} FROM staged "
+    f"ON CONFLICT ({_KEY_COLS}) DO NOTHING "
+    f"RETURNING id, {_CASE_KEY_COLS}, case_id, prompt_sha256, quality_score, score_delta), "
+    f"cases AS ({_case_totals('moved')}) "
+    "SELECT id FROM moved"
 )
 
 
@@ -164,41 +196,6 @@ def _stats(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         created = [r[_I_CREATED] for r in group]
         out.append((*key, *acc, min(created), max(created), any(r[_I_ASKS] for r in group)))
     return out
-
-
-_I_CASE_ID, _I_PROMPT, _I_DELTA = _POS["case_id"], _POS["prompt_sha256"], _POS["score_delta"]
-
-
-def _case_stats(
-    rows: Sequence[tuple[Any, ...]], ids: Sequence[int], *, ordered: bool = False
-) -> list[tuple[Any, ...]]:
-    """Totals per case (see :class:`~llm_connect.ledger._models.CaseStats`) of newly inserted rows;
-    ``ordered`` sorts them by key (concurrent PostgreSQL writers then lock rows in one order)."""
-    by_case: dict[tuple[Any, ...], list[Any]] = {}
-    get = by_case.get
-    for r, grade_id in zip(rows, ids, strict=True):
-        case_id = r[_I_CASE_ID]
-        key = (
-            r[_I_TASK],
-            r[_I_BASE],
-            r[_I_GRADER],
-            r[_I_CAND],
-            "sha256:" + r[_I_PROMPT] if case_id is None else "id:" + case_id,
-        )
-        delta = r[_I_DELTA]
-        acc = get(key)
-        if acc is None:
-            by_case[key] = [1, r[_I_Q], 0 if delta is None else 1, 0.0 if delta is None else delta, grade_id]
-            continue
-        acc[0] += 1
-        acc[1] += r[_I_Q]
-        if delta is not None:
-            acc[2] += 1
-            acc[3] += delta
-        if grade_id < acc[4]:
-            acc[4] = grade_id
-    items = sorted(by_case.items()) if ordered else by_case.items()
-    return [(*key, *acc) for key, acc in items]
 
 
 Key = tuple[Any, ...]
@@ -321,7 +318,7 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
     cursor = dbapi.cursor()
     try:
         cursor.execute("SELECT COALESCE(MAX(id), 0) FROM grades")
-        start = int(cursor.fetchone()[0])
+        start = first_new = int(cursor.fetchone()[0])
         # We hold the write lock: each new row gets max(id) + 1, so ids are consecutive.
         if plain:
             cursor.executemany(_SQLITE_INSERT, rows if len(plain) == len(rows) else [rows[i] for i in plain])
@@ -354,7 +351,7 @@ def _insert_sqlite(dbapi: Any, rows: list[tuple[Any, ...]]) -> list[int]:
         if inserted:
             new_rows = rows if len(inserted) == len(rows) else [rows[i] for i in inserted]
             cursor.executemany(_SQLITE_STATS, _stats(new_rows))
-            cursor.executemany(_SQLITE_CASES, _case_stats(new_rows, [ids[i] for i in inserted]))  # type: ignore[misc]
+            cursor.execute(_SQLITE_CASES, (first_new,))
     finally:
         cursor.close()
     if None not in ids:  # every row was inserted: its own id
@@ -394,30 +391,28 @@ def _execute_in(cursor: Any, batch: list[tuple[Any, ...]]) -> list[int | None]:
             return out
 
 
-def _pg_cases(cursor: Any, rows: Sequence[tuple[Any, ...]], ids: Sequence[int]) -> None:
-    """Upsert the per-case totals of ``rows`` in one statement (one array per column)."""
-    totals = _case_stats(rows, ids, ordered=True)
-    cursor.execute(_PG_CASES, [list(column) for column in zip(*totals, strict=True)])
-
-
 def _insert_postgres(dbapi: Any, rows: list[tuple[Any, ...]], *, stage: bool) -> list[int]:
     keys, first = _plan(rows)
     sent = [i for i, key in enumerate(keys) if key is None or first[key] == i]
     batch = rows if len(sent) == len(rows) else [rows[i] for i in sent]
     with dbapi.cursor() as cursor:
+        # Through COPY, the statement that moves the rows also adds their case totals; row by row,
+        # one statement after the inserts does. Either way case_stats before grade_stats: one lock
+        # order for every writer.
         own = _copy_in(cursor, batch) if stage else _execute_in(cursor, batch)
         if len(sent) == len(rows) and None not in own:  # every row was inserted: its own id
+            if not stage:
+                cursor.execute(_PG_CASES, (own,))
             cursor.executemany(_PG_STATS, _stats(rows))
-            _pg_cases(cursor, rows, own)  # type: ignore[arg-type]
             return own  # type: ignore[return-value]
         ids: list[int | None] = [None] * len(rows)
         for i, new_id in zip(sent, own, strict=True):
             ids[i] = new_id
         fresh = [i for i in sent if ids[i] is not None]
         if fresh:
-            inserted = [rows[i] for i in fresh]
-            cursor.executemany(_PG_STATS, _stats(inserted))
-            _pg_cases(cursor, inserted, [ids[i] for i in fresh])  # type: ignore[misc]
+            if not stage:
+                cursor.execute(_PG_CASES, ([ids[i] for i in fresh],))
+            cursor.executemany(_PG_STATS, _stats([rows[i] for i in fresh]))
         conflicted = {key: rows[i] for key, i in first.items() if ids[i] is None}
         existing = _check_existing(cursor, "%s", conflicted)
     by_key = {**existing, **{key: ids[i] for key, i in first.items() if ids[i] is not None}}
