@@ -1,4 +1,4 @@
-"""Tables for conversations and stability analyses (revision ``0007_conversations_stability``).
+"""Tables for conversations and stability analyses (revision ``0006_conversations_stability``).
 
 * ``conversations``: each distinct conversation graded (messages, tools, tool
   choice), once, keyed by its digest; a grade of a conversation case has that

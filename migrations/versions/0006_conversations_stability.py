@@ -1,6 +1,6 @@
 """conversations and stability analyses
 
-Revision ID: 0007_conversations_stability
+Revision ID: 0006_conversations_stability
 Revises: 0005_case_stats
 Create Date: 2026-11-23 16:00:00.000000
 
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007_conversations_stability"
+revision: str = "0006_conversations_stability"
 down_revision: str | None = "0005_case_stats"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
