@@ -7,12 +7,13 @@ and reads these sums; the statistics over them live in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Connection, Table, select
+from sqlalchemy import Connection, Table
 
 from llm_connect.ledger._models import CaseStats, EvidenceSnapshot, utcnow
 from llm_connect.ledger._rows import CaseSeries
@@ -31,6 +32,20 @@ def _match(column: Any, value: Filter) -> Any:
     if isinstance(value, str):
         return column == value
     return column.in_(list(value))
+
+
+def _fetch(conn: Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    """All rows of ``sql`` (``%s`` placeholders) through the driver's own cursor."""
+    if conn.dialect.paramstyle == "qmark":
+        sql = sql.replace("%s", "?")
+    raw: Any = conn.connection.dbapi_connection
+    # psycopg: binary results (no text parsing of every number; doubles arrive bit for bit).
+    cursor = raw.cursor(binary=True) if conn.dialect.driver == "psycopg" else raw.cursor()
+    try:
+        cursor.execute(sql, params)
+        return cast(list[Any], cursor.fetchall())
+    finally:
+        cursor.close()
 
 
 class CasesMixin:
@@ -59,54 +74,79 @@ class CasesMixin:
         """
         # Straight to the driver (no SQLAlchemy rows): routing reads one row per case, thousands
         # per decision, and this read is most of what a decision costs when nothing is cached.
+        # A filtered key column is not read as text on every row: one value is a constant, several
+        # become a small integer (CASE), and the filtered columns together one integer per row.
         clauses: list[str] = []
         params: list[Any] = []
-        for column, value in (
+        codes: list[str] = []
+        code_params: list[Any] = []
+        texts: list[int] = []  # key positions read as text (no filter)
+        known: list[list[str]] = []  # per key position: its filter's values ([] when read as text)
+        stride = 1
+        filters = (
             ("task", task),
             ("baseline_model", baseline_model),
             ("grader_id", grader_id),
             ("candidate_model", candidate_model),
-        ):
+        )
+        for pos, (column, value) in enumerate(filters):
             if value is None:
+                texts.append(pos)
+                known.append([])
                 continue
-            values = [value] if isinstance(value, str) else list(value)
+            values = list(dict.fromkeys([value] if isinstance(value, str) else value))
             if not values:
                 return []
             clauses.append(f"{column} IN ({', '.join('%s' for _ in values)})")
             params.extend(values)
+            known.append(values)
+            if len(values) > 1:
+                whens = " ".join(f"WHEN %s THEN {i * stride}" for i in range(len(values)))
+                codes.append(f"(CASE {column} {whens} END)")
+                code_params.extend(values)
+                stride *= len(values)
+        key_sql = [" + ".join(codes) if codes else "0"]
+        key_sql += [("task", "baseline_model", "grader_id", "candidate_model")[pos] for pos in texts]
         sql = (
-            "SELECT task, baseline_model, grader_id, candidate_model, n, sum_quality, delta_n, delta_sum "
-            "FROM case_stats"
+            f"SELECT {', '.join(key_sql)}, n, sum_quality, delta_n, delta_sum FROM case_stats"
             + (" WHERE " + " AND ".join(clauses) if clauses else "")
             + " ORDER BY task, baseline_model, grader_id, candidate_model, first_id"
         )
         with self._read("reading case totals"), self._connect() as conn:
-            if conn.dialect.paramstyle == "qmark":
-                sql = sql.replace("%s", "?")
-            cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-            try:
-                cursor.execute(sql, tuple(params))
-                records = cursor.fetchall()
-            finally:
-                cursor.close()
-        # Rows arrive grouped by key: transpose each run of rows with the same key.
-        groups: dict[tuple[str, str, str, str], tuple[Any, ...]] = {}
-        for key, run in groupby(records, key=itemgetter(0, 1, 2, 3)):
-            groups[key] = tuple(zip(*run, strict=True))
-        return [
-            CaseSeries(
-                task=key[0],
-                baseline_model=key[1],
-                grader_id=key[2],
-                candidate_model=key[3],
-                grades=cols[4],
-                sum_quality=cols[5],
-                delta_n=cols[6],
-                delta_sum=cols[7],
+            records = _fetch(conn, sql, (*code_params, *params))
+        # Rows arrive grouped by key: transpose once, then slice each run of rows with one key.
+        width = len(key_sql)
+        # Column by column (itemgetter): zip(*records) would make an iterator per row (garbage
+        # that sets off collections).
+        cols = [tuple(map(itemgetter(i), records)) for i in range(width + 4)]
+        keys = cols[0] if width == 1 else list(zip(*cols[:width], strict=True))
+        out: list[CaseSeries] = []
+        start = 0
+        for key, run in groupby(keys):
+            stop = start + len(list(run))
+            code, names = (key, ()) if width == 1 else (key[0], key[1:])
+            parts: list[str] = []
+            rest = iter(names)
+            for values in known:
+                if values:
+                    parts.append(values[code % len(values)])
+                    code //= len(values)
+                else:
+                    parts.append(next(rest))
+            out.append(
+                CaseSeries(
+                    task=parts[0],
+                    baseline_model=parts[1],
+                    grader_id=parts[2],
+                    candidate_model=parts[3],
+                    grades=cols[width][start:stop],
+                    sum_quality=cols[width + 1][start:stop],
+                    delta_n=cols[width + 2][start:stop],
+                    delta_sum=cols[width + 3][start:stop],
+                )
             )
-            for key, cols in groups.items()
-        ]
-
+            start = stop
+        return out
 
     def evidence_snapshots(
         self, *, task: str, baseline_model: str, settings: str
@@ -116,13 +156,19 @@ class CasesMixin:
         Written by :meth:`record_decision` (``evidence_snapshots=``); routing uses an entry only
         while its version equals the group's current running totals.
         """
-        c = _SNAP.c
-        stmt = select(
-            c.candidate_model, c.grader_id, c.version_n, c.version_sum, c.version_sum_sq, c.evidence
-        ).where(c.task == task, c.baseline_model == baseline_model, c.settings == settings)
+        sql = (
+            "SELECT candidate_model, grader_id, version_n, version_sum, version_sum_sq, evidence "
+            "FROM evidence_snapshots WHERE task = %s AND baseline_model = %s AND settings = %s"
+        )
         with self._read("reading evidence snapshots"), self._connect() as conn:
-            records = conn.execute(stmt).all()
-        return {(r[0], r[1]): ((int(r[2]), float(r[3]), float(r[4])), r[5]) for r in records}
+            records = _fetch(conn, sql, (task, baseline_model, settings))
+        return {(r[0], r[1]): ((int(r[2]), float(r[3]), float(r[4])), _json(r[5])) for r in records}
+
+
+def _json(value: Any) -> Any:
+    """A JSON column as the driver returns it: text on SQLite, already parsed by psycopg."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
 
 _SNAP = cast(Table, EvidenceSnapshot.__table__)
 _SNAP_KEY = ("task", "baseline_model", "grader_id", "candidate_model", "settings")
@@ -155,13 +201,19 @@ def write_evidence_snapshots(conn: Connection, rows: list[dict[str, Any]]) -> No
     """Upsert evidence snapshots within ``conn``'s transaction (newest wins)."""
     if not rows:
         return
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]
-    stmt = dialect_insert(_SNAP)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=list(_SNAP_KEY),
-        set_={c: stmt.excluded[c] for c in _SNAP_VALUES},
-    )
+    stmt = _UPSERTS.get(conn.dialect.name)
+    if stmt is None:
+        if conn.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]
+        insert = dialect_insert(_SNAP)
+        stmt = _UPSERTS[conn.dialect.name] = insert.on_conflict_do_update(
+            index_elements=list(_SNAP_KEY),
+            set_={c: insert.excluded[c] for c in _SNAP_VALUES},
+        )
     conn.execute(stmt, rows)
+
+
+_UPSERTS: dict[str, Any] = {}
+"""The snapshot upsert per dialect name, built once (a statement is immutable)."""

@@ -35,17 +35,27 @@ size fixed in advance. For 0/1 scores it is the exact Clopper-Pearson bound
 a threshold, if future cases look like those seen so far (their mean and
 variance): the expected value of each sum above, summed exactly for the first
 cases and by the trapezoid rule over a geometric grid beyond.
+
+:func:`bounds_many` and :func:`cases_needed_many` compute the same for many
+series at once (one decision assesses every candidate x grader): the series
+are padded into the rows of one matrix and every running sum is a cumulative
+sum along a row, so each row's figures are those of :func:`lower_bound`,
+:func:`upper_bound` and :func:`cases_needed` (the same operations in the same
+order; ``tests/routing/test_bounds_many.py`` checks them against each other).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
 __all__ = [
     "TRUNCATION",
+    "bounds_many",
     "cases_needed",
+    "cases_needed_many",
     "clopper_pearson",
     "lower_bound",
     "mean_interval",
@@ -91,6 +101,106 @@ def _eb_lower(x: Any, alpha: float, fixed_n: bool) -> float:
         lows = (np.cumsum(lam * x) - log_inv_alpha - np.cumsum(v * psi)) / np.cumsum(lam)
         low = float(lows.max())
     return min(1.0, max(0.0, low))
+
+
+_PAD_SLACK = 4096
+"""Padding cells a batch of :func:`_eb_lower_many` may waste beyond doubling its real cells."""
+
+
+def _eb_lower_rows(xs: Sequence[Any], log_inv_alpha: Any, fixed_n: bool) -> Any:
+    """:func:`_eb_lower` of each of ``xs`` (non-empty), padded into the rows of one matrix.
+
+    The padding (zeros after each series) never reaches a real cell: every
+    running sum is a cumulative sum along the row, the maximum skips it, and
+    the fixed-n bound is read at the row's last case.
+    """
+    np = _np()
+    lengths = np.fromiter((x.shape[0] for x in xs), dtype=np.intp, count=len(xs))
+    width = int(lengths.max())
+    real = np.arange(width) < lengths[:, None]
+    x = np.zeros((len(xs), width))
+    x[real] = np.concatenate(xs)
+    lia = log_inv_alpha[:, None]
+    t = np.arange(1, width + 1, dtype=float)
+    mu_hat = (0.5 + np.cumsum(x, axis=1)) / (t + 1.0)
+    sigma2 = (0.25 + np.cumsum((x - mu_hat) ** 2, axis=1)) / (t + 1.0)
+    mu_prev = np.concatenate((np.full((len(xs), 1), 0.5), mu_hat[:, :-1]), axis=1)
+    sigma2_prev = np.concatenate((np.full((len(xs), 1), 0.25), sigma2[:, :-1]), axis=1)
+    scale = lengths[:, None].astype(float) if fixed_n else t * np.log1p(t)
+    lam = np.minimum(np.sqrt(2.0 * lia / (sigma2_prev * scale)), TRUNCATION)
+    psi = (-np.log1p(-lam) - lam) / 4.0
+    v = 4.0 * (x - mu_prev) ** 2
+    lows = (np.cumsum(lam * x, axis=1) - lia - np.cumsum(v * psi, axis=1)) / np.cumsum(lam, axis=1)
+    # fixed n: the bound at the row's last case (sequential sums: the same with or without padding)
+    last = lows[np.arange(len(xs)), lengths - 1]
+    low = last if fixed_n else np.where(real, lows, -np.inf).max(axis=1)
+    return np.minimum(1.0, np.maximum(0.0, low))
+
+
+def _eb_lower_many(xs: Sequence[Any], log_inv_alpha: Any, fixed_n: bool) -> Any:
+    """:func:`_eb_lower` of each of ``xs`` (non-empty), in batches of similar length (longest
+    first) so that padding at most doubles the work."""
+    np = _np()
+    out = np.empty(len(xs))
+    lengths = [x.shape[0] for x in xs]
+    order = sorted(range(len(xs)), key=lambda i: -lengths[i])
+    start = 0
+    while start < len(order):
+        width, stop, cells = lengths[order[start]], start + 1, lengths[order[start]]
+        while (
+            stop < len(order)
+            and width * (stop - start + 1) <= 2 * (cells + lengths[order[stop]]) + _PAD_SLACK
+        ):
+            cells += lengths[order[stop]]
+            stop += 1
+        rows = order[start:stop]
+        out[rows] = _eb_lower_rows([xs[i] for i in rows], log_inv_alpha[rows], fixed_n)
+        start = stop
+    return out
+
+
+def bounds_many(
+    series: Sequence[Any], alphas: Sequence[float], *, fixed_n: bool = False
+) -> tuple[list[float | None], list[float | None]]:
+    """``([lower_bound(x, a)...], [upper_bound(x, a)...])`` for each series ``x`` at its ``a``.
+
+    The same bounds as :func:`lower_bound` and :func:`upper_bound` (``None``
+    for an empty series), computed together: each series and its mirror
+    ``1 - x`` is a row of one padded matrix.
+    """
+    np = _np()
+    if len(series) != len(alphas):
+        raise ValueError("one alpha per series")
+    for alpha in alphas:
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must lie strictly between 0 and 1, not {alpha!r}")
+    xs = [np.asarray(x, dtype=float) for x in series]
+    if any(x.ndim != 1 for x in xs):
+        raise ValueError("scores must be a one-dimensional sequence")
+    lows: list[float | None] = [None] * len(xs)
+    highs: list[float | None] = [None] * len(xs)
+    todo = [i for i, x in enumerate(xs) if x.size]
+    if not todo:
+        return lows, highs
+    _as_array(np.concatenate([xs[i] for i in todo]))  # one range check for all
+    if fixed_n:  # 0/1 scores at one look: the exact binomial bound
+        binary = [i for i in todo if _is_binary(xs[i])]
+        for i in binary:
+            lows[i], highs[i] = clopper_pearson(int(xs[i].sum()), int(xs[i].size), alphas[i])
+        exact = set(binary)
+        todo = [i for i in todo if i not in exact]
+        if not todo:
+            return lows, highs
+    log_inv_alpha = np.array([math.log(1.0 / alphas[i]) for i in todo])
+    got = _eb_lower_many(
+        [xs[i] for i in todo] + [1.0 - xs[i] for i in todo],
+        np.concatenate((log_inv_alpha, log_inv_alpha)),
+        fixed_n,
+    )
+    for k, i in enumerate(todo):
+        lows[i] = float(got[k])
+        highs[i] = 1.0 - float(got[len(todo) + k])
+    return lows, highs
 
 
 def _is_binary(x: Any) -> bool:
@@ -177,6 +287,12 @@ def _grid() -> Any:
     return np.concatenate((head, tail))
 
 
+@cache
+def _grid_steps() -> Any:
+    """The gaps between the sample sizes of :func:`_grid` (the first from 0)."""
+    return _np().diff(_grid(), prepend=0.0)
+
+
 def _projected_lower(mean: float, var: float, alpha: float, fixed_n: bool) -> Any:
     """The expected lower bound at each sample size of :func:`_grid`, for data of this mean/variance."""
     np = _np()
@@ -227,3 +343,62 @@ def cases_needed(
     if hits.size == 0:
         return None
     return int(_grid()[hits[0]])
+
+
+def _projected_lower_rows(mean: Any, var: Any, alpha: float, fixed_n: bool) -> Any:
+    """:func:`_projected_lower` for each ``mean[i]``, ``var[i]``: one row per pair."""
+    np = _np()
+    t = _grid()
+    log_inv_alpha = math.log(1.0 / alpha)
+    mean = np.asarray(mean, dtype=float)[:, None]
+    var = np.maximum(np.asarray(var, dtype=float), 1e-6)[:, None]
+    mu_prev = (0.5 + (t - 1.0) * mean) / t
+    sigma2_prev = (0.25 + (t - 1.0) * var) / t
+    ev = 4.0 * (var + (mean - mu_prev) ** 2)
+    if fixed_n:
+        lam = np.minimum(TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (t * var)))
+        psi = (-np.log1p(-lam) - lam) / 4.0
+        return mean - (log_inv_alpha + t * 4.0 * var * psi) / (t * lam)
+    lam = np.minimum(TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (sigma2_prev * t * np.log1p(t))))
+    psi = (-np.log1p(-lam) - lam) / 4.0
+    sum_lam = _running_sum_rows(t, lam)
+    sum_vpsi = _running_sum_rows(t, ev * psi)
+    return mean - (log_inv_alpha + sum_vpsi) / sum_lam
+
+
+def _running_sum_rows(t: Any, f: Any) -> Any:
+    """:func:`_running_sum` along each row of ``f``."""
+    np = _np()
+    steps = _grid_steps()
+    shifted = np.concatenate((f[:, :1], f[:, :-1]), axis=1)
+    increments = np.where(steps <= 1.0, f, (f + shifted) / 2.0 * steps)
+    return np.cumsum(increments, axis=1)
+
+
+def cases_needed_many(
+    means: Sequence[float],
+    variances: Sequence[float],
+    threshold: float,
+    alpha: float,
+    *,
+    fixed_n: bool = False,
+) -> list[int | None]:
+    """``[cases_needed(m, v, threshold, alpha) for m, v in zip(means, variances)]``, in one pass."""
+    np = _np()
+    out: list[int | None] = [None] * len(means)
+    rows = [i for i, m in enumerate(means) if m != threshold]  # a mean at the threshold never settles
+    if not rows:
+        return out
+    mean = np.array([means[i] for i in rows], dtype=float)
+    up = mean > threshold
+    # mirror below the threshold: an upper bound of x is one minus a lower bound of 1 - x
+    projected = _projected_lower_rows(
+        np.where(up, mean, 1.0 - mean), [variances[i] for i in rows], alpha, fixed_n
+    )
+    hits = np.where(up[:, None], projected >= threshold, projected > 1.0 - threshold)
+    first = hits.argmax(axis=1)
+    grid = _grid()
+    for k, i in enumerate(rows):
+        if hits[k, first[k]]:
+            out[i] = int(grid[first[k]])
+    return out

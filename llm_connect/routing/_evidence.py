@@ -22,10 +22,12 @@ single-look interval, for one look at a sample size fixed in advance.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any
+from itertools import accumulate, chain
+from typing import TYPE_CHECKING, Any, cast
 
-from llm_connect.routing._bounds import cases_needed, lower_bound, mean_interval, upper_bound
+from llm_connect.routing._bounds import bounds_many, cases_needed_many
 from llm_connect.values import GraderEvidence
 from llm_connect.values._decision import INSUFFICIENT, NO_GRADES, PROVEN, RULED_OUT, UNDECIDED
 
@@ -39,6 +41,7 @@ __all__ = [
     "RULED_OUT",
     "UNDECIDED",
     "assess",
+    "assess_many",
     "candidate_alpha",
     "gather",
     "method_name",
@@ -71,42 +74,172 @@ def assess(
     ``alpha`` is each bound's one-sided error rate (:func:`candidate_alpha`);
     ``confidence`` is the two-sided level of the paired-difference interval.
     """
+    (evidence,) = assess_many(
+        [(series, grader_id)],
+        min_quality=min_quality,
+        min_samples=min_samples,
+        alpha=alpha,
+        confidence=confidence,
+        fixed_n=fixed_n,
+    )
+    return evidence
+
+
+def _no_grades(grader_id: str, min_samples: int, alpha: float, method: str) -> GraderEvidence:
+    return GraderEvidence(
+        grader_id=grader_id,
+        n=0,
+        mean=None,
+        lower_bound=None,
+        passed=False,
+        why=f"{grader_id}: no grades (insufficient evidence, 0 of {min_samples} cases)",
+        n_grades=0,
+        status=NO_GRADES,
+        alpha=alpha,
+        method=method,
+    )
+
+
+def _column(values: Sequence[Sequence[Any]], total: int) -> Any:
+    """The per-case tuples of several series, end to end, as one float array."""
+    import numpy as np
+
+    return np.fromiter(chain.from_iterable(values), dtype=float, count=total)
+
+
+def assess_many(
+    items: Sequence[tuple[CaseSeries | None, str]],
+    *,
+    min_quality: float,
+    min_samples: int,
+    alpha: float,
+    confidence: float,
+    fixed_n: bool = False,
+) -> list[GraderEvidence]:
+    """:func:`assess` of each (series, grader id), computed together (one decision's groups).
+
+    The per-case values of all series are one array, and the bounds and the
+    projections of all groups are computed in one pass each
+    (:func:`~llm_connect.routing._bounds.bounds_many`,
+    :func:`~llm_connect.routing._bounds.cases_needed_many`); every figure is
+    the one :func:`assess` would give for the series alone.
+    """
     import numpy as np
 
     method = method_name(fixed_n)
-    if series is None or series.n_cases == 0:
-        return GraderEvidence(
-            grader_id=grader_id,
-            n=0,
-            mean=None,
-            lower_bound=None,
-            passed=False,
-            why=f"{grader_id}: no grades (insufficient evidence, 0 of {min_samples} cases)",
-            n_grades=0,
-            status=NO_GRADES,
+    out: list[GraderEvidence | None] = [None] * len(items)
+    full = [i for i, (series, _) in enumerate(items) if series is not None and series.n_cases > 0]
+    for i, (series, grader_id) in enumerate(items):
+        if series is None or series.n_cases == 0:
+            out[i] = _no_grades(grader_id, min_samples, alpha, method)
+    if not full:
+        return cast(list[GraderEvidence], out)
+    group = [cast("CaseSeries", items[i][0]) for i in full]
+    sizes = [s.n_cases for s in group]
+    total = sum(sizes)
+    ends = list(accumulate(sizes))
+    spans = [slice(end - size, end) for size, end in zip(sizes, ends, strict=True)]
+    grades = _column([s.grades for s in group], total)
+    values = np.clip(_column([s.sum_quality for s in group], total) / grades, 0.0, 1.0)
+    delta_counts = _column([s.delta_n for s in group], total)
+    has_delta = delta_counts > 0
+    delta_unit: Any = None
+    if has_delta.any():
+        deltas = np.where(has_delta, _column([s.delta_sum for s in group], total), 0.0) / np.where(
+            has_delta, delta_counts, 1.0
+        )
+        # mean_interval's rescaling of [-1, 1] onto [0, 1]
+        delta_unit = np.clip((deltas + 1.0) / 2.0, 0.0, 1.0)
+
+    # Per group, as numpy's mean/var/std compute them on the group's own array.
+    value_parts = [values[span] for span in spans]
+    means = [float(part.sum()) / part.size for part in value_parts]
+    centred = values - np.repeat(means, sizes)
+    squares = centred * centred
+    sums_sq = [float(squares[span].sum()) for span in spans]
+
+    rows: list[Any] = list(value_parts)
+    alphas = [alpha] * len(group)
+    delta_rows: list[tuple[int, Any, Any]] = []  # (group, deltas, unit deltas) with deltas
+    if delta_unit is not None:
+        for k, (mask, unit, raw) in enumerate(
+            (has_delta[span], delta_unit[span], deltas[span]) for span in spans
+        ):
+            if mask.any():
+                delta_rows.append((k, raw[mask], unit[mask]))
+        rows += [unit for _, _, unit in delta_rows]
+        alphas += [(1.0 - confidence) / 2.0] * len(delta_rows)
+    lows, highs = bounds_many(rows, alphas, fixed_n=fixed_n)
+
+    settled = [
+        cast(float, highs[k]) < min_quality
+        or (cast(float, lows[k]) >= min_quality and sizes[k] >= min_samples)
+        for k in range(len(group))
+    ]
+    open_ = [k for k in range(len(group)) if not settled[k]]
+    projected = dict(
+        zip(
+            open_,
+            cases_needed_many(
+                [means[k] for k in open_],
+                [sums_sq[k] / sizes[k] for k in open_],
+                min_quality,
+                alpha,
+                fixed_n=fixed_n,
+            ),
+            strict=True,
+        )
+    )
+    delta_of = {
+        k: (raw, lows[len(group) + j], highs[len(group) + j]) for j, (k, raw, _) in enumerate(delta_rows)
+    }
+    grade_totals = np.add.reduceat(grades, [span.start for span in spans])
+    for k, i in enumerate(full):
+        n = sizes[k]
+        delta = delta_of.get(k)
+        out[i] = _verdict(
+            items[i][1],
+            n=n,
+            grades_total=int(grade_totals[k]),
+            mean=means[k],
+            std=math.sqrt(sums_sq[k] / (n - 1)) if n > 1 else None,
+            low=cast(float, lows[k]),
+            high=cast(float, highs[k]),
+            projected=projected.get(k),
+            delta=None if delta is None else (float(delta[0].mean()), *delta[1:]),
+            delta_cases=0 if delta is None else int(delta[0].size),
+            min_quality=min_quality,
+            min_samples=min_samples,
             alpha=alpha,
             method=method,
         )
-    grades = np.asarray(series.grades, dtype=float)
-    values = np.clip(np.asarray(series.sum_quality, dtype=float) / grades, 0.0, 1.0)
-    n = int(values.size)
-    mean = float(values.mean())
-    var = float(values.var())
-    std = float(values.std(ddof=1)) if n > 1 else None
-    low = lower_bound(values, alpha, fixed_n=fixed_n)
-    high = upper_bound(values, alpha, fixed_n=fixed_n)
-    assert low is not None and high is not None
+    return cast(list[GraderEvidence], out)
 
-    delta_counts = np.asarray(series.delta_n, dtype=float)
-    has_delta = delta_counts > 0
+
+def _verdict(
+    grader_id: str,
+    *,
+    n: int,
+    grades_total: int,
+    mean: float,
+    std: float | None,
+    low: float,
+    high: float,
+    projected: int | None,
+    delta: tuple[float, float | None, float | None] | None,
+    delta_cases: int,
+    min_quality: float,
+    min_samples: int,
+    alpha: float,
+    method: str,
+) -> GraderEvidence:
+    """The status and reason of one group from its figures (``projected``: :func:`cases_needed`
+    at the observed mean and variance, computed only for a group neither proven nor ruled out)."""
     delta_mean = delta_low = delta_high = None
-    delta_cases = int(has_delta.sum())
-    if delta_cases:
-        deltas = np.asarray(series.delta_sum, dtype=float)[has_delta] / delta_counts[has_delta]
-        delta_mean = float(deltas.mean())
-        delta_low, delta_high = mean_interval(deltas, 1.0 - confidence, low=-1.0, high=1.0, fixed_n=fixed_n)
-
-    grades_total = int(grades.sum())
+    if delta is not None:
+        delta_mean = delta[0]
+        delta_low = None if delta[1] is None else -1.0 + 2.0 * delta[1]
+        delta_high = None if delta[2] is None else -1.0 + 2.0 * delta[2]
     counted = f"{n} case{'s' if n != 1 else ''}" + (f" ({grades_total} grades)" if grades_total != n else "")
     needed: int | None = None
     if high < min_quality:
@@ -121,30 +254,28 @@ def assess(
             f"{grader_id}: proven, {counted}, mean {mean:.3f}, {method} lower bound {low:.3f} "
             f">= min_quality {min_quality:g}"
         )
+    elif low >= min_quality:
+        status = INSUFFICIENT
+        needed = min_samples
+        why = (
+            f"{grader_id}: insufficient evidence ({n} of {min_samples} cases), mean {mean:.3f}, "
+            f"{method} lower bound {low:.3f}"
+        )
     else:
-        projected = cases_needed(mean, var, min_quality, alpha, fixed_n=fixed_n)
-        if low >= min_quality:
-            status = INSUFFICIENT
-            needed = min_samples
-            why = (
-                f"{grader_id}: insufficient evidence ({n} of {min_samples} cases), mean {mean:.3f}, "
-                f"{method} lower bound {low:.3f}"
-            )
+        status = INSUFFICIENT if n < min_samples else UNDECIDED
+        needed = None if projected is None else max(projected, min_samples, n + 1)
+        head = "undecided"
+        if status == INSUFFICIENT:
+            head = f"insufficient evidence ({n} of {min_samples} cases)"
+        if needed is None:
+            more = "too close to call: the mean is too near min_quality for any practical number of cases"
         else:
-            status = INSUFFICIENT if n < min_samples else UNDECIDED
-            needed = None if projected is None else max(projected, min_samples, n + 1)
-            head = "undecided"
-            if status == INSUFFICIENT:
-                head = f"insufficient evidence ({n} of {min_samples} cases)"
-            if needed is None:
-                more = "too close to call: the mean is too near min_quality for any practical number of cases"
-            else:
-                verb = "prove" if mean >= min_quality else "rule it out"
-                more = f"about {needed - n} more cases would {verb} at the observed mean and spread"
-            why = (
-                f"{grader_id}: {head}, {counted}, mean {mean:.3f}, {method} bounds "
-                f"[{low:.3f}, {high:.3f}] around min_quality {min_quality:g}; {more}"
-            )
+            verb = "prove" if mean >= min_quality else "rule it out"
+            more = f"about {needed - n} more cases would {verb} at the observed mean and spread"
+        why = (
+            f"{grader_id}: {head}, {counted}, mean {mean:.3f}, {method} bounds "
+            f"[{low:.3f}, {high:.3f}] around min_quality {min_quality:g}; {more}"
+        )
     return GraderEvidence(
         grader_id=grader_id,
         n=n,
@@ -227,16 +358,15 @@ def gather(
             grader_id=list(dict.fromkeys(g for _, g in missing)),
         ):
             series[(s.candidate_model, s.grader_id)] = s
-    for pair in missing:
-        ev = assess(
-            series.get(pair),
-            pair[1],
-            min_quality=min_quality,
-            min_samples=min_samples,
-            alpha=alpha,
-            confidence=confidence,
-            fixed_n=fixed_n,
-        )
+    assessed = assess_many(
+        [(series.get(pair), pair[1]) for pair in missing],
+        min_quality=min_quality,
+        min_samples=min_samples,
+        alpha=alpha,
+        confidence=confidence,
+        fixed_n=fixed_n,
+    )
+    for pair, ev in zip(missing, assessed, strict=True):
         out[pair] = ev
         if computed is not None:
             computed.append(pair)

@@ -24,7 +24,11 @@ After the raw fill, ``ledger.rebuild_stats()`` computes the running totals
 
 Targets: decide median < 5 ms, summary < 50 ms, on SQLite and PostgreSQL.
 
-    python scripts/bench/routing_decide.py [--rows 1000000] [--runs 5] [--calls 200] [--backend ...]
+    python scripts/bench/routing_decide.py [--rows 1000000] [--runs 5] [--calls 200] [--rounds 1]
+        [--backend ...]
+
+``--rounds N`` measures N times on the same filled ledger (a shared, noisy machine: read the
+spread, not one figure).
 """
 
 from __future__ import annotations
@@ -284,6 +288,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=5, help="runs per case (1: every grade its own case)")
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=1, help="measurements per filled ledger")
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
     args = parser.parse_args()
 
@@ -293,7 +298,8 @@ def main() -> None:
             t0 = time.perf_counter()
             fill_sqlite(path, args.rows, args.runs)
             print(f"SQLite: filled {args.rows:,} rows in {time.perf_counter() - t0:.1f} s")
-            report("SQLite", measure(f"sqlite:///{path}", args.calls))
+            for _ in range(args.rounds):
+                report("SQLite", measure(f"sqlite:///{path}", args.calls))
 
     base = os.environ.get("LLM_CONNECT_BENCH_POSTGRES_URL") or os.environ.get("LLM_CONNECT_TEST_POSTGRES_URL")
     if args.backend in ("postgres", "both"):
@@ -305,9 +311,11 @@ def main() -> None:
             t0 = time.perf_counter()
             fill_postgres(url, args.rows, args.runs)
             print(f"PostgreSQL: filled {args.rows:,} rows in {time.perf_counter() - t0:.1f} s")
-            report("PostgreSQL", measure(url, args.calls))
+            for _ in range(args.rounds):
+                report("PostgreSQL", measure(url, args.calls))
         finally:
             drop()
+
 
 if __name__ == "__main__":
     main()
