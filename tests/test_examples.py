@@ -314,3 +314,143 @@ def test_examples_readme_describes_every_file() -> None:
         if path.is_file() and path.name != "README.md":
             assert str(path.relative_to(EXAMPLES)) in readme, path
     assert "llm-connect grade examples/suite.jsonl" in readme
+
+
+# -- tools.jsonl: conversations with tools ---------------------------------------------------
+# Unlike the tests above, these also load the files with the package (suite loader, stability
+# input loader, `llm-connect grade`), since that is what the tools suite is for.
+
+TOOLS_SUITE = EXAMPLES / "tools.jsonl"
+STABILITY_QUERY = EXAMPLES / "stability-query.json"
+
+
+@pytest.fixture(scope="module")
+def tools_suite() -> list[dict[str, Any]]:
+    return _read_jsonl(TOOLS_SUITE)
+
+
+def _tool_schemas(case: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["function"]["name"]: t["function"]["parameters"] for t in case["tools"]}
+
+
+def test_tools_suite_loads_with_the_suite_loader() -> None:
+    from llm_connect.grading import load_suite
+
+    loaded = load_suite(TOOLS_SUITE)
+    assert 16 <= len(loaded) <= 24
+    assert loaded.tasks == ["support-tools"]
+    assert loaded.recorded_names() == MODELS
+    for case in loaded:
+        assert case.conversation is not None and case.conversation.tools, case.id
+
+
+def test_tools_cases_are_conversations_with_tools_and_three_recorded_responses(
+    tools_suite: list[dict[str, Any]],
+) -> None:
+    assert len({c["id"] for c in tools_suite}) == len(tools_suite)
+    allowed = {"id", "task", "session", "messages", "tools", "tags", "responses"}
+    for case in tools_suite:
+        where = case["id"]
+        assert set(case) <= allowed and case["task"] == "support-tools", where
+        messages = case["messages"]
+        assert messages[0]["role"] == "system" and "Quillstack" in messages[0]["content"], where
+        assert any(m["role"] == "user" for m in messages), where
+        assert messages[-1]["role"] in ("user", "tool"), where
+        assert 4 <= len(case["tools"]) <= 6, where
+        for tool in case["tools"]:
+            assert tool["type"] == "function" and tool["function"]["description"], where
+            jsonschema.Draft202012Validator.check_schema(tool["function"]["parameters"])
+        assert set(case["responses"]) == MODELS, where
+        for model, resp in case["responses"].items():
+            at = f"{where}/{model}"
+            assert set(resp) - {"text", "tool_calls"} == {"model", "usage", "cost_usd", "latency_ms"}, at
+            assert "text" in resp or "tool_calls" in resp, at
+            assert "text" not in resp or (isinstance(resp["text"], str) and resp["text"].strip()), at
+            assert "tool_calls" not in resp or resp["tool_calls"], at
+            assert resp["model"] == model, at
+            assert isinstance(resp["latency_ms"], float) and 50 < resp["latency_ms"] < 10_000, at
+            usage = resp["usage"]
+            assert set(usage) == {"prompt_tokens", "completion_tokens"}, at
+            assert all(isinstance(v, int) and v > 0 for v in usage.values()), at
+
+
+def test_tools_suite_mixes_tool_calls_plain_answers_earlier_tool_turns_and_sessions(
+    tools_suite: list[dict[str, Any]],
+) -> None:
+    baseline_text_only = [c["id"] for c in tools_suite if "tool_calls" not in c["responses"][BASELINE]]
+    assert 3 <= len(baseline_text_only) <= len(tools_suite) // 2, baseline_text_only
+    with_tool_turns = [
+        c["id"]
+        for c in tools_suite
+        if any(m.get("tool_calls") for m in c["messages"]) and any(m["role"] == "tool" for m in c["messages"])
+    ]
+    assert len(with_tool_turns) >= 5, with_tool_turns
+    assert any(m["role"] == "assistant" and m.get("content") for c in tools_suite for m in c["messages"])
+    assert any(len(c["responses"][BASELINE].get("tool_calls", [])) > 1 for c in tools_suite)
+    from itertools import pairwise
+
+    sessions: dict[str, list[dict[str, Any]]] = {}
+    for case in tools_suite:
+        if "session" in case:
+            sessions.setdefault(case["session"], []).append(case)
+    assert 2 <= len(sessions) <= 3 and all(len(turns) == 3 for turns in sessions.values()), sessions.keys()
+    for turns in sessions.values():  # each turn continues the previous one's conversation
+        for earlier, later in pairwise(turns):
+            assert later["messages"][: len(earlier["messages"])] == earlier["messages"], later["id"]
+
+
+def test_recorded_tool_calls_name_a_case_tool_and_the_baselines_arguments_validate(
+    tools_suite: list[dict[str, Any]],
+) -> None:
+    invalid: dict[str, list[str]] = {m: [] for m in MODELS}
+    for case in tools_suite:
+        schemas = _tool_schemas(case)
+        for model, resp in case["responses"].items():
+            for call in resp.get("tool_calls", []):
+                assert set(call) == {"name", "arguments"}, (case["id"], model)
+                assert call["name"] in schemas, (case["id"], model, call["name"])
+                validator = jsonschema.Draft202012Validator(schemas[call["name"]])
+                if not validator.is_valid(call["arguments"]):
+                    invalid[model].append(case["id"])
+    assert invalid[BASELINE] == []
+    assert invalid[GOOD_CANDIDATE] == []
+    assert invalid[WEAK_CANDIDATE]  # e.g. an invoice id without its INV- prefix
+
+
+def test_tools_suite_costs_follow_from_usage_and_list_prices(tools_suite: list[dict[str, Any]]) -> None:
+    for case in tools_suite:
+        for model, resp in case["responses"].items():
+            pin, pout = PRICES[model]
+            usage = resp["usage"]
+            cost = (usage["prompt_tokens"] * pin + usage["completion_tokens"] * pout) / 1_000_000
+            assert resp["cost_usd"] == pytest.approx(cost, abs=1e-8), f"{case['id']}/{model}"
+
+
+def test_grading_the_tools_suite_separates_the_candidates(tmp_path: Path) -> None:
+    from tests.cli._util import invoke
+
+    result = invoke(
+        "grade", str(TOOLS_SUITE), "-b", f"recorded:{BASELINE}",
+        "-c", f"recorded:{GOOD_CANDIDATE}", "-c", f"recorded:{WEAK_CANDIDATE}",
+        "--judge", "tools", "--db", f"sqlite:///{tmp_path / 'ledger.db'}", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    stats = json.loads(result.stdout)["stats"]
+    means = {s["candidate_model"]: s["mean"] for s in stats if s["grader_id"] == "tools"}
+    assert set(means) == {GOOD_CANDIDATE, WEAK_CANDIDATE}
+    assert means[GOOD_CANDIDATE] >= 0.85, means
+    assert means[WEAK_CANDIDATE] <= 0.6, means
+    assert means[GOOD_CANDIDATE] - means[WEAK_CANDIDATE] >= 0.3, means
+    assert all(s["n"] == len(_read_jsonl(TOOLS_SUITE)) for s in stats)
+    assert not any(s["passed"] for s in stats)  # fewer cases than min_samples: nothing is proven
+
+
+def test_stability_query_loads_with_the_suites_tools(tools_suite: list[dict[str, Any]]) -> None:
+    from llm_connect.stability import load_query
+
+    query = load_query(STABILITY_QUERY)
+    conversation = query.conversation
+    assert conversation.has_system
+    assert conversation.messages[-1]["role"] == "user"
+    assert any(m.get("tool_calls") for m in conversation.messages)
+    assert conversation.tools == tools_suite[0]["tools"]
