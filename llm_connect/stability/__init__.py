@@ -52,7 +52,7 @@ from llm_connect.stability._report import (
     Severity,
     StabilityReport,
 )
-from llm_connect.stability._store import record_report
+from llm_connect.stability._store import StabilityStore, record_report
 
 __all__ = [
     "CLAIM_CATEGORIES",
@@ -77,6 +77,7 @@ __all__ = [
     "StabilityConfig",
     "StabilityQuery",
     "StabilityReport",
+    "StabilityStore",
     "Variance",
     "Verdict",
     "aanalyze",

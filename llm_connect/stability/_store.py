@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from llm_connect.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from llm_connect.ledger import QualityLedger
     from llm_connect.stability._report import StabilityReport
 
-__all__ = ["record_report"]
+__all__ = ["StabilityStore", "record_report"]
+
+
+class StabilityStore(Protocol):
+    """Where an analysis is stored: :class:`~llm_connect.ledger.QualityLedger` is one.
+
+    A protocol, so this layer imports nothing from the ledger (the layers test).
+    """
+
+    def record_stability(
+        self,
+        *,
+        task: str,
+        model: str,
+        adapter_id: str,
+        prompt_sha256: str,
+        runs: int,
+        successful_runs: int,
+        overall_score: float,
+        verdict: str,
+        report: Mapping[str, Any],
+        responses: Sequence[Mapping[str, Any]] = (),
+        endpoint: str | None = None,
+    ) -> int:
+        """Store one analysis; return its id."""
+        ...
 
 
 def record_report(
-    ledger: QualityLedger,
+    ledger: StabilityStore,
     report: StabilityReport,
     *,
     task: str,
