@@ -295,6 +295,25 @@ def grade(
             max=100,
         ),
     ] = 1,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit",
+            help="Also write JUnit XML: a test case per task x candidate x routing judge "
+            "(failure: ruled out; skipped: not settled).",
+            metavar="FILE.xml",
+            show_default=False,
+        ),
+    ] = None,
+    report_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write the run's offline HTML report (as `llm-connect report --run RUN_ID`).",
+            metavar="FILE.html",
+            show_default=False,
+        ),
+    ] = None,
     json_out: bool = JsonOption,
     cases: Annotated[bool, typer.Option("--cases", help="Also print each case's scores.")] = False,
     base_url: Annotated[
@@ -365,6 +384,10 @@ def grade(
     if single is None and suite_path is None:
         fail("missing SUITE (a JSONL or YAML file), or use --prompt TEXT")
     pricing = _parse_prices(price or [])
+    from llm_connect.cli._artifacts import check_output_path, write_artifacts
+
+    check_output_path(junit, "--junit")
+    check_output_path(report_file, "--report")
     if run_id is not None and resume is not None and run_id != resume:
         fail("--run-id and --resume name different runs")
 
@@ -442,6 +465,10 @@ def grade(
     elif gate_failed:
         code = EXIT_GATE
 
+    write_artifacts(
+        junit=junit, report_path=report_file, stats=stats, report=report, ledger=outcome.ledger,
+        threshold=threshold, min_samples=needed,
+    )  # fmt: skip
     if json_out:
         payload = {
             "run_id": report.run_id,
