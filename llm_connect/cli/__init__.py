@@ -32,6 +32,12 @@ _LAZY_GROUPS = {
         "Calibrate an LLM judge against reference judges before routing trusts it.",
     ),
     "stability": ("llm_connect.cli.stability", "Send one request N times; the Ruvrics stability verdict."),
+    # "module:attribute" when a module holds more than one command's app
+    "report": (
+        "llm_connect.cli.report",
+        "Write one self-contained HTML report of the evidence and the cases.",
+    ),
+    "view": ("llm_connect.cli.report:view_app", "Serve the report of the ledger on 127.0.0.1, read-only."),
 }
 
 
@@ -47,7 +53,7 @@ class _LazyGroup(FastHelpGroup):
 
         found = []
         for name, (module, _) in _LAZY_GROUPS.items():
-            if name not in self.commands and importlib.util.find_spec(module) is not None:
+            if name not in self.commands and importlib.util.find_spec(module.partition(":")[0]) is not None:
                 found.append(name)
         return found
 
@@ -70,8 +76,8 @@ class _LazyGroup(FastHelpGroup):
 def _load_group(name: str) -> Any:
     import importlib
 
-    module = importlib.import_module(_LAZY_GROUPS[name][0])
-    sub: Any = module.app
+    module_name, _, attribute = _LAZY_GROUPS[name][0].partition(":")
+    sub: Any = getattr(importlib.import_module(module_name), attribute or "app")
     command = typer.main.get_command(sub)
     command.name = name
     return command

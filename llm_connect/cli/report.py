@@ -1,0 +1,154 @@
+"""``llm-connect report`` (one self-contained HTML file) and ``llm-connect view`` (a local viewer).
+
+Both read the ledger only: the ledger is opened without migrating it, and
+nothing is written to it. An unknown run id or an empty selection is exit 2
+and writes no file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from llm_connect.cli._common import DbOption, FastHelpCommand, fail, handle_errors
+
+__all__ = ["app", "view_app"]
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False)
+view_app = typer.Typer(rich_markup_mode=None, add_completion=False)
+
+_MinQuality: Any = typer.Option(
+    "--min-quality", min=0.0, max=1.0, metavar="Q", help="Quality a candidate must prove (default 0.9)."
+)
+_MinSamples: Any = typer.Option("--min-samples", min=2, metavar="N", help="Distinct cases a verdict needs.")
+_Confidence: Any = typer.Option(
+    "--confidence", min=0.5, max=0.9999, metavar="LEVEL", help="Confidence per decision (Bonferroni)."
+)
+_RouteOn: Any = typer.Option(
+    None,
+    "--route-on",
+    metavar="JUDGE",
+    show_default=False,
+    help="Grader id that decides routing (repeatable; default: every judge of the task).",
+)
+
+
+def _open(db: str | None) -> Any:
+    from llm_connect.ledger import QualityLedger
+
+    return QualityLedger(db, auto_migrate=False)
+
+
+@app.command("report", cls=FastHelpCommand)
+@handle_errors
+def report(
+    output: Annotated[
+        Path, typer.Option("--output", "-o", metavar="FILE", help="The HTML file to write.")
+    ] = Path("report.html"),
+    run: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--run", "--run-id", metavar="RUN_ID", show_default=False, help="Only this run (repeatable)."
+        ),
+    ] = None,
+    task: Annotated[
+        list[str] | None,
+        typer.Option("--task", "-t", metavar="TASK", show_default=False, help="Only this task (repeatable)."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", metavar="ISO", show_default=False, help="Only grades from this time on (UTC)."
+        ),
+    ] = None,
+    min_quality: Annotated[float, _MinQuality] = 0.9,
+    min_samples: Annotated[int, _MinSamples] = 30,
+    confidence: Annotated[float, _Confidence] = 0.95,
+    max_cases: Annotated[
+        int | None,
+        typer.Option(
+            "--max-cases",
+            min=1,
+            metavar="N",
+            show_default=False,
+            help="Grades embedded in the case browser at most (default 5000; above: worst and best per "
+            "task, candidate and judge).",
+        ),
+    ] = None,
+    route_on: list[str] | None = _RouteOn,
+    db: str | None = DbOption,
+) -> None:
+    """Write one self-contained HTML report (inline CSS, JS and SVG; opens offline).
+
+    It shows the routing decision per task with its reason, every candidate x
+    judge figure (cases, mean and bounds, paired difference, cost and latency
+    against the baseline, verdict), a cost-quality chart per task, score
+    distributions, calibrations and stability analyses when stored, and a case
+    browser with both answers side by side and a word diff.
+    """
+    from llm_connect.report import write_report
+
+    if output.is_dir():
+        fail(f"-o {output} is a directory; name the HTML file to write")
+    info = write_report(
+        _open(db),
+        output,
+        run_ids=list(run or []),
+        tasks=list(task or []),
+        since=since,
+        min_quality=min_quality,
+        min_samples=min_samples,
+        confidence=confidence,
+        max_cases=max_cases,
+        route_on=list(route_on or []),
+    )
+    typer.echo(str(info.path))
+    held = f"{info.cases_embedded} of {info.grades} grades in the case browser" + (
+        " (truncated: worst and best per task, candidate and judge)" if info.truncated else ""
+    )
+    typer.echo(f"{info.bytes / 1e6:.2f} MB; {len(info.tasks)} task(s); {held}", err=True)
+    for decision in info.decisions:
+        verb = f"route to {decision.model}" if decision.routed else f"keep the baseline {decision.baseline}"
+        typer.echo(f"  {decision.task}: {verb}", err=True)
+
+
+@view_app.command("view", cls=FastHelpCommand)
+@handle_errors
+def view(
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, metavar="PORT", help="0: any free port.")
+    ] = 8765,
+    host: Annotated[str, typer.Option("--host", metavar="HOST", help="Address to listen on.")] = "127.0.0.1",
+    min_quality: Annotated[float, _MinQuality] = 0.9,
+    min_samples: Annotated[int, _MinSamples] = 30,
+    confidence: Annotated[float, _Confidence] = 0.95,
+    route_on: list[str] | None = _RouteOn,
+    db: str | None = DbOption,
+) -> None:
+    """Serve the report of the whole ledger on 127.0.0.1, read-only, paging cases from SQL.
+
+    GET and HEAD only (anything else is 405); the ledger is never written. Stop with Ctrl-C.
+    """
+    import threading
+
+    from llm_connect.report import serve
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(f"warning: listening on {host}, not only on this machine", err=True)
+    server = serve(
+        _open(db),
+        host=host,
+        port=port,
+        min_quality=min_quality,
+        min_samples=min_samples,
+        confidence=confidence,
+        route_on=list(route_on or []),
+        quiet=True,
+    )
+    typer.echo(f"serving {server.url} (read-only; Ctrl-C to stop)")
+    try:
+        threading.Event().wait()
+    finally:
+        server.shutdown()

@@ -1,0 +1,19 @@
+"""Reports: one self-contained HTML file of the evidence, and a local read-only viewer.
+
+:func:`write_report` / :func:`render_report` turn the grades of a selection
+(run ids, tasks, a start time) into one HTML file with inline CSS, JavaScript
+and SVG: the routing decision per task with its reason, every candidate x
+judge figure from the evidence module (``llm_connect.routing``), cost-quality
+charts, score distributions, calibrations and stability analyses when the
+ledger holds them, and a case browser with the two answers side by side and
+a word-level diff. :func:`serve` serves the same page from the ledger on
+127.0.0.1, paging cases from SQL. Neither ever writes to the ledger.
+``contracts/report.md`` states the surface and its invariants.
+"""
+
+from __future__ import annotations
+
+from llm_connect.report._page import ReportInfo, render_report, write_report
+from llm_connect.report._server import ReportServer, serve
+
+__all__ = ["ReportInfo", "ReportServer", "render_report", "serve", "write_report"]

@@ -1,0 +1,283 @@
+"""Per task: the routing decision and every candidate x judge figure, from the evidence module.
+
+Nothing here computes a statistic of its own: each candidate x judge figure is
+:func:`llm_connect.routing.assess` over the ledger's per-case totals (the
+function ``Router.decide``, the ``grade`` table and ``ledger summary`` use, with
+the same ``min_quality`` / ``min_samples`` / ``confidence`` and the Bonferroni
+share ``alpha = (1 - confidence) / k``), and the choice is the router's rule:
+the cheapest candidate proven on every usable routing judge (an LLM judge only
+after a passing calibration, :meth:`Router.usable_graders`), else the baseline.
+The decision is built as a :class:`~llm_connect.routing.RoutingDecision` but
+never stored: a report does not write to the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from llm_connect.errors import ConfigurationError
+from llm_connect.values import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
+
+if TYPE_CHECKING:
+    from llm_connect.ledger import QualityLedger
+
+__all__ = ["BINS", "GroupFigures", "TaskReport", "check_settings", "decide_task", "task_sides"]
+
+BINS = 10
+"""Bins of the score distributions (0.0-0.1, ..., 0.9-1.0)."""
+
+
+@dataclass(frozen=True)
+class GroupFigures:
+    """One candidate x judge of a task: the evidence and what the report shows beside it."""
+
+    candidate: str
+    grader_id: str
+    evidence: GraderEvidence
+    """What :func:`llm_connect.routing.assess` says (cases, grades, mean, bounds, delta, status)."""
+    routes: bool
+    """Whether the judge decides routing (``False``: diagnostic, or an ignored LLM judge)."""
+    mean_cost_usd: float | None
+    mean_latency_ms: float | None
+    cost_ratio: float | None
+    """Candidate mean cost over the baseline's, on the same grades."""
+    latency_ratio: float | None
+    histogram: tuple[int, ...]
+    """Distinct cases per score bin (:data:`BINS` bins of the per-case mean quality)."""
+
+
+@dataclass(frozen=True)
+class TaskReport:
+    """Everything the report says about one task."""
+
+    decision: RoutingDecision
+    """The decision ``Router.decide`` would take on the same ledger (not stored)."""
+    groups: tuple[GroupFigures, ...]
+    """Every candidate x judge, candidates in order, judges in order."""
+    graders: tuple[str, ...]
+    """Every judge of the task in the selection (routing and diagnostic)."""
+
+    @property
+    def task(self) -> str:
+        """The task."""
+        return self.decision.task
+
+
+def check_settings(min_quality: float, min_samples: int, confidence: float) -> None:
+    """Raise :class:`ConfigurationError` for settings the router would refuse."""
+    if not 0.0 <= min_quality <= 1.0:
+        raise ConfigurationError(f"min_quality must lie in 0..1, not {min_quality!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ConfigurationError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
+    if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 2:
+        raise ConfigurationError(f"min_samples must be an int >= 2, not {min_samples!r}")
+
+
+def task_sides(
+    keys: Iterable[tuple[str, str, str, str, int]],
+) -> dict[str, tuple[str, list[str], list[str]]]:
+    """Per task: its baseline (the one with the most grades), its candidates and its judges in
+    order of appearance, from ``(task, baseline, candidate, grader, grades)`` keys."""
+    weights: dict[str, dict[str, int]] = {}
+    members: dict[str, list[tuple[str, str, str]]] = {}
+    for task, baseline, candidate, grader, n in keys:
+        w = weights.setdefault(task, {})
+        w[baseline] = w.get(baseline, 0) + n
+        members.setdefault(task, []).append((baseline, candidate, grader))
+    out = {}
+    for task, w in weights.items():
+        baseline = max(w, key=lambda b: (w[b], -list(w).index(b)))
+        mine = [(c, g) for b, c, g in members[task] if b == baseline]
+        out[task] = (
+            baseline,
+            list(dict.fromkeys(c for c, _ in mine)),
+            list(dict.fromkeys(g for _, g in mine)),
+        )
+    return out
+
+
+def _weighted(pairs: Sequence[tuple[float | None, int]]) -> float | None:
+    """Mean of per-group means weighted by their counts of known values (as the router does)."""
+    total = sum(c for m, c in pairs if m is not None and c)
+    if total == 0:
+        return None
+    return sum(float(m) * c for m, c in pairs if m is not None and c) / total
+
+
+def _ratio(value: float | None, base: float | None) -> float | None:
+    if value is None or base is None or base <= 0:
+        return None
+    return value / base
+
+
+def _histogram(series: Any) -> tuple[int, ...]:
+    counts = [0] * BINS
+    if series is None:
+        return tuple(counts)
+    for n, total in zip(series.grades, series.sum_quality, strict=True):
+        value = min(1.0, max(0.0, total / n)) if n else 0.0
+        counts[min(BINS - 1, int(value * BINS))] += 1
+    return tuple(counts)
+
+
+def _cheapest(passing: list[CandidateEvidence], order: list[str]) -> CandidateEvidence | None:
+    """The router's choice: lowest known mean cost, unknown costs after, then the order given."""
+    if not passing:
+        return None
+    return min(
+        passing,
+        key=lambda c: (c.mean_cost_usd is None, c.mean_cost_usd or 0.0, order.index(c.model)),
+    )
+
+
+def decide_task(
+    ledger: QualityLedger,
+    task: str,
+    *,
+    baseline: str,
+    candidates: Sequence[str],
+    grader_ids: Sequence[str],
+    route_on: Sequence[str] = (),
+    min_quality: float,
+    confidence: float,
+    min_samples: int,
+) -> TaskReport:
+    """The decision and the figures of every candidate x judge of ``task`` (reads only).
+
+    ``route_on`` narrows the judges that decide (default: every judge given);
+    the others are shown as diagnostic.
+    """
+    from llm_connect.routing import Router, assess, candidate_alpha
+
+    cands = list(dict.fromkeys(candidates))
+    graders = list(dict.fromkeys(grader_ids))
+    routing = [g for g in graders if not route_on or g in route_on]
+    used, ignored = Router(ledger).usable_graders(task, routing) if cands else (routing, [])
+    totals = (
+        ledger.grade_totals(task=task, baseline_model=baseline, candidate_model=cands, grader_id=graders)
+        if cands and graders
+        else []
+    )
+    by_key = {(t.candidate_model, t.grader_id): t for t in totals}
+    series = (
+        {
+            (s.candidate_model, s.grader_id): s
+            for s in ledger.case_series(
+                task=task, baseline_model=baseline, candidate_model=cands, grader_id=graders
+            )
+        }
+        if cands and graders
+        else {}
+    )
+    alpha = candidate_alpha(confidence, len(cands))
+    evidence = {
+        (m, g): assess(
+            series.get((m, g)),
+            g,
+            min_quality=min_quality,
+            min_samples=min_samples,
+            alpha=alpha,
+            confidence=confidence,
+        )
+        for m in cands
+        for g in graders
+    }
+    usable = set(used)
+    records = [t for t in totals if t.grader_id in usable]
+    base_cost = _weighted([(r.baseline_mean_cost_usd, r.baseline_cost_n) for r in records])
+    base_latency = _weighted([(r.baseline_mean_latency_ms, r.baseline_latency_n) for r in records])
+    found: list[CandidateEvidence] = []
+    for model in cands:
+        mine = [by_key[(model, g)] for g in used if (model, g) in by_key]
+        cost = _weighted([(r.candidate_mean_cost_usd, r.candidate_cost_n) for r in mine])
+        latency = _weighted([(r.candidate_mean_latency_ms, r.candidate_latency_n) for r in mine])
+        evs = tuple(evidence[(model, g)] for g in used)
+        found.append(
+            CandidateEvidence(
+                model=model,
+                graders=evs,
+                passed=bool(evs) and all(e.passed for e in evs),
+                mean_cost_usd=cost,
+                mean_latency_ms=latency,
+                cost_ratio=_ratio(cost, base_cost),
+                latency_ratio=_ratio(latency, base_latency),
+            )
+        )
+    chosen = _cheapest([c for c in found if c.passed], cands)
+    decision = RoutingDecision(
+        model=baseline if chosen is None else chosen.model,
+        reason=_reason(chosen, baseline, found, used, ignored, min_quality, min_samples, alpha),
+        task=task,
+        baseline=baseline,
+        candidates=tuple(found),
+        grader_ids=tuple(routing),
+        used_grader_ids=tuple(used),
+        ignored_graders=tuple(ignored),
+        min_quality=float(min_quality),
+        confidence=float(confidence),
+        min_samples=min_samples,
+        allow_uncalibrated=False,
+        baseline_mean_cost_usd=base_cost,
+        baseline_mean_latency_ms=base_latency,
+    )
+    groups = []
+    for model in cands:
+        for g in graders:
+            t = by_key.get((model, g))
+            cost = None if t is None else t.candidate_mean_cost_usd
+            latency = None if t is None else t.candidate_mean_latency_ms
+            groups.append(
+                GroupFigures(
+                    candidate=model,
+                    grader_id=g,
+                    evidence=evidence[(model, g)],
+                    routes=g in usable,
+                    mean_cost_usd=cost,
+                    mean_latency_ms=latency,
+                    cost_ratio=None if t is None else _ratio(cost, t.baseline_mean_cost_usd),
+                    latency_ratio=None if t is None else _ratio(latency, t.baseline_mean_latency_ms),
+                    histogram=_histogram(series.get((model, g))),
+                )
+            )
+    return TaskReport(decision=decision, groups=tuple(groups), graders=tuple(graders))
+
+
+def _reason(
+    chosen: CandidateEvidence | None,
+    baseline: str,
+    found: list[CandidateEvidence],
+    used: list[str],
+    ignored: list[IgnoredGrader],
+    min_quality: float,
+    min_samples: int,
+    alpha: float,
+) -> str:
+    """The decision in words; each candidate's part is its evidence's own ``why``."""
+    notes = "".join(f" Ignored {g.why}." for g in ignored)
+    if not found:
+        return f"Kept the baseline {baseline}: no candidates were given.{notes}"
+    if not used:
+        return f"Kept the baseline {baseline}: no usable judge remains, so no candidate has evidence.{notes}"
+    k = len(found)
+    rule = (
+        f"anytime-valid {100 * (1 - alpha):.4g}% lower bound of mean per-case quality >= {min_quality:g} "
+        f"with >= {min_samples} cases on {' and '.join(used)}"
+        + (f"; {100 * (1 - alpha * k):.4g}% over {k} candidates (Bonferroni)" if k > 1 else "")
+    )
+    if chosen is None:
+        why = "; ".join(f"{c.model}: " + ", ".join(g.why for g in c.graders if not g.passed) for c in found)
+        return f"Kept the baseline {baseline}: no candidate is proven ({rule}). {why}.{notes}"
+    cost = (
+        f"mean cost {chosen.cost_ratio:.2f}x the baseline's"
+        if chosen.cost_ratio is not None
+        else "cost unknown, first qualifying candidate in the order given"
+    )
+    others = [c.model for c in found if c.passed and c is not chosen]
+    also = f" Also qualified: {', '.join(others)}." if others else ""
+    proof = "; ".join(g.why for g in chosen.graders)
+    return (
+        f"Routed to {chosen.model} instead of {baseline}: the cheapest proven candidate ({rule}): "
+        f"{proof}; {cost}.{also}{notes}"
+    )

@@ -1,0 +1,72 @@
+"""Word-level differences between the baseline's and the candidate's answers.
+
+The diff is computed here, in Python (:class:`difflib.SequenceMatcher` over
+words and the whitespace between them), and handed to the page as segments
+``[op, text]``: ``"="`` text both answers share, ``"-"`` text only the
+baseline has, ``"+"`` text only the candidate has. The page builds ``<del>``
+and ``<ins>`` elements from them with ``textContent``; :func:`diff_html`
+renders the same segments as escaped HTML for a page without JavaScript.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from difflib import SequenceMatcher
+
+__all__ = ["MAX_DIFF_TOKENS", "diff_html", "word_diff"]
+
+MAX_DIFF_TOKENS = 6000
+"""Above this many tokens on either side the answers are shown as one removal and one insertion
+(SequenceMatcher is quadratic in the worst case; a report must not stall on one huge answer)."""
+
+_TOKENS = re.compile(r"\s+|[^\s]+")
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKENS.findall(text)
+
+
+def word_diff(baseline: str, candidate: str) -> list[list[str]]:
+    """Segments ``[op, text]`` turning ``baseline`` into ``candidate`` word by word.
+
+    Joining the ``"="`` and ``"-"`` texts gives the baseline back, the ``"="`` and
+    ``"+"`` texts the candidate; neighbouring segments never share an op.
+    """
+    if baseline == candidate:
+        return [["=", baseline]] if baseline else []
+    a, b = _tokens(baseline), _tokens(candidate)
+    if len(a) > MAX_DIFF_TOKENS or len(b) > MAX_DIFF_TOKENS:
+        raw = [["-", baseline], ["+", candidate]]
+        return [seg for seg in raw if seg[1]]
+    out: list[list[str]] = []
+
+    def push(op: str, words: list[str]) -> None:
+        text = "".join(words)
+        if not text:
+            return
+        if out and out[-1][0] == op:
+            out[-1][1] += text
+        else:
+            out.append([op, text])
+
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            push("=", a[i1:i2])
+        else:
+            push("-", a[i1:i2])
+            push("+", b[j1:j2])
+    return out
+
+
+def diff_html(segments: list[list[str]], side: str) -> str:
+    """One side (``"baseline"`` or ``"candidate"``) of ``segments`` as escaped HTML with
+    ``<del>`` / ``<ins>`` around the words only that side has."""
+    own, tag = ("-", "del") if side == "baseline" else ("+", "ins")
+    parts = []
+    for op, text in segments:
+        if op == "=":
+            parts.append(html.escape(text))
+        elif op == own:
+            parts.append(f"<{tag}>{html.escape(text)}</{tag}>")
+    return "".join(parts)

@@ -1,0 +1,317 @@
+"""``llm-connect view``: the report page served from the ledger on 127.0.0.1, read-only.
+
+``GET /`` is the page (figures from the running totals, as in a static report);
+``GET /api/cases`` pages grades straight from SQL with the case browser's
+filters. Only GET and HEAD are answered; any other method is 405. Nothing is
+ever written to the ledger: every statement is a SELECT.
+
+Query parameters of ``/api/cases``: ``task``, ``candidate``, ``judge`` (exact
+values), ``min`` / ``max`` (score range, inclusive), ``failures=1`` (scores
+below ``min_quality``), ``q`` (case-insensitive text in the prompt, answers,
+notes or case id), ``sort`` (``score-asc`` | ``score-desc``), ``offset``,
+``limit`` (at most 500). Answer: ``{"total": N, "offset": o, "rows": [...]}``
+with the rows of :func:`llm_connect.report._cases.case_row`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from llm_connect.errors import ConfigurationError, LLMConnectError
+from llm_connect.report._cases import case_row
+from llm_connect.report._decide import check_settings
+
+if TYPE_CHECKING:
+    from llm_connect.ledger import QualityLedger
+
+__all__ = ["MAX_PAGE", "ReportServer", "page_cases", "serve"]
+
+MAX_PAGE = 500
+"""Rows per ``/api/cases`` answer at most."""
+
+_SELECT = (
+    "id, created_at, run_id, case_id, task, grader_id, quality_score, notes, prompt, baseline_model, "
+    "candidate_model, baseline_text, candidate_text, baseline_served_model, candidate_served_model, "
+    "baseline_tool_calls, candidate_tool_calls, baseline_cost_usd, candidate_cost_usd, "
+    "baseline_latency_ms, candidate_latency_ms, metadata"
+)
+_SEARCHED = ("prompt", "baseline_text", "candidate_text", "notes", "case_id")
+_SORTS = {"score-asc": "quality_score ASC, id ASC", "score-desc": "quality_score DESC, id DESC"}
+
+
+def _like(text: str) -> str:
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def page_cases(
+    ledger: QualityLedger,
+    *,
+    task: str | None = None,
+    candidate: str | None = None,
+    judge: str | None = None,
+    lo: float = 0.0,
+    hi: float = 1.0,
+    failures: bool = False,
+    q: str | None = None,
+    sort: str = "score-asc",
+    offset: int = 0,
+    limit: int = 100,
+    min_quality: float = 0.9,
+) -> tuple[int, list[dict[str, Any]]]:
+    """``(matching grades, one page of case rows)`` from SQL, ordered by score then id.
+
+    Without a score range, failures-only or a search, the count comes from the
+    running totals (``grade_stats``) instead of counting grades.
+    """
+    from sqlalchemy import text
+
+    if sort not in _SORTS:
+        raise ConfigurationError(f"sort must be one of {', '.join(_SORTS)}, not {sort!r}")
+    if offset < 0 or not 1 <= limit <= MAX_PAGE:
+        raise ConfigurationError(f"offset must be >= 0 and limit in 1..{MAX_PAGE}")
+    where: list[str] = []
+    params: dict[str, Any] = {}
+    for column, value in (("task", task), ("candidate_model", candidate), ("grader_id", judge)):
+        if value:
+            where.append(f"{column} = :{column}")
+            params[column] = value
+    narrowed = lo > 0.0 or hi < 1.0 or failures or bool(q)
+    if lo > 0.0:
+        where.append("quality_score >= :lo")
+        params["lo"] = float(lo)
+    if hi < 1.0:
+        where.append("quality_score <= :hi")
+        params["hi"] = float(hi)
+    if failures:
+        where.append("quality_score < :minq")
+        params["minq"] = float(min_quality)
+    if q:
+        where.append("(" + " OR ".join(f"LOWER({c}) LIKE :q ESCAPE '\\'" for c in _SEARCHED) + ")")
+        params["q"] = _like(q)
+    clause = (" WHERE " + " AND ".join(where)) if where else ""
+    sql = f"SELECT {_SELECT} FROM grades{clause} ORDER BY {_SORTS[sort]} LIMIT :limit OFFSET :offset"
+    with ledger.engine.connect() as conn:
+        records = conn.execute(text(sql), {**params, "limit": limit, "offset": offset}).mappings().all()
+        if narrowed:
+            total = int(conn.execute(text(f"SELECT COUNT(*) FROM grades{clause}"), params).scalar_one())
+        else:
+            total = -1
+        conn.rollback()
+    if total < 0:
+        total = sum(
+            t.n
+            for t in ledger.grade_totals(
+                task=task or None, candidate_model=candidate or None, grader_id=judge or None
+            )
+        )
+    return total, [case_row(dict(r), min_quality=min_quality) for r in records]
+
+
+def _one(query: Mapping[str, Sequence[str]], name: str) -> str | None:
+    values = query.get(name)
+    return values[-1] if values else None
+
+
+def _number(query: Mapping[str, Sequence[str]], name: str, default: float) -> float:
+    raw = _one(query, name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number, not {raw!r}") from None
+
+
+class ReportServer(ThreadingHTTPServer):
+    """A started HTTP server of one ledger's report (``url``; ``shutdown()`` stops it)."""
+
+    daemon_threads = True
+
+    def __init__(
+        self,
+        ledger: QualityLedger,
+        host: str,
+        port: int,
+        *,
+        min_quality: float,
+        min_samples: int,
+        confidence: float,
+        route_on: Sequence[str],
+        quiet: bool,
+    ) -> None:
+        super().__init__((host, port), _Handler)
+        self.ledger = ledger
+        self.settings: dict[str, Any] = {
+            "min_quality": min_quality,
+            "min_samples": min_samples,
+            "confidence": confidence,
+            "route_on": tuple(route_on),
+        }
+        self.quiet = quiet
+        self._page: tuple[Any, bytes] | None = None
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://host:port/`` of the page."""
+        host, port = self.server_address[:2]
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        shown = f"[{name}]" if ":" in name else name
+        return f"http://{shown}:{port}/"
+
+    def page(self) -> bytes:
+        """The page, rendered again only when the ledger's totals, calibrations or stability changed."""
+        from llm_connect.report._page import render_view_page
+
+        totals = self.ledger.grade_totals()
+        version = (
+            tuple(
+                (t.task, t.baseline_model, t.grader_id, t.candidate_model, t.n, t.sum_quality) for t in totals
+            ),
+            tuple((c.id, c.passed) for c in self.ledger.calibrations()),
+            tuple(s.id for s in self.ledger.stability_runs(limit=1)),
+        )
+        with self._lock:
+            if self._page is not None and self._page[0] == version:
+                return self._page[1]
+            settings = dict(self.settings)
+            body = render_view_page(
+                self.ledger,
+                min_quality=settings["min_quality"],
+                min_samples=settings["min_samples"],
+                confidence=settings["confidence"],
+                route_on=settings["route_on"],
+            ).encode("utf-8")
+            self._page = (version, body)
+            return body
+
+    def start(self) -> ReportServer:
+        """Serve in a daemon thread; returns ``self``."""
+        self._thread = threading.Thread(target=self.serve_forever, name="llm-connect-view", daemon=True)
+        self._thread.start()
+        return self
+
+    def shutdown(self) -> None:
+        """Stop serving and close the socket (the ledger stays open)."""
+        if self._thread is not None:
+            super().shutdown()
+            self._thread.join()
+            self._thread = None
+        self.server_close()
+
+
+_CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'"
+)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ReportServer
+    server_version = "llm-connect-view"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if not self.server.quiet:
+            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+    def _send(self, status: int, body: bytes, content_type: str, head: bool = False) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Content-Security-Policy", _CSP)
+        if status == 405:
+            self.send_header("Allow", "GET, HEAD")
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+    def _json(self, status: int, data: Any, head: bool) -> None:
+        body = json.dumps(data, ensure_ascii=False, allow_nan=False, default=str).encode("utf-8")
+        self._send(status, body, "application/json; charset=utf-8", head)
+
+    def _get(self, head: bool) -> None:
+        parts = urlsplit(self.path)
+        try:
+            if parts.path in ("/", "/index.html"):
+                self._send(200, self.server.page(), "text/html; charset=utf-8", head)
+            elif parts.path == "/api/cases":
+                self._json(200, self._cases(parse_qs(parts.query)), head)
+            else:
+                self._json(404, {"error": f"not found: {parts.path}"}, head)
+        except ConfigurationError as exc:
+            self._json(400, {"error": str(exc)}, head)
+        except LLMConnectError as exc:
+            self._json(500, {"error": str(exc)}, head)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _cases(self, query: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+        minq = float(self.server.settings["min_quality"])
+        offset = int(_number(query, "offset", 0))
+        limit = int(_number(query, "limit", 100))
+        total, rows = page_cases(
+            self.server.ledger,
+            task=_one(query, "task"),
+            candidate=_one(query, "candidate"),
+            judge=_one(query, "judge"),
+            lo=_number(query, "min", 0.0),
+            hi=_number(query, "max", 1.0),
+            failures=_one(query, "failures") in ("1", "true", "on", "yes"),
+            q=(_one(query, "q") or "").strip() or None,
+            sort=_one(query, "sort") or "score-asc",
+            offset=offset,
+            limit=limit,
+            min_quality=minq,
+        )
+        return {"total": total, "offset": offset, "rows": rows}
+
+    def do_GET(self) -> None:
+        self._get(head=False)
+
+    def do_HEAD(self) -> None:
+        self._get(head=True)
+
+    def _refuse(self) -> None:
+        self._json(405, {"error": f"{self.command} is not allowed: this server is read-only"}, False)
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse
+
+
+def serve(
+    ledger: QualityLedger,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    min_quality: float = 0.9,
+    min_samples: int = 30,
+    confidence: float = 0.95,
+    route_on: Sequence[str] = (),
+    quiet: bool = True,
+) -> ReportServer:
+    """Start serving ``ledger``'s report on ``host:port`` (``port=0``: a free port) in a daemon
+    thread; returns the started :class:`ReportServer` (``.url``, ``.shutdown()``)."""
+    check_settings(min_quality, min_samples, confidence)
+    try:
+        server = ReportServer(
+            ledger,
+            host,
+            port,
+            min_quality=min_quality,
+            min_samples=min_samples,
+            confidence=confidence,
+            route_on=route_on,
+            quiet=quiet,
+        )
+    except OSError as exc:
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return server.start()

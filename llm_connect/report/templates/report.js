@@ -1,0 +1,190 @@
+/* llm-connect case browser: plain JavaScript, no network request except the view server's own
+   /api/cases (when the page holds no #case-data). Texts are inserted with textContent only. */
+(function () {
+  "use strict";
+  var root = document.getElementById("cases");
+  if (!root) { return; }
+  var PAGE = 200;
+  var minQuality = parseFloat(root.getAttribute("data-min-quality"));
+  var dataEl = document.getElementById("case-data");
+  var data = dataEl ? JSON.parse(dataEl.textContent) : null;
+  var list = document.getElementById("case-list");
+  var countEl = document.getElementById("case-count");
+  var totalEl = document.getElementById("case-total");
+  var more = document.getElementById("case-more");
+  var ids = ["f-task", "f-candidate", "f-judge", "f-min", "f-max", "f-failures", "f-search", "f-sort"];
+  var controls = {};
+  ids.forEach(function (id) { controls[id] = document.getElementById(id); });
+  var shown = 0;
+  var matching = [];
+  var request = 0;
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) { node.className = cls; }
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+
+  function num(value, digits) {
+    return value === null || value === undefined ? "-" : Number(value).toFixed(digits);
+  }
+
+  function filters() {
+    var lo = parseFloat(controls["f-min"].value);
+    var hi = parseFloat(controls["f-max"].value);
+    return {
+      task: controls["f-task"].value,
+      candidate: controls["f-candidate"].value,
+      judge: controls["f-judge"].value,
+      min: isNaN(lo) ? 0 : lo,
+      max: isNaN(hi) ? 1 : hi,
+      failures: controls["f-failures"].checked,
+      q: controls["f-search"].value.trim().toLowerCase(),
+      sort: controls["f-sort"].value || "score-asc"
+    };
+  }
+
+  function promptOf(row) { return row.prompt !== undefined ? row.prompt : data.prompts[row.p]; }
+  function diffOf(row) { return row.diff !== undefined ? row.diff : data.diffs[row.d]; }
+
+  function haystack(row) {
+    if (row._text === undefined) {
+      var parts = [promptOf(row), row.notes, row.case || "", row.run || "", row.cand_served || "", row.base_served || ""];
+      diffOf(row).forEach(function (seg) { parts.push(seg[1]); });
+      row._text = parts.join("\n").toLowerCase();
+    }
+    return row._text;
+  }
+
+  function keep(row, f) {
+    if (f.task && row.task !== f.task) { return false; }
+    if (f.candidate && row.cand !== f.candidate) { return false; }
+    if (f.judge && row.judge !== f.judge) { return false; }
+    if (row.score < f.min || row.score > f.max) { return false; }
+    if (f.failures && !(row.score < minQuality)) { return false; }
+    if (f.q && haystack(row).indexOf(f.q) < 0) { return false; }
+    return true;
+  }
+
+  function side(title, model, served, cost, ms, tools, segments, own, tag) {
+    var box = el("div", "side");
+    var head = el("h4", null, title + ": " + model + (served && served !== model ? " (served as " + served + ")" : ""));
+    box.appendChild(head);
+    box.appendChild(el("div", "meta", "cost " + (cost === null || cost === undefined ? "-" : "$" + Number(cost).toPrecision(3)) +
+      ", latency " + (ms === null || ms === undefined ? "-" : Math.round(ms) + " ms")));
+    var text = el("div", "text");
+    segments.forEach(function (seg) {
+      if (seg[0] === "=") { text.appendChild(document.createTextNode(seg[1])); }
+      else if (seg[0] === own) { text.appendChild(el(tag, null, seg[1])); }
+    });
+    box.appendChild(text);
+    (tools || []).forEach(function (call) { box.appendChild(el("div", "tools", "tool call: " + call)); });
+    return box;
+  }
+
+  function details(row) {
+    var body = document.createDocumentFragment();
+    body.appendChild(el("h4", null, "Prompt"));
+    body.appendChild(el("div", "text", promptOf(row)));
+    var sides = el("div", "sides");
+    var segments = diffOf(row);
+    sides.appendChild(side("Baseline", row.base, row.base_served, row.cost_base, row.ms_base, row.tools_base, segments, "-", "del"));
+    sides.appendChild(side("Candidate", row.cand, row.cand_served, row.cost_cand, row.ms_cand, row.tools_cand, segments, "+", "ins"));
+    body.appendChild(sides);
+    body.appendChild(el("p", "notes", "Judge " + row.judge + ": " + num(row.score, 3) + (row.notes ? " \u2014 " + row.notes : "")));
+    var meta = "run " + (row.run || "-") + ", case " + (row.case || "-") + ", grade #" + row.id + (row.at ? ", " + row.at : "");
+    body.appendChild(el("p", "meta", meta));
+    if (row.meta !== null && row.meta !== undefined) {
+      body.appendChild(el("div", "text", "metadata: " + JSON.stringify(row.meta, null, 2)));
+    }
+    return body;
+  }
+
+  function rowElement(row) {
+    var item = el("article", "case-row" + (row.score < minQuality ? " fail" : ""));
+    item.setAttribute("data-task", row.task);
+    item.setAttribute("data-candidate", row.cand);
+    item.setAttribute("data-judge", row.judge);
+    item.setAttribute("data-score", String(row.score));
+    var head = el("header");
+    head.appendChild(el("span", "score", num(row.score, 3)));
+    head.appendChild(el("span", null, row.task));
+    head.appendChild(el("span", null, row.cand + " vs " + row.base));
+    head.appendChild(el("span", "meta", row.judge));
+    head.appendChild(el("span", "meta", "case " + (row.case || "-")));
+    if (row.cand_served) { head.appendChild(el("span", "meta", "served " + row.cand_served)); }
+    item.appendChild(head);
+    var box = el("details");
+    box.appendChild(el("summary", null, "answers side by side, judge notes" + (row.notes ? ": " + row.notes.slice(0, 120) : "")));
+    box.addEventListener("toggle", function () {
+      if (box.open && !box._filled) { box._filled = true; box.appendChild(details(row)); }
+    });
+    item.appendChild(box);
+    return item;
+  }
+
+  function append(rows, total) {
+    rows.forEach(function (row) { list.appendChild(rowElement(row)); });
+    shown += rows.length;
+    countEl.textContent = String(shown);
+    totalEl.textContent = String(total);
+    more.hidden = shown >= total;
+  }
+
+  function order(f) {
+    var sign = f.sort === "score-desc" ? -1 : 1;
+    return function (a, b) { return sign * (a.score - b.score) || sign * (a.id - b.id); };
+  }
+
+  function fetchPage(f, offset, replace) {
+    var params = new URLSearchParams();
+    if (f.task) { params.set("task", f.task); }
+    if (f.candidate) { params.set("candidate", f.candidate); }
+    if (f.judge) { params.set("judge", f.judge); }
+    params.set("min", String(f.min));
+    params.set("max", String(f.max));
+    if (f.failures) { params.set("failures", "1"); }
+    if (f.q) { params.set("q", f.q); }
+    params.set("sort", f.sort);
+    params.set("offset", String(offset));
+    params.set("limit", String(PAGE));
+    var mine = ++request;
+    return fetch("api/cases?" + params.toString(), { headers: { "Accept": "application/json" } })
+      .then(function (resp) { return resp.json(); })
+      .then(function (page) {
+        if (mine !== request) { return; }
+        if (replace) { list.replaceChildren(); shown = 0; }
+        append(page.rows, page.total);
+      })
+      .catch(function (err) { totalEl.textContent = "?"; countEl.textContent = String(shown); more.hidden = true; void err; });
+  }
+
+  function apply() {
+    var f = filters();
+    if (data) {
+      matching = data.rows.filter(function (row) { return keep(row, f); }).sort(order(f));
+      list.replaceChildren();
+      shown = 0;
+      append(matching.slice(0, PAGE), matching.length);
+    } else {
+      fetchPage(f, 0, true);
+    }
+  }
+
+  more.addEventListener("click", function () {
+    if (data) { append(matching.slice(shown, shown + PAGE), matching.length); }
+    else { fetchPage(filters(), shown, false); }
+  });
+  var timer = null;
+  ids.forEach(function (id) {
+    var node = controls[id];
+    if (!node) { return; }
+    var typed = node.type === "search" || node.type === "number";
+    node.addEventListener(typed ? "input" : "change", function () {
+      if (timer) { clearTimeout(timer); timer = null; }
+      if (data || !typed) { apply(); } else { timer = setTimeout(apply, 150); }
+    });
+  });
+  apply();
+}());
