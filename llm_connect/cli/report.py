@@ -146,6 +146,7 @@ def view(
         confidence=confidence,
         route_on=list(route_on or []),
         quiet=True,
+        warm=True,
     )
     typer.echo(f"serving {server.url} (read-only; Ctrl-C to stop)")
     try:

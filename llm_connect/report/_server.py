@@ -297,9 +297,14 @@ def serve(
     confidence: float = 0.95,
     route_on: Sequence[str] = (),
     quiet: bool = True,
+    warm: bool = False,
 ) -> ReportServer:
     """Start serving ``ledger``'s report on ``host:port`` (``port=0``: a free port) in a daemon
-    thread; returns the started :class:`ReportServer` (``.url``, ``.shutdown()``)."""
+    thread; returns the started :class:`ReportServer` (``.url``, ``.shutdown()``).
+
+    ``warm=True`` renders the page once before returning (matplotlib's import and the
+    figures), so the first request is answered at once.
+    """
     check_settings(min_quality, min_samples, confidence)
     try:
         server = ReportServer(
@@ -314,4 +319,10 @@ def serve(
         )
     except OSError as exc:
         raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    if warm:
+        try:
+            server.page()
+        except BaseException:
+            server.server_close()
+            raise
     return server.start()
