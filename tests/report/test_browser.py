@@ -237,6 +237,27 @@ def test_an_answer_holding_script_shows_as_text_and_runs_nothing(
     assert_offline(page, [url])  # the <img src="x"> of the answer was never requested
 
 
+def test_a_case_shows_both_answers_with_the_diff_tool_calls_and_served_models(
+    page: Any, report_file: Path, tmp_path: Path
+) -> None:
+    url = open_file(page, report_file)
+    select(page, "#f-candidate", GOOD)
+    select(page, "#f-judge", JUDGES[0])
+    type_into(page, "#f-search", "support-011")  # a failing case of the proven candidate, with a tool call
+    rows_settled(page, lambda rows: len(rows) == 1)
+    row = by_css(page, "#cases .case-row")
+    assert row.get_attribute("data-task") == "support" and float(row.get_attribute("data-score")) < 0.9
+    row.find_element("css selector", "summary").click()
+    wait_for(page, lambda d: "tool call" in row.text, "the opened row shows no tool call")
+    text = row.text
+    assert "lookup_order" in text and "A-1011" in text
+    assert "gpt-4o-2024-08-06" in text and "gpt-4o-mini-2024-07-18" in text  # served model names
+    assert row.find_elements("css selector", "del") and row.find_elements("css selector", "ins")
+    screenshot(page, tmp_path, "file-case-tools", "#cases")
+    assert_no_console_errors(page)
+    assert_offline(page, [url])
+
+
 def test_filters_change_the_rows(page: Any, report_file: Path, tmp_path: Path) -> None:
     url = open_file(page, report_file)
     everything = rows_settled(page, lambda rows: True)
