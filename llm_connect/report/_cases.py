@@ -61,7 +61,7 @@ def _iso(value: Any) -> str | None:
     return str(value)
 
 
-def case_row(values: Mapping[str, Any], *, min_quality: float) -> dict[str, Any]:
+def case_row(values: Mapping[str, Any], *, min_quality: float, diff: bool = True) -> dict[str, Any]:
     """A case row from a grade's stored columns (``grades`` column names; texts included).
 
     ``values`` holds ``id``, ``created_at``, ``run_id``, ``case_id``, ``task``,
@@ -73,7 +73,7 @@ def case_row(values: Mapping[str, Any], *, min_quality: float) -> dict[str, Any]
     """
     score = float(values["quality_score"])
     meta = _json_value(values.get("metadata"))
-    return {
+    row: dict[str, Any] = {
         "id": int(values["id"]),
         "task": values["task"],
         "cand": values["candidate_model"],
@@ -95,8 +95,13 @@ def case_row(values: Mapping[str, Any], *, min_quality: float) -> dict[str, Any]
         "ms_base": values.get("baseline_latency_ms"),
         "ms_cand": values.get("candidate_latency_ms"),
         "prompt": values.get("prompt") or "",
-        "diff": _diff_of(values.get("baseline_text") or "", values.get("candidate_text") or ""),
     }
+    texts = (values.get("baseline_text") or "", values.get("candidate_text") or "")
+    if diff:
+        row["diff"] = _diff_of(*texts)
+    else:
+        row["_texts"] = texts
+    return row
 
 
 _DIFF_CACHE: dict[tuple[str, str], list[list[str]]] = {}
@@ -142,7 +147,8 @@ def pack_cases(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     for row in rows:
         row = dict(row)
         prompt = row.pop("prompt")
-        diff = row.pop("diff")
+        texts = row.pop("_texts", None)
+        diff = row.pop("diff") if texts is None else _diff_of(*texts)
         row["p"] = prompts.setdefault(prompt, len(prompts))
         key = json.dumps(diff, ensure_ascii=False)
         if key not in diffs:

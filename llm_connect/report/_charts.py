@@ -68,7 +68,11 @@ def cost_quality_svg(report: TaskReport, *, salt: str) -> str:
     values = [*(x for x in xs if x is not None), *([base_x] if base_x is not None else [])]
     log = by_cost and len(values) > 1 and max(values) / min(values) > 20
     if log:
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # plain text, no mathtext
+        ax.xaxis.set_minor_formatter(NullFormatter())  # no label per minor tick (each costs a layout)
     span = (math.log10(max(values)) - math.log10(min(values))) if log and values else 0.0
     groups = {(g.candidate, g.grader_id): g for g in report.groups}
     for j, gid in enumerate(routing):
@@ -131,7 +135,7 @@ def cost_quality_svg(report: TaskReport, *, salt: str) -> str:
     ax.grid(True, linewidth=0.3, alpha=0.5)
     ax.legend(fontsize=7, loc="lower right", framealpha=0.85)
     ax.set_title(f"{decision.task}: cost against quality", fontsize=9)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.14, top=0.91)  # fixed: tight_layout lays out twice
     return _svg(fig, salt, f"cost against quality for task {decision.task}")
 
 
@@ -163,5 +167,5 @@ def scatter_svg(
     ax.set_xlabel(f"reference ({reference})", fontsize=7)
     ax.set_ylabel(f"judge ({judge})", fontsize=7)
     ax.tick_params(labelsize=7)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.17, right=0.97, bottom=0.14, top=0.97)
     return _svg(fig, salt, f"{judge} against {reference}")

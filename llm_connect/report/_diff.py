@@ -20,7 +20,7 @@ MAX_DIFF_TOKENS = 6000
 """Above this many tokens on either side the answers are shown as one removal and one insertion
 (SequenceMatcher is quadratic in the worst case; a report must not stall on one huge answer)."""
 
-_TOKENS = re.compile(r"\s+|[^\s]+")
+_TOKENS = re.compile(r"^\s+|\S+\s*")
 
 
 def _tokens(text: str) -> list[str]:
@@ -50,9 +50,19 @@ def word_diff(baseline: str, candidate: str) -> list[list[str]]:
         else:
             out.append([op, text])
 
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    # Words are compared without the whitespace that follows them; a word both sides share
+    # but followed by other whitespace is kept as shared, its whitespace shown as changed.
+    keys_a, keys_b = [t.rstrip() for t in a], [t.rstrip() for t in b]
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, keys_a, keys_b, autojunk=False).get_opcodes():
         if tag == "equal":
-            push("=", a[i1:i2])
+            for ta, tb in zip(a[i1:i2], b[j1:j2], strict=True):
+                if ta == tb:
+                    push("=", [ta])
+                else:
+                    word = ta.rstrip()
+                    push("=", [word])
+                    push("-", [ta[len(word) :]])
+                    push("+", [tb[len(word) :]])
         else:
             push("-", a[i1:i2])
             push("+", b[j1:j2])

@@ -320,7 +320,7 @@ def _build(
         raise ConfigurationError(f"max_cases must be a positive int, not {max_cases!r}")
     sel, _ = select(ledger, run_ids=run_ids, tasks=tasks, since=since)
     rows = [
-        case_row(_row_values(r), min_quality=min_quality)
+        case_row(_row_values(r), min_quality=min_quality, diff=False)
         for r in ledger.results(
             run_id=list(sel.run_ids) or None, task=list(sel.tasks) or None, since=sel.since
         )
@@ -341,8 +341,8 @@ def _build(
     )
     kept, truncated = truncate(rows, limit)
     packed = embed_json(pack_cases(kept))
-    while len(packed.encode("utf-8")) > BYTE_BUDGET and len(kept) > 1:
-        limit = max(1, len(kept) // 2)
+    while (size := len(packed.encode("utf-8"))) > BYTE_BUDGET and len(kept) > 1:
+        limit = max(1, min(len(kept) - 1, int(len(kept) * 0.95 * BYTE_BUDGET / size)))
         kept, _ = truncate(rows, limit)
         truncated = True
         packed = embed_json(pack_cases(kept))

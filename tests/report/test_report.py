@@ -249,8 +249,9 @@ def test_word_diff_round_trips() -> None:
     segments = word_diff(a, b)
     assert "".join(t for op, t in segments if op != "+") == a
     assert "".join(t for op, t in segments if op != "-") == b
-    assert ["-", "quick"] in segments and ["+", "slow"] in segments
-    assert diff_html(segments, "baseline") == "the <del>quick</del> brown fox &lt;jumps&gt;"
+    assert ["-", "quick "] in segments and ["+", "slow "] in segments
+    assert diff_html(segments, "baseline") == "the <del>quick </del>brown fox &lt;jumps&gt;"
+    assert diff_html(segments, "candidate") == "the <ins>slow </ins>brown fox &lt;jumps&gt;<ins> high</ins>"
 
 
 def test_all_is_sorted_and_importable() -> None:
