@@ -112,6 +112,29 @@ def check_sections(driver: Any, tmp_path: Path, prefix: str, expected: tuple[str
         screenshot(driver, tmp_path, f"{prefix}-{name}", f"section#{name}")
 
 
+def check_filters(driver: Any) -> None:
+    """The case browser's controls are the ones the contract names, with its values."""
+
+    def options(selector: str) -> list[str]:
+        return [
+            o.get_attribute("value") for o in by_css(driver, selector).find_elements("css selector", "option")
+        ]
+
+    assert set(options("select#f-task")) == {"", *TASKS}
+    assert set(options("select#f-candidate")) == {"", GOOD, BAD}
+    assert set(options("select#f-judge")) == {"", *JUDGES}
+    assert set(options("select#f-sort")) == {"score-asc", "score-desc"}
+    for name in ("f-min", "f-max"):
+        field = by_css(driver, f"input#{name}")
+        assert (field.get_attribute("type"), field.get_attribute("min"), field.get_attribute("max")) == (
+            "number",
+            "0",
+            "1",
+        )
+    assert by_css(driver, "input#f-failures").get_attribute("type") == "checkbox"
+    assert by_css(driver, "input#f-search").get_attribute("type") in ("text", "search")
+
+
 def pwned_not_run(driver: Any) -> None:
     assert driver.execute_script("return typeof window.__pwned") == "undefined", "the <script> answer ran"
 
@@ -192,6 +215,7 @@ def test_the_file_opens_offline_with_every_section_and_no_console_error(
     for task in TASKS:
         assert re.search(rf"{task}: route to {re.escape(GOOD)}", decisions), decisions
     check_sections(page, tmp_path, "file")
+    check_filters(page)
     pwned_not_run(page)
     assert_no_console_errors(page)
     assert url in assert_offline(page, [url])
@@ -362,6 +386,7 @@ def test_the_view_server_pages_cases_from_its_api(page: Any, view_server: Any, t
     first = rows_settled(page, lambda rows: True)
     assert by_css(page, "#case-total").text == str(TOTAL)
     check_sections(page, tmp_path, "view")
+    check_filters(page)
     so_far = requests()
     assert url in so_far and any(u.startswith(f"{url}api/cases?") for u in so_far), so_far
 
