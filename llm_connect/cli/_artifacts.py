@@ -29,6 +29,7 @@ def write_artifacts(
     ledger: Any,
     threshold: float,
     min_samples: int,
+    route_on: list[str] | None = None,
 ) -> None:
     """Write the JUnit XML and the HTML report of the run just made (each only when asked).
 

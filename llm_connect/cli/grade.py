@@ -467,7 +467,7 @@ def grade(
 
     write_artifacts(
         junit=junit, report_path=report_file, stats=stats, report=report, ledger=outcome.ledger,
-        threshold=threshold, min_samples=needed,
+        threshold=threshold, min_samples=needed, route_on=list(outcome.gating_ids),
     )  # fmt: skip
     if json_out:
         payload = {

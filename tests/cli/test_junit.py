@@ -106,3 +106,18 @@ def test_a_junit_path_in_a_missing_folder_is_a_usage_error_before_any_write(tmp_
     result = grade(tmp_path, db, "--junit", str(tmp_path / "nope" / "r.xml"))
     assert result.exit_code == 2 and "--junit" in result.stderr
     assert not (tmp_path / "ledger.db").exists()
+
+
+def test_grade_report_writes_the_runs_html_report(tmp_path: Path, db: str) -> None:
+    out = tmp_path / "report.html"
+    result = grade(tmp_path, db, "--report", str(out), "--junit", str(tmp_path / "r.xml"))
+    assert result.exit_code == 0, result.output
+    html = out.read_text(encoding="utf-8")
+    assert 'id="decisions"' in html and "Routed to good instead of base" in html
+    assert "report:" in result.stderr and (tmp_path / "r.xml").exists()
+
+
+def test_a_report_path_in_a_missing_folder_is_a_usage_error(tmp_path: Path, db: str) -> None:
+    result = grade(tmp_path, db, "--report", str(tmp_path / "nope" / "r.html"))
+    assert result.exit_code == 2 and "--report" in result.stderr
+    assert not (tmp_path / "ledger.db").exists()
