@@ -10,11 +10,13 @@ comes from them.
 
 from __future__ import annotations
 
+from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, explain_decision
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import assess, candidate_alpha, gather
 from llm_connect.routing._router import Router
 
 __all__ = [
+    "STABILITY_ORDER",
     "CandidateEvidence",
     "GraderEvidence",
     "IgnoredGrader",
@@ -22,5 +24,7 @@ __all__ = [
     "RoutingDecision",
     "assess",
     "candidate_alpha",
+    "cheapest_proven",
+    "explain_decision",
     "gather",
 ]

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError
+from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, explain_decision
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import (
     candidate_alpha,
     gather,
-    method_name,
     snapshot_settings,
 )
 
@@ -37,10 +37,6 @@ def _asks_llm(totals: Sequence[Any]) -> dict[str, bool]:
 def _version(totals: Any) -> tuple[int, float, float]:
     """Changes whenever a group's grades change (every ledger write updates the running totals)."""
     return (totals.n, totals.sum_quality, totals.sum_quality_sq)
-
-
-def _pct(level: float) -> str:
-    return f"{100.0 * level:.4g}%"
 
 
 def _weighted(pairs: list[tuple[Any, Any]]) -> float | None:
@@ -245,8 +241,8 @@ class Router:
                 )
             )
 
-        chosen = self._cheapest([c for c in evidence if c.passed], cands)
-        reason = self._reason(
+        chosen = cheapest_proven(evidence, cands)
+        reason = explain_decision(
             chosen,
             task,
             baseline,
@@ -295,80 +291,3 @@ class Router:
         if found is None:
             return None, False
         return found.verdict, STABILITY_ORDER.index(found.verdict) <= STABILITY_ORDER.index(min_stability)
-
-    @staticmethod
-    def _cheapest(passing: list[CandidateEvidence], order: list[str]) -> CandidateEvidence | None:
-        if not passing:
-            return None
-        return min(
-            passing,
-            key=lambda c: (
-                c.mean_cost_usd is None,
-                c.mean_cost_usd if c.mean_cost_usd is not None else 0.0,
-                order.index(c.model),
-            ),
-        )
-
-    @staticmethod
-    def _reason(
-        chosen: CandidateEvidence | None,
-        task: str,
-        baseline: str,
-        evidence: list[CandidateEvidence],
-        used: list[str],
-        ignored: list[IgnoredGrader],
-        *,
-        min_quality: float,
-        min_samples: int,
-        alpha: float,
-        fixed_n: bool,
-        min_stability: str | None = None,
-    ) -> str:
-        notes = "".join(f" Ignored {g.why}." for g in ignored)
-        if not evidence:
-            return f"Kept the baseline {baseline}: no candidates were given.{notes}"
-        if not used:
-            return (
-                f"Kept the baseline {baseline}: no usable grader remains, so no candidate has evidence."
-                f"{notes}"
-            )
-        k = len(evidence)
-        rule = (
-            f"{method_name(fixed_n)} {_pct(1.0 - alpha)} lower bound of mean per-case quality >= "
-            f"{min_quality:g} with >= {min_samples} cases on {' and '.join(used)}"
-            + (f"; {_pct(1.0 - alpha * k)} over {k} candidates (Bonferroni)" if k > 1 else "")
-            + (f"; stability {min_stability} or better" if min_stability is not None else "")
-        )
-        if chosen is None:
-            failures = "; ".join(
-                f"{c.model}: " + ", ".join([g.why for g in c.graders if not g.passed] + _unstable(c, task))
-                for c in evidence
-            )
-            return f"Kept the baseline {baseline}: no candidate is proven ({rule}). {failures}.{notes}"
-        cost = (
-            f"mean cost {chosen.cost_ratio:.2f}x the baseline's"
-            if chosen.cost_ratio is not None
-            else "cost unknown, first qualifying candidate in the order given"
-        )
-        others = [c.model for c in evidence if c.passed and c is not chosen]
-        also = f" Also qualified: {', '.join(others)}." if others else ""
-        proof = "; ".join(g.why for g in chosen.graders)
-        if min_stability is not None:
-            proof += f"; stability {chosen.stability} on {task}"
-        return (
-            f"Routed to {chosen.model} instead of {baseline}: the cheapest proven candidate ({rule}): "
-            f"{proof}; {cost}.{also}{notes}"
-        )
-
-
-STABILITY_ORDER = ("SAFE", "RISKY", "DO_NOT_SHIP")
-"""Stability verdicts, best first (``min_stability="RISKY"`` accepts SAFE and RISKY)."""
-
-
-def _unstable(candidate: CandidateEvidence, task: str) -> list[str]:
-    """Why ``candidate`` misses ``min_stability`` (empty when it meets it)."""
-    if candidate.stability_ok:
-        return []
-    if candidate.stability is None:
-        return [f"no stability analysis stored on {task} (run llm-connect stability --task {task})"]
-    return [f"stability {candidate.stability} on {task}, below the minimum"]
