@@ -113,13 +113,19 @@ def _ratio(value: float | None, base: float | None) -> float | None:
 
 
 def _histogram(series: Any) -> tuple[int, ...]:
-    counts = [0] * BINS
-    if series is None:
-        return tuple(counts)
-    for n, total in zip(series.grades, series.sum_quality, strict=True):
-        value = min(1.0, max(0.0, total / n)) if n else 0.0
-        counts[min(BINS - 1, int(value * BINS))] += 1
-    return tuple(counts)
+    """Cases per bin of the per-case mean (``sum / n`` clipped to 0..1; no grades: 0), in numpy:
+    the same floating-point steps as ``min(BINS - 1, int(value * BINS))`` per case."""
+    if series is None or not series.grades:
+        return (0,) * BINS
+    import numpy as np
+
+    n = np.asarray(series.grades, dtype=np.float64)
+    sums = np.asarray(series.sum_quality, dtype=np.float64)
+    values = np.zeros_like(sums)
+    np.divide(sums, n, out=values, where=n != 0)
+    values = np.clip(values, 0.0, 1.0)
+    bins = np.minimum(BINS - 1, (values * BINS).astype(np.int64))
+    return tuple(int(c) for c in np.bincount(bins, minlength=BINS))
 
 
 def _cheapest(passing: list[CandidateEvidence], order: list[str]) -> CandidateEvidence | None:

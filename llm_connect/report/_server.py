@@ -68,7 +68,9 @@ def page_cases(
     """``(matching grades, one page of case rows)`` from SQL, ordered by score then id.
 
     Without a score range, failures-only or a search, the count comes from the
-    running totals (``grade_stats``) instead of counting grades.
+    running totals (``grade_stats``) instead of counting grades, and a shallow
+    page is read group by group from the routing index (:func:`_page_by_group`)
+    instead of sorting every grade.
     """
     from sqlalchemy import text
 
@@ -96,22 +98,80 @@ def page_cases(
         where.append("(" + " OR ".join(f"LOWER({c}) LIKE :q ESCAPE '\\'" for c in _SEARCHED) + ")")
         params["q"] = _like(q)
     clause = (" WHERE " + " AND ".join(where)) if where else ""
-    sql = f"SELECT {_SELECT} FROM grades{clause} ORDER BY {_SORTS[sort]} LIMIT :limit OFFSET :offset"
-    with ledger.engine.connect() as conn:
-        records = conn.execute(text(sql), {**params, "limit": limit, "offset": offset}).mappings().all()
-        if narrowed:
-            total = int(conn.execute(text(f"SELECT COUNT(*) FROM grades{clause}"), params).scalar_one())
-        else:
-            total = -1
-        conn.rollback()
-    if total < 0:
-        total = sum(
-            t.n
+    groups: list[tuple[str, str, str, str, int]] = []
+    total = -1
+    if not narrowed:
+        groups = [
+            (t.task, t.baseline_model, t.grader_id, t.candidate_model, t.n)
             for t in ledger.grade_totals(
                 task=task or None, candidate_model=candidate or None, grader_id=judge or None
             )
-        )
+        ]
+        total = sum(g[4] for g in groups)
+    records: Sequence[Any]
+    with ledger.engine.connect() as conn:
+        if not narrowed and _by_group(groups, offset + limit, total):
+            records = _page_by_group(conn, groups, sort=sort, offset=offset, limit=limit)
+        else:
+            sql = f"SELECT {_SELECT} FROM grades{clause} ORDER BY {_SORTS[sort]} LIMIT :limit OFFSET :offset"
+            records = conn.execute(text(sql), {**params, "limit": limit, "offset": offset}).mappings().all()
+        if narrowed:
+            total = int(conn.execute(text(f"SELECT COUNT(*) FROM grades{clause}"), params).scalar_one())
+        conn.rollback()
     return total, [case_row(dict(r), min_quality=min_quality) for r in records]
+
+
+GROUP_SHARE = 8
+"""Page by group when the groups' leading grades read are at most 1/``GROUP_SHARE`` of the grades."""
+MAX_GROUPS = 256
+"""Page by group only up to this many (task, baseline, judge, candidate) groups (a query each)."""
+
+
+def _by_group(groups: Sequence[tuple[str, str, str, str, int]], depth: int, total: int) -> bool:
+    """Whether reading each group's first ``depth`` grades beats sorting every grade."""
+    if not groups or len(groups) > MAX_GROUPS:
+        return False
+    return sum(min(depth, g[4]) for g in groups) * GROUP_SHARE <= total
+
+
+def _page_by_group(
+    conn: Any, groups: Sequence[tuple[str, str, str, str, int]], *, sort: str, offset: int, limit: int
+) -> list[Any]:
+    """One page of the unfiltered ordering, read group by group from ``ix_grades_routing``.
+
+    Within one (task, baseline, judge, candidate) the routing index is ordered by
+    score, so each group's first ``offset + limit`` grades in the page's order
+    are a short index range read (the id breaks ties); the page is the slice of
+    their merge, exactly the ``ORDER BY quality_score, id`` of every grade, and
+    only its rows are read in full. The groups are the running totals', as is
+    the count of the unfiltered page.
+    """
+    from sqlalchemy import text
+
+    depth = offset + limit
+    keyed = (
+        "SELECT id, quality_score FROM grades WHERE task = :task AND baseline_model = :base "
+        f"AND grader_id = :judge AND candidate_model = :cand ORDER BY {_SORTS[sort]} LIMIT :depth"
+    )
+    found: list[tuple[float, int]] = []
+    statement = text(keyed)
+    for task, base, judge, cand, _ in groups:
+        found.extend(
+            (float(score), int(i))
+            for i, score in conn.execute(
+                statement, {"task": task, "base": base, "judge": judge, "cand": cand, "depth": depth}
+            )
+        )
+    found.sort(reverse=sort == "score-desc")
+    ids = [i for _, i in found[offset:depth]]
+    if not ids:
+        return []
+    marks = ", ".join(f":i{k}" for k in range(len(ids)))
+    rows = conn.execute(
+        text(f"SELECT {_SELECT} FROM grades WHERE id IN ({marks})"), {f"i{k}": i for k, i in enumerate(ids)}
+    )
+    by_id = {r["id"]: r for r in rows.mappings()}
+    return [by_id[i] for i in ids if i in by_id]
 
 
 def _one(query: Mapping[str, Sequence[str]], name: str) -> str | None:

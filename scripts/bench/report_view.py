@@ -18,7 +18,10 @@ Timed against a server started with ``serve(ledger, port=0)`` in this process:
 
 Target: page + first page of cases under 2 s.
 
-    python scripts/bench/report_view.py [--rows 1000000] [--backend sqlite|postgres|both]
+    python scripts/bench/report_view.py [--rows 1000000] [--backend sqlite|postgres|both] [--db URL]
+
+``--db URL`` measures a ledger filled before (e.g. by an earlier run's ``fill``) in a
+fresh process, so two versions of the code can be timed in turns on the same data.
 """
 
 from __future__ import annotations
@@ -217,7 +220,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="sqlite")
+    parser.add_argument(
+        "--db", default=None, help="measure this already filled ledger (no fill; --backend ignored)"
+    )
     args = parser.parse_args()
+    if args.db:
+        print(f"{args.db.split(':', 1)[0]} (given):")
+        measure(args.db)
+        return
     if args.backend in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{Path(tmp) / 'ledger.db'}"

@@ -93,3 +93,33 @@ def test_the_server_is_read_only(served: tuple[QualityLedger, ReportServer]) -> 
     get(server, "/")
     cases(server, "failures=1&q=answer&sort=score-desc")
     assert table_counts(ledger) == before
+
+
+def test_paging_by_group_is_the_same_page_as_sorting_every_grade(
+    served: tuple[QualityLedger, ReportServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The unfiltered pages read group by group from the routing index (what a large ledger's first
+    pages do) equal the ``ORDER BY quality_score, id`` of every grade, ties (11 scores per group)
+    broken by id, in both directions, at every offset, narrowed by task, candidate or judge."""
+    from llm_connect.report import _server
+
+    ledger, _ = served
+
+    def page(*, by_group: bool, **kw: Any) -> tuple[int, list[dict[str, Any]]]:
+        monkeypatch.setattr(_server, "GROUP_SHARE", 0 if by_group else 1)
+        monkeypatch.setattr(_server, "MAX_GROUPS", 256 if by_group else 0)
+        return _server.page_cases(ledger, **kw)
+
+    seen_tie = False
+    for filters in ({}, {"task": "billing"}, {"candidate": "llama", "judge": "vrty"}, {"task": "nothing"}):
+        for sort in ("score-asc", "score-desc"):
+            for offset, limit in ((0, 200), (0, 7), (33, 50), (270, 20), (400, 5)):
+                kw: dict[str, Any] = {**filters, "sort": sort, "offset": offset, "limit": limit}
+                grouped, scanned = page(by_group=True, **kw), page(by_group=False, **kw)
+                assert grouped == scanned, kw
+                scores = [r["score"] for r in grouped[1]]
+                seen_tie = seen_tie or len(set(scores)) < len(scores)
+    assert seen_tie
+    monkeypatch.undo()
+    assert _server._by_group([("t", "b", "j", "c", 41_666)] * 24, 200, 999_984)  # the first page of 1M
+    assert not _server._by_group([("t", "b", "j", "c", 41_666)] * 24, 10_200, 999_984)  # deep: the scan
