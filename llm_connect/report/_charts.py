@@ -44,8 +44,9 @@ def cost_quality_svg(report: TaskReport, *, salt: str) -> str:
 
     Bars span each mean's confidence bounds; the baseline is a black star at
     quality 1 (it is its own reference); a dashed line marks ``min_quality``;
-    the step line is the cheapest-passing frontier (no cheaper model is at
-    least as good), and the routed candidate is ringed. Without any recorded
+    the step line is the cheapest-passing frontier (over the candidates proven on
+    every routing judge, and the baseline: no cheaper one of them is at least as
+    good), and the routed candidate is ringed. Without any recorded
     cost the candidates stand in the order given.
     """
     from matplotlib.figure import Figure
@@ -110,7 +111,11 @@ def cost_quality_svg(report: TaskReport, *, salt: str) -> str:
                 xycoords=("axes fraction", "data"), xytext=(0, -11), textcoords="offset points",
                 fontsize=7, color="0.35")  # fmt: skip
     frontier = _frontier(
-        [(x, c.mean) for c, x in zip(cands, xs, strict=True) if x is not None and c.mean is not None]
+        [
+            (x, c.mean)
+            for c, x in zip(cands, xs, strict=True)
+            if x is not None and c.mean is not None and c.passed
+        ]
         + ([(base_x, 1.0)] if base_x is not None else [])
     )
     if len(frontier) > 1:

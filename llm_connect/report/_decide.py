@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError
-from llm_connect.values import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
+from llm_connect.values import CandidateEvidence, GraderEvidence, RoutingDecision
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
@@ -128,16 +128,6 @@ def _histogram(series: Any) -> tuple[int, ...]:
     return tuple(int(c) for c in np.bincount(bins, minlength=BINS))
 
 
-def _cheapest(passing: list[CandidateEvidence], order: list[str]) -> CandidateEvidence | None:
-    """The router's choice: lowest known mean cost, unknown costs after, then the order given."""
-    if not passing:
-        return None
-    return min(
-        passing,
-        key=lambda c: (c.mean_cost_usd is None, c.mean_cost_usd or 0.0, order.index(c.model)),
-    )
-
-
 def decide_task(
     ledger: QualityLedger,
     task: str,
@@ -155,7 +145,7 @@ def decide_task(
     ``route_on`` narrows the judges that decide (default: every judge given);
     the others are shown as diagnostic.
     """
-    from llm_connect.routing import Router, assess, candidate_alpha
+    from llm_connect.routing import Router, assess, candidate_alpha, cheapest_proven, explain_decision
 
     cands = list(dict.fromkeys(candidates))
     graders = list(dict.fromkeys(grader_ids))
@@ -211,10 +201,20 @@ def decide_task(
                 latency_ratio=_ratio(latency, base_latency),
             )
         )
-    chosen = _cheapest([c for c in found if c.passed], cands)
+    chosen = cheapest_proven(found, cands)
     decision = RoutingDecision(
         model=baseline if chosen is None else chosen.model,
-        reason=_reason(chosen, baseline, found, used, ignored, min_quality, min_samples, alpha),
+        reason=explain_decision(
+            chosen,
+            task,
+            baseline,
+            found,
+            used,
+            ignored,
+            min_quality=min_quality,
+            min_samples=min_samples,
+            alpha=alpha,
+        ),
         task=task,
         baseline=baseline,
         candidates=tuple(found),
@@ -248,42 +248,3 @@ def decide_task(
                 )
             )
     return TaskReport(decision=decision, groups=tuple(groups), graders=tuple(graders))
-
-
-def _reason(
-    chosen: CandidateEvidence | None,
-    baseline: str,
-    found: list[CandidateEvidence],
-    used: list[str],
-    ignored: list[IgnoredGrader],
-    min_quality: float,
-    min_samples: int,
-    alpha: float,
-) -> str:
-    """The decision in words; each candidate's part is its evidence's own ``why``."""
-    notes = "".join(f" Ignored {g.why}." for g in ignored)
-    if not found:
-        return f"Kept the baseline {baseline}: no candidates were given.{notes}"
-    if not used:
-        return f"Kept the baseline {baseline}: no usable judge remains, so no candidate has evidence.{notes}"
-    k = len(found)
-    rule = (
-        f"anytime-valid {100 * (1 - alpha):.4g}% lower bound of mean per-case quality >= {min_quality:g} "
-        f"with >= {min_samples} cases on {' and '.join(used)}"
-        + (f"; {100 * (1 - alpha * k):.4g}% over {k} candidates (Bonferroni)" if k > 1 else "")
-    )
-    if chosen is None:
-        why = "; ".join(f"{c.model}: " + ", ".join(g.why for g in c.graders if not g.passed) for c in found)
-        return f"Kept the baseline {baseline}: no candidate is proven ({rule}). {why}.{notes}"
-    cost = (
-        f"mean cost {chosen.cost_ratio:.2f}x the baseline's"
-        if chosen.cost_ratio is not None
-        else "cost unknown, first qualifying candidate in the order given"
-    )
-    others = [c.model for c in found if c.passed and c is not chosen]
-    also = f" Also qualified: {', '.join(others)}." if others else ""
-    proof = "; ".join(g.why for g in chosen.graders)
-    return (
-        f"Routed to {chosen.model} instead of {baseline}: the cheapest proven candidate ({rule}): "
-        f"{proof}; {cost}.{also}{notes}"
-    )
