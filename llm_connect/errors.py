@@ -24,7 +24,8 @@ translated at one boundary each, so callers only ever catch these classes::
     │   └── JudgeOutputError (ValueError)   an LLM judge's reply held no usable grade
     ├── LedgerError                         the ledger could not be opened or written
     │   ├── SchemaVersionError              the database is at an unknown/newer revision
-    │   └── GradeConflictError              a grade's key is stored with different content
+    │   ├── GradeConflictError              a grade's key is stored with different content
+    │   └── RunMismatchError                a shared run id is registered with a different suite
     ├── ScorerDataError                     a scorer's bundled data file failed its integrity check
     ├── CalibrationError                    a calibration could not be computed
     └── StabilityError                      a stability analysis could not be run or finished
@@ -66,6 +67,7 @@ __all__ = [
     "MalformedResponseError",
     "RateLimitError",
     "RecordingNotFoundError",
+    "RunMismatchError",
     "SchemaVersionError",
     "ScorerDataError",
     "ServerError",
@@ -257,6 +259,18 @@ class GradeConflictError(LedgerError):
     def __init__(self, message: str, *, keys: tuple[tuple[str, str, str, str], ...] = ()) -> None:
         super().__init__(message)
         self.keys = keys
+
+
+class RunMismatchError(LedgerError):
+    """A shared run's id is already registered with a different suite (another case list).
+
+    Every process of a shared run must grade the same suite; ``run_id`` names the
+    run. Use a new run id for another suite.
+    """
+
+    def __init__(self, message: str, *, run_id: str = "") -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 class ScorerDataError(LLMConnectError):

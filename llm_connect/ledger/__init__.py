@@ -10,8 +10,12 @@ The schema is managed by Alembic: :func:`upgrade`, :func:`current_revision`,
 
 from __future__ import annotations
 
-from llm_connect.ledger import _models_chat  # noqa: F401 - registers its tables with Base.metadata
+from llm_connect.ledger import (
+    _models_chat,  # noqa: F401 - registers its tables with Base.metadata
+    _models_fleet,  # noqa: F401 - registers its tables with Base.metadata
+)
 from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
+from llm_connect.ledger._fleet import FleetStatus, FleetWorkerRow
 from llm_connect.ledger._migrate import current_revision, head_revision, upgrade
 from llm_connect.ledger._rows import (
     CalibrationRow,
@@ -33,6 +37,8 @@ __all__ = [
     "CalibrationRow",
     "CaseSeries",
     "FailureRow",
+    "FleetStatus",
+    "FleetWorkerRow",
     "GradeRow",
     "GradeTotals",
     "QualityLedger",

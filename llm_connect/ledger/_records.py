@@ -283,6 +283,8 @@ class RecordsMixin:
         cache: Sequence[tuple[str, str, LLMResponse]] = (),
         not_applicable: Sequence[NotApplicable] = (),
         failures: Sequence[Mapping[str, Any]] = (),
+        worker_id: str | None = None,
+        finished_case_ids: Sequence[str] = (),
     ) -> list[int]:
         """Write what finished cases produced in ONE transaction: all of it, or nothing.
 
@@ -292,6 +294,15 @@ class RecordsMixin:
         arguments of :meth:`record_failure` except ``run_id``. A crash or a refused
         grade (:class:`~llm_connect.errors.GradeConflictError`) leaves none of them
         written. Returns the grades' ids in order.
+
+        ``worker_id`` (a shared run, PostgreSQL only): the cases of the call (every
+        case id among ``records``, ``not_applicable``, ``failures`` and
+        ``finished_case_ids``, the cases that produced nothing to write) that this
+        worker still holds become ``done`` (``failed`` when a failure is their only
+        outcome) in the same transaction, and only their grades, skips and failures
+        are written (cache entries always are); the outcomes of a case whose lease
+        another worker took over are dropped without a word. The ids returned are
+        those of the grades written.
         """
         rows = batch_values(
             records, store_text=self.store_text, now=created_value(utcnow(), self._dialect_name())
@@ -312,6 +323,17 @@ class RecordsMixin:
             )
             for f in failures
         ]
+        if worker_id is not None:
+            return self._record_claimed(  # type: ignore[attr-defined,no-any-return]
+                run_id,
+                worker_id,
+                records=records,
+                rows=rows,
+                cache_rows=cache_rows,
+                skip_rows=skip_rows,
+                failure_rows=failure_rows,
+                finished_case_ids=finished_case_ids,
+            )
 
         conversations = conversation_rows(records)
 

@@ -23,6 +23,7 @@ from llm_connect.ledger._engine import (
     resolve_url,
     write_transaction,
 )
+from llm_connect.ledger._fleet import FleetMixin
 from llm_connect.ledger._insert import created_value, insert_grades
 from llm_connect.ledger._migrate import ensure_schema
 from llm_connect.ledger._models import (
@@ -64,7 +65,7 @@ def _totals_filter(task: Filter, baseline: Filter, candidate: Filter, grader: Fi
     return [cond for cond in conditions if cond is not None]
 
 
-class QualityLedger(RecordsMixin, CasesMixin, ChatMixin):
+class QualityLedger(RecordsMixin, CasesMixin, ChatMixin, FleetMixin):
     """Every grade in SQL: SQLite by default, PostgreSQL for fleets.
 
     ``url`` is a SQLAlchemy URL; without one, ``$LLM_CONNECT_DATABASE_URL``,

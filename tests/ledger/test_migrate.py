@@ -25,11 +25,15 @@ TABLES = {
     "stability_responses",
     "stability_runs",
     "evidence_snapshots",
+    "fleet_workers",
     "grades",
+    "rate_buckets",
     "response_cache",
     "routing_decisions",
     "run_failures",
+    "run_cases",
     "run_skips",
+    "run_suites",
     "runs",
 }
 

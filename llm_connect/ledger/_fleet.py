@@ -1,0 +1,537 @@
+"""Shared (fleet) runs: many worker processes grade one run through one PostgreSQL ledger.
+
+Mixed into :class:`~llm_connect.ledger.QualityLedger`; every public method here
+is part of its surface. PostgreSQL only: on SQLite each raises
+:class:`~llm_connect.errors.LedgerError` (SQLite has one writer at a time and
+no row locks, so workers could neither claim cases side by side nor hold them).
+
+The protocol, all on the database's clock (``now()``), never a client's:
+
+1. Every process registers the run's cases (:meth:`FleetMixin.register_run_cases`,
+   idempotent; a different suite under the same run id is refused).
+2. Each claims small batches (:meth:`~FleetMixin.claim_cases`: ``SELECT ... FOR
+   UPDATE SKIP LOCKED`` over pending cases and claimed cases whose lease has
+   expired, in suite order), renews the lease while it works
+   (:meth:`~FleetMixin.renew_leases`), and records the outcomes with
+   ``record_outcomes(..., worker_id=...)``: that marks the cases done in the
+   same transaction, and writes only what belongs to cases the worker still
+   holds, so a worker whose lease was taken over changes nothing.
+3. :meth:`~FleetMixin.acquire_rate` is a token bucket in one row every process
+   shares (``--rpm`` / ``--tpm`` for the whole fleet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, text
+
+from llm_connect.errors import LedgerError, RunMismatchError
+
+if TYPE_CHECKING:
+    from llm_connect.ledger._rows import RecordItem
+
+__all__ = ["DEFAULT_LEASE_S", "FleetMixin", "FleetStatus", "FleetWorkerRow"]
+
+#: The default lease of a claimed case, in seconds (``--lease-s``).
+DEFAULT_LEASE_S = 60.0
+#: Cases finished within this many seconds make up :attr:`FleetStatus.rate_per_min`.
+_RATE_WINDOW_S = 60.0
+
+_WHY = (
+    "shared runs need PostgreSQL (postgresql+psycopg://...): SQLite allows one writer at a time "
+    "and has no row locks, so workers could neither claim cases side by side nor hold leases"
+)
+
+_SUITE_INSERT = text(
+    "INSERT INTO run_suites (run_id, suite_digest, n_cases, created_at) "
+    "VALUES (:run, :digest, :n, now()) ON CONFLICT (run_id) DO NOTHING RETURNING run_id"
+)
+_SUITE_READ = text("SELECT suite_digest, n_cases FROM run_suites WHERE run_id = :run")
+_CASES_INSERT = text(
+    "INSERT INTO run_cases (run_id, case_id, position, task, case_digest, status, attempts, updated_at) "
+    "SELECT :run, c.case_id, (c.ord - 1)::int, c.task, c.digest, 'pending', 0, now() "
+    "FROM unnest(CAST(:ids AS text[]), CAST(:tasks AS text[]), CAST(:digests AS text[])) "
+    "WITH ORDINALITY AS c(case_id, task, digest, ord) "
+    "ON CONFLICT (run_id, case_id) DO NOTHING"
+)
+# Expired leases and pending cases, each read in suite order through ix_run_cases_claim
+# (run_id, status, position) and locked with SKIP LOCKED (a case another claimer holds
+# is passed over, never waited for), then the first `limit` of both by position.
+_CLAIM = text(
+    "WITH expired AS ("
+    " SELECT case_id, position FROM run_cases"
+    " WHERE run_id = :run AND status = 'claimed' AND lease_until < now()"
+    " ORDER BY position LIMIT :limit FOR UPDATE SKIP LOCKED"
+    "), pending AS ("
+    " SELECT case_id, position FROM run_cases"
+    " WHERE run_id = :run AND status = 'pending'"
+    " ORDER BY position LIMIT :limit FOR UPDATE SKIP LOCKED"
+    "), picked AS ("
+    " SELECT case_id FROM (SELECT * FROM expired UNION ALL SELECT * FROM pending) AS c"
+    " ORDER BY position LIMIT :limit"
+    ") "
+    "UPDATE run_cases AS rc SET status = 'claimed', worker_id = :worker, "
+    "lease_until = now() + make_interval(secs => :lease), attempts = rc.attempts + 1, updated_at = now() "
+    "FROM picked WHERE rc.run_id = :run AND rc.case_id = picked.case_id "
+    "RETURNING rc.case_id, rc.position"
+)
+_RENEW = text(
+    "UPDATE run_cases SET lease_until = now() + make_interval(secs => :lease), updated_at = now() "
+    "WHERE run_id = :run AND case_id = ANY(:ids) AND worker_id = :worker AND status = 'claimed' "
+    "RETURNING case_id"
+)
+_RELEASE = text(
+    "UPDATE run_cases SET status = 'pending', worker_id = NULL, lease_until = NULL, updated_at = now() "
+    "WHERE run_id = :run AND case_id = ANY(:ids) AND worker_id = :worker AND status = 'claimed'"
+)
+#: Used by record_outcomes(..., worker_id=...): the cases this worker still holds become done
+#: (failed when a failure is their only outcome); the rest of the write is limited to them.
+_FINISH = text(
+    "UPDATE run_cases SET status = CASE WHEN case_id = ANY(:failed) THEN 'failed' ELSE 'done' END, "
+    "lease_until = NULL, updated_at = now() "
+    "WHERE run_id = :run AND case_id = ANY(:ids) AND worker_id = :worker AND status = 'claimed' "
+    "RETURNING case_id"
+)
+_WORKER_UPSERT = text(
+    "INSERT INTO fleet_workers (worker_id, run_id, host, pid, started_at, heartbeat_at, calls, failures, "
+    "cases_done, stopped_at) VALUES (:worker, :run, :host, :pid, now(), now(), 0, 0, 0, NULL) "
+    "ON CONFLICT (worker_id) DO UPDATE SET run_id = excluded.run_id, host = excluded.host, "
+    "pid = excluded.pid, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at, "
+    "calls = 0, failures = 0, cases_done = 0, stopped_at = NULL"
+)
+_HEARTBEAT = text(
+    "UPDATE fleet_workers SET heartbeat_at = now(), calls = :calls, failures = :failures, "
+    "cases_done = :done WHERE worker_id = :worker AND run_id = :run"
+)
+_STOP = text(
+    "UPDATE fleet_workers SET stopped_at = now(), heartbeat_at = now() "
+    "WHERE worker_id = :worker AND run_id = :run"
+)
+_STATUS = text(
+    "SELECT s.suite_digest, s.n_cases, now() AS as_of, "
+    "EXTRACT(EPOCH FROM (now() - s.created_at))::float8 AS age_s, "
+    "count(c.case_id) AS total, "
+    "count(*) FILTER (WHERE c.status = 'pending') AS pending, "
+    "count(*) FILTER (WHERE c.status = 'claimed') AS claimed, "
+    "count(*) FILTER (WHERE c.status = 'done') AS done, "
+    "count(*) FILTER (WHERE c.status = 'failed') AS failed, "
+    "count(*) FILTER (WHERE c.status = 'claimed' AND c.lease_until < now()) AS expired, "
+    "count(*) FILTER (WHERE c.status IN ('done', 'failed') "
+    "AND c.updated_at >= now() - make_interval(secs => :window)) AS recent "
+    "FROM run_suites s LEFT JOIN run_cases c ON c.run_id = s.run_id "
+    "WHERE s.run_id = :run GROUP BY s.run_id, s.suite_digest, s.n_cases, s.created_at"
+)
+_WORKERS = text(
+    "SELECT worker_id, host, pid, started_at, heartbeat_at, "
+    "(stopped_at IS NULL AND heartbeat_at >= now() - make_interval(secs => :alive)) AS alive, "
+    "calls, failures, cases_done, stopped_at "
+    "FROM fleet_workers WHERE run_id = :run ORDER BY started_at, worker_id"
+)
+# One statement: create the bucket full (taking `cost`), or refill it by the time since its
+# last grant (capped at burst) and take `cost` only when that many tokens are there. A bucket
+# without enough is not touched (the refill is computed from updated_at whenever asked), so the
+# CTE returns no row; the outer SELECT then reads the bucket to say how long to wait.
+_REFILLED = (
+    "LEAST(excluded.burst, b.tokens + "
+    "GREATEST(0.0, EXTRACT(EPOCH FROM (now() - b.updated_at))::float8) * excluded.rate_per_s)"
+)
+_ACQUIRE = text(
+    "WITH granted AS ("
+    " INSERT INTO rate_buckets AS b (key, tokens, updated_at, rate_per_s, burst)"
+    " VALUES (:key, CAST(:burst AS float8) - CAST(:cost AS float8), now(), :rate, :burst)"
+    " ON CONFLICT (key) DO UPDATE SET"
+    f" tokens = {_REFILLED} - CAST(:cost AS float8),"
+    " updated_at = GREATEST(b.updated_at, now()),"
+    " rate_per_s = excluded.rate_per_s, burst = excluded.burst"
+    f" WHERE {_REFILLED} >= CAST(:cost AS float8)"
+    " RETURNING 1"
+    ") "
+    "SELECT (SELECT count(*) FROM granted) AS granted, b.tokens, "
+    "EXTRACT(EPOCH FROM (now() - b.updated_at))::float8 AS idle_s "
+    "FROM (SELECT 1) AS one LEFT JOIN rate_buckets AS b ON b.key = :key"
+)
+_RETURN_RATE = text("UPDATE rate_buckets SET tokens = LEAST(burst, tokens + :amount) WHERE key = :key")
+
+
+@dataclass(frozen=True)
+class FleetWorkerRow:
+    """One worker process of a shared run (``fleet_workers``) as :meth:`FleetMixin.run_status` reads it."""
+
+    worker_id: str
+    host: str
+    pid: int
+    started_at: datetime
+    heartbeat_at: datetime
+    alive: bool
+    """Not stopped, and its last heartbeat is within the status's ``alive_s`` of the database's clock."""
+    calls: int
+    failures: int
+    cases_done: int
+    stopped_at: datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types (timestamps as ISO 8601 text)."""
+        return {
+            "worker_id": self.worker_id,
+            "host": self.host,
+            "pid": self.pid,
+            "started_at": self.started_at.isoformat(),
+            "heartbeat_at": self.heartbeat_at.isoformat(),
+            "alive": self.alive,
+            "calls": self.calls,
+            "failures": self.failures,
+            "cases_done": self.cases_done,
+            "stopped_at": None if self.stopped_at is None else self.stopped_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class FleetStatus:
+    """Where a shared run stands (:meth:`FleetMixin.run_status`)."""
+
+    run_id: str
+    suite_digest: str
+    total: int
+    """Cases of the run."""
+    pending: int
+    """Cases nobody holds yet (including cases released by a worker that stopped)."""
+    claimed: int
+    """Cases a worker holds (``expired`` of them with their lease past)."""
+    done: int
+    failed: int
+    """Cases whose only outcome was a failure."""
+    expired: int
+    """Claimed cases whose lease is past: the next claim takes them over."""
+    workers: tuple[FleetWorkerRow, ...]
+    calls: int
+    """Model calls of every worker (their last heartbeats, summed)."""
+    failures: int
+    """Failures of every worker (their last heartbeats, summed)."""
+    rate_per_min: float
+    """Cases finished (done or failed) per minute over the last 60 s (over the run's age when younger)."""
+    as_of: datetime
+    """The database's clock when the status was read."""
+
+    @property
+    def left(self) -> int:
+        """Cases not finished yet (pending or claimed)."""
+        return self.pending + self.claimed
+
+    @property
+    def workers_alive(self) -> int:
+        """Workers whose heartbeat is recent and that have not stopped."""
+        return sum(1 for w in self.workers if w.alive)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types (timestamps as ISO 8601 text)."""
+        return {
+            "run_id": self.run_id,
+            "suite_digest": self.suite_digest,
+            "total": self.total,
+            "pending": self.pending,
+            "claimed": self.claimed,
+            "done": self.done,
+            "failed": self.failed,
+            "expired": self.expired,
+            "left": self.left,
+            "workers_alive": self.workers_alive,
+            "workers": [w.to_dict() for w in self.workers],
+            "calls": self.calls,
+            "failures": self.failures,
+            "rate_per_min": self.rate_per_min,
+            "as_of": self.as_of.isoformat(),
+        }
+
+
+def _ids(case_ids: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(case_ids))
+
+
+class FleetMixin:
+    """Coordination of shared runs: case claims with leases, workers, a shared rate limit."""
+
+    if TYPE_CHECKING:
+        from sqlalchemy import Engine
+
+        engine: Engine
+        store_text: bool
+
+        def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any: ...
+        def _connect(self) -> Connection: ...
+        def _read(self, what: str) -> Any: ...
+        def _dialect_name(self) -> str: ...
+        def _insert(self, table: Any) -> Any: ...
+        def _cache_in(self, conn: Connection, rows: list[dict[str, Any]]) -> None: ...
+        def _skips_in(self, conn: Connection, rows: list[dict[str, Any]]) -> int: ...
+        def _conversations_in(self, conn: Connection, rows: list[dict[str, Any]]) -> None: ...
+
+    def _shared_only(self, what: str) -> None:
+        if self._dialect_name() != "postgresql":
+            raise LedgerError(f"{what}: {_WHY}")
+
+    # -- cases -----------------------------------------------------------------
+
+    def register_run_cases(
+        self, run_id: str, cases: Sequence[tuple[str, str, str]], *, suite_digest: str
+    ) -> int:
+        """Register the cases of shared run ``run_id``; returns how many cases the run has.
+
+        ``cases`` are ``(case_id, task, case_digest)`` in suite order. Idempotent:
+        every process registering the same run with the same ``suite_digest``
+        agrees on the one case list the first stored (one transaction, ``ON
+        CONFLICT DO NOTHING``). The same run id with another digest raises
+        :class:`~llm_connect.errors.RunMismatchError` naming the run.
+        """
+        self._shared_only("registering a shared run")
+        if not isinstance(run_id, str) or not run_id:
+            raise LedgerError(f"run_id must be a non-empty string, not {run_id!r}")
+        ids = [c[0] for c in cases]
+        if len(set(ids)) != len(ids):
+            seen: set[str] = set()
+            dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
+            raise LedgerError(f"shared run {run_id!r}: case id {dup!r} appears more than once in the suite")
+        if any(not isinstance(i, str) or not i for i in ids):
+            raise LedgerError(f"shared run {run_id!r}: every case needs a non-empty string id")
+
+        def write(conn: Connection) -> int:
+            params = {"run": run_id, "digest": suite_digest, "n": len(ids)}
+            if conn.execute(_SUITE_INSERT, params).first() is None:
+                stored = conn.execute(_SUITE_READ, {"run": run_id}).one()
+                if stored[0] != suite_digest:
+                    raise RunMismatchError(
+                        f"run {run_id!r} is already registered as a shared run of another suite "
+                        f"(digest {stored[0][:12]}..., {stored[1]} cases; this suite: "
+                        f"{suite_digest[:12]}..., {len(ids)} cases): every worker of a run must grade "
+                        "the same suite; use a new --run-id for this one",
+                        run_id=run_id,
+                    )
+                return int(stored[1])
+            if ids:
+                conn.execute(
+                    _CASES_INSERT,
+                    {
+                        "run": run_id,
+                        "ids": ids,
+                        "tasks": [c[1] for c in cases],
+                        "digests": [c[2] for c in cases],
+                    },
+                )
+            return len(ids)
+
+        return self._write("registering a shared run", write)  # type: ignore[no-any-return]
+
+    def claim_cases(self, run_id: str, worker_id: str, *, limit: int, lease_s: float) -> list[str]:
+        """Claim up to ``limit`` cases of ``run_id`` for ``worker_id``; their ids in suite order.
+
+        One transaction: pending cases, and claimed cases whose lease is past
+        (their worker was killed or cut off), first in suite order, locked with
+        ``FOR UPDATE SKIP LOCKED`` (never waiting for another claimer), become
+        ``claimed`` by ``worker_id`` until ``now() + lease_s`` (the database's
+        clock); each claim adds one to the case's ``attempts``. An empty list:
+        nothing left to claim right now.
+        """
+        self._shared_only("claiming cases")
+        if limit <= 0:
+            return []
+        params = {"run": run_id, "worker": worker_id, "limit": int(limit), "lease": float(lease_s)}
+
+        def write(conn: Connection) -> list[str]:
+            return [r[0] for r in sorted(conn.execute(_CLAIM, params).all(), key=lambda r: r[1])]
+
+        return self._write("claiming cases", write)  # type: ignore[no-any-return]
+
+    def renew_leases(
+        self, run_id: str, worker_id: str, case_ids: Sequence[str], *, lease_s: float
+    ) -> list[str]:
+        """Extend to ``now() + lease_s`` the leases ``worker_id`` still holds among ``case_ids``.
+
+        Returns those cases (in the order given); a case missing from the
+        answer was taken over by another worker after its lease expired (or is
+        finished), and this worker should drop it.
+        """
+        self._shared_only("renewing leases")
+        wanted = _ids(case_ids)
+        if not wanted:
+            return []
+        params = {"run": run_id, "worker": worker_id, "ids": wanted, "lease": float(lease_s)}
+
+        def write(conn: Connection) -> list[str]:
+            held = {r[0] for r in conn.execute(_RENEW, params)}
+            return [c for c in wanted if c in held]
+
+        return self._write("renewing leases", write)  # type: ignore[no-any-return]
+
+    def release_cases(self, run_id: str, worker_id: str, case_ids: Sequence[str]) -> None:
+        """Give back the cases ``worker_id`` holds among ``case_ids`` (pending again; a graceful stop)."""
+        self._shared_only("releasing cases")
+        wanted = _ids(case_ids)
+        if not wanted:
+            return
+        params = {"run": run_id, "worker": worker_id, "ids": wanted}
+        self._write("releasing cases", lambda conn: conn.execute(_RELEASE, params))
+
+    def _record_claimed(
+        self,
+        run_id: str | None,
+        worker_id: str,
+        *,
+        records: Sequence[RecordItem],
+        rows: list[tuple[Any, ...]],
+        cache_rows: list[dict[str, Any]],
+        skip_rows: list[dict[str, Any]],
+        failure_rows: list[dict[str, Any]],
+        finished_case_ids: Sequence[str],
+    ) -> list[int]:
+        """``record_outcomes(..., worker_id=...)``: finish the cases ``worker_id`` still holds and
+        write only their outcomes (cache entries always), in one transaction."""
+        from llm_connect.ledger._chat import conversation_rows
+        from llm_connect.ledger._insert import insert_grades
+        from llm_connect.ledger._records import _FAILURES, _RUNS, _new_run
+
+        self._shared_only("recording a shared run's cases")
+        if run_id is None:
+            raise LedgerError("a shared run's outcomes need its run_id")
+        if any(item.case_id is None for item in records):
+            raise LedgerError(f"shared run {run_id!r}: every grade needs its case_id")
+        produced = [item.case_id for item in records] + [r["case_id"] for r in skip_rows]
+        failed = {r["case_id"] for r in failure_rows}.difference(produced)
+        case_ids = _ids([*produced, *(r["case_id"] for r in failure_rows), *finished_case_ids])
+        params = {"run": run_id, "worker": worker_id, "ids": case_ids, "failed": sorted(failed)}
+
+        def write(conn: Connection) -> list[int]:
+            held = {r[0] for r in conn.execute(_FINISH, params)} if case_ids else set()
+            if cache_rows:
+                self._cache_in(conn, cache_rows)
+            mine = [i for i, item in enumerate(records) if item.case_id in held]
+            ids = insert_grades(conn, [rows[i] for i in mine]) if mine else []
+            if mine:
+                self._conversations_in(conn, conversation_rows([records[i] for i in mine]))
+            skips = [r for r in skip_rows if r["case_id"] in held]
+            fails = [r for r in failure_rows if r["case_id"] in held]
+            if skips or fails:
+                conn.execute(
+                    self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]), _new_run(run_id)
+                )
+            if skips:
+                self._skips_in(conn, skips)
+            if fails:
+                conn.execute(_FAILURES.insert(), fails)
+            return ids
+
+        if not (case_ids or cache_rows):
+            return []
+        return self._write("recording a shared run's cases", write)  # type: ignore[no-any-return]
+
+    # -- workers ---------------------------------------------------------------
+
+    def register_worker(self, run_id: str, worker_id: str, *, host: str, pid: int) -> None:
+        """Register (or restart) ``worker_id`` of shared run ``run_id``, heartbeat now, counts zero."""
+        self._shared_only("registering a worker")
+        params = {"run": run_id, "worker": worker_id, "host": host, "pid": int(pid)}
+        self._write("registering a worker", lambda conn: conn.execute(_WORKER_UPSERT, params))
+
+    def heartbeat(self, run_id: str, worker_id: str, *, calls: int, failures: int, cases_done: int) -> None:
+        """Mark ``worker_id`` alive now and store its counts (absolute, not increments)."""
+        self._shared_only("a worker's heartbeat")
+        params = {
+            "run": run_id,
+            "worker": worker_id,
+            "calls": int(calls),
+            "failures": int(failures),
+            "done": int(cases_done),
+        }
+
+        def write(conn: Connection) -> None:
+            if conn.execute(_HEARTBEAT, params).rowcount == 0:
+                raise LedgerError(
+                    f"worker {worker_id!r} is not registered for shared run {run_id!r} "
+                    "(call register_worker first)"
+                )
+
+        self._write("a worker's heartbeat", write)
+
+    def stop_worker(self, run_id: str, worker_id: str) -> None:
+        """Mark ``worker_id`` stopped (it no longer counts as alive)."""
+        self._shared_only("stopping a worker")
+        params = {"run": run_id, "worker": worker_id}
+        self._write("stopping a worker", lambda conn: conn.execute(_STOP, params))
+
+    # -- status ----------------------------------------------------------------
+
+    def run_status(self, run_id: str, *, alive_s: float = 2 * DEFAULT_LEASE_S) -> FleetStatus:
+        """Where shared run ``run_id`` stands: cases by state, workers, calls, failures, rate.
+
+        A worker is alive when it has not stopped and its last heartbeat is
+        within ``alive_s`` seconds (default twice the default lease) of the
+        database's clock. Raises :class:`~llm_connect.errors.LedgerError` naming
+        the run when it is not a shared run of this ledger.
+        """
+        self._shared_only("reading a shared run's status")
+        with self._read("reading a shared run's status"), self._connect() as conn:
+            rec = conn.execute(_STATUS, {"run": run_id, "window": _RATE_WINDOW_S}).mappings().first()
+            if rec is None:
+                raise LedgerError(
+                    f"no shared run {run_id!r} in this ledger (its cases are registered by the first "
+                    "worker of `grade --shared`)"
+                )
+            workers = tuple(
+                FleetWorkerRow(**dict(w))
+                for w in conn.execute(_WORKERS, {"run": run_id, "alive": float(alive_s)}).mappings()
+            )
+        window = min(_RATE_WINDOW_S, max(float(rec["age_s"]), 1.0))
+        return FleetStatus(
+            run_id=run_id,
+            suite_digest=rec["suite_digest"],
+            total=int(rec["total"]),
+            pending=int(rec["pending"]),
+            claimed=int(rec["claimed"]),
+            done=int(rec["done"]),
+            failed=int(rec["failed"]),
+            expired=int(rec["expired"]),
+            workers=workers,
+            calls=sum(w.calls for w in workers),
+            failures=sum(w.failures for w in workers),
+            rate_per_min=float(rec["recent"]) * 60.0 / window,
+            as_of=rec["as_of"],
+        )
+
+    # -- a rate limit every process shares ----------------------------------------
+
+    def acquire_rate(self, key: str, *, rate_per_s: float, burst: float, cost: float = 1.0) -> float:
+        """Take ``cost`` tokens from the shared bucket ``key``: 0.0 when granted, else the seconds
+        until enough tokens are there (nothing taken).
+
+        One atomic statement on the database's clock: the bucket is created
+        full (``burst`` tokens), refilled by ``rate_per_s`` per second since its
+        last grant up to ``burst``. Every process passing the same key shares
+        it, so the grants over any span of T seconds total at most ``burst +
+        rate_per_s * T``.
+        """
+        self._shared_only("a shared rate limit")
+        if not (rate_per_s > 0 and burst > 0):
+            raise ValueError(f"rate_per_s and burst must be positive, not {rate_per_s!r} and {burst!r}")
+        if not 0 <= cost <= burst:
+            raise ValueError(f"cost must lie between 0 and burst ({burst!r}), not {cost!r}")
+        params = {"key": key, "rate": float(rate_per_s), "burst": float(burst), "cost": float(cost)}
+        with self._read("a shared rate limit"), self._connect() as conn:
+            granted, tokens, idle_s = conn.execute(_ACQUIRE, params).one()
+        if granted:
+            return 0.0
+        if tokens is None:  # the bucket was created by a transaction this statement could not see
+            return cost / rate_per_s
+        have = min(burst, float(tokens) + max(0.0, float(idle_s)) * rate_per_s)
+        return max((cost - have) / rate_per_s, 0.001)
+
+    def return_rate(self, key: str, *, amount: float) -> None:
+        """Give ``amount`` tokens back to bucket ``key`` (up to its burst), e.g. a token budget
+        estimated higher than the call used."""
+        self._shared_only("a shared rate limit")
+        if amount <= 0:
+            return
+        params = {"key": key, "amount": float(amount)}
+        with self._read("a shared rate limit"), self._connect() as conn:
+            conn.execute(_RETURN_RATE, params)
