@@ -38,6 +38,7 @@ _LAZY_GROUPS = {
         "Write one self-contained HTML report of the evidence and the cases.",
     ),
     "view": ("llm_connect.cli.report:view_app", "Serve the report of the ledger on 127.0.0.1, read-only."),
+    "run": ("llm_connect.cli.run", "Shared (fleet) runs: cases done, claimed and left, workers, rate."),
 }
 
 

@@ -79,6 +79,11 @@ _CLAIM = text(
     "FROM picked WHERE rc.run_id = :run AND rc.case_id = picked.case_id "
     "RETURNING rc.case_id, rc.position"
 )
+# Read the claim index in order, whatever the statistics say: a run registered a moment ago has
+# none yet (autovacuum analyses later), and the planner then picks a bitmap scan that sorts every
+# pending case of the run on each claim (~35 ms at 100,000 cases instead of ~1 ms). Without
+# bitmap scans the ordered index scan is the cheapest plan. (No JIT for a statement this small.)
+_CLAIM_PLAN = text("SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off")
 _RENEW = text(
     "UPDATE run_cases SET lease_until = now() + make_interval(secs => :lease), updated_at = now() "
     "WHERE run_id = :run AND case_id = ANY(:ids) AND worker_id = :worker AND status = 'claimed' "
@@ -340,6 +345,7 @@ class FleetMixin:
         params = {"run": run_id, "worker": worker_id, "limit": int(limit), "lease": float(lease_s)}
 
         def write(conn: Connection) -> list[str]:
+            conn.execute(_CLAIM_PLAN)
             return [r[0] for r in sorted(conn.execute(_CLAIM, params).all(), key=lambda r: r[1])]
 
         return self._write("claiming cases", write)  # type: ignore[no-any-return]
