@@ -34,6 +34,10 @@ class GradeOptions:
     system_prompt: str | None = None
     concurrency: int = 8
     rpm: float | None = None
+    tpm: float | None = None
+    shared: bool = False
+    """Grade the run together with other workers (PostgreSQL; cases claimed with a lease)."""
+    lease_s: float = 60.0
     run_id: str | None = None
     resume: bool = False
     db: str | None = None
@@ -73,6 +77,9 @@ class GradeOptions:
             "max_retries": self.max_retries,
             "pricing": self.pricing,
             "samples": self.samples,
+            "shared": self.shared,
+            "lease_s": self.lease_s if self.shared else None,
+            "tpm": self.tpm,
         }
 
 
@@ -177,7 +184,8 @@ def resolve_route_on(route_on: list[str], specs: list[str], grader_ids: list[str
     chosen: list[str] = []
     for entry in route_on:
         matched = [
-            gid for spec, gid in zip(specs, grader_ids, strict=True)
+            gid
+            for spec, gid in zip(specs, grader_ids, strict=True)
             if entry in (gid, spec, spec.partition(":")[0])
         ]
         if not matched:
@@ -259,7 +267,14 @@ def execute(
     # 2. sides and judges, sharing one retry policy, rate limiter and call limit (sync and async calls)
     run_config = _run_config(opts)
     policy = RetryPolicy(max_retries=opts.max_retries)
-    limiter = RateLimiter(opts.rpm) if opts.rpm else None
+    shared_ledger = _shared_ledger(opts) if opts.shared else None
+    limiter: Any = RateLimiter(opts.rpm) if opts.rpm else None
+    if shared_ledger is not None and (opts.rpm or opts.tpm):
+        from llm_connect.grading import SharedRateLimiter
+
+        limiter = SharedRateLimiter(shared_ledger, key=f"run:{opts.run_id}", rpm=opts.rpm, tpm=opts.tpm)
+    elif opts.tpm:
+        fail("--tpm needs --shared (a token budget shared by the fleet, kept in PostgreSQL)")
     calls = CallLimit(opts.concurrency)
 
     def make_adapter(spec: str) -> Any:
@@ -280,8 +295,10 @@ def execute(
     # 3. the ledger (LedgerError -> exit 2)
     from llm_connect.cli._common import open_ledger
 
-    ledger = open_ledger(opts.db)
-    if opts.resume:
+    ledger = shared_ledger if shared_ledger is not None else open_ledger(opts.db)
+    if opts.shared:
+        pass  # joining the run is the point: every worker names the same run id
+    elif opts.resume:
         assert opts.run_id is not None
         if ledger.run(opts.run_id) is None:
             fail(f"--resume {opts.run_id}: no such run in {ledger.url}")
@@ -318,6 +335,7 @@ def execute(
         run_info=opts.run_info(grader_ids),
         on_progress=update,
         samples=opts.samples,
+        fleet=_fleet(opts, ledger, suite) if opts.shared else None,
         **early,
     )
 
@@ -359,3 +377,28 @@ def execute(
         gating_ids=gating_ids,
         judges=judges,
     )
+
+
+def _shared_ledger(opts: GradeOptions) -> Any:
+    """The PostgreSQL ledger of a ``--shared`` run (usage errors exit 2, before any call)."""
+    from llm_connect.cli._common import open_ledger
+
+    if opts.run_id is None:
+        fail("--shared needs --run-id R: every worker of the run is started with the same id")
+    if opts.until_decided:
+        fail("--shared grades in claim order; --until-decided is not available with it")
+    ledger = open_ledger(opts.db)
+    if ledger.dialect != "postgresql":
+        fail(
+            f"--shared needs a PostgreSQL ledger (--db postgresql+psycopg://...), not {ledger.dialect}: "
+            "workers claim cases with row locks and leases, which SQLite does not have"
+        )
+    return ledger
+
+
+def _fleet(opts: GradeOptions, ledger: Any, suite: Any) -> Any:
+    """This worker's claim source for the shared run."""
+    from llm_connect.grading._fleet import FleetSource
+
+    assert opts.run_id is not None
+    return FleetSource(ledger, opts.run_id, suite.cases, batch=max(1, opts.concurrency), lease_s=opts.lease_s)

@@ -206,11 +206,39 @@ def grade(
         typer.Option(
             "--rpm",
             min=0.001,
-            help="At most this many model calls start per minute.",
+            help="At most this many model calls start per minute (with --shared: for the whole fleet).",
             show_default=False,
             metavar="N",
         ),
     ] = None,
+    tpm: Annotated[
+        float | None,
+        typer.Option(
+            "--tpm",
+            min=1,
+            help="At most this many tokens per minute (estimated before each call, corrected after; "
+            "with --shared: for the whole fleet).",
+            show_default=False,
+            metavar="N",
+        ),
+    ] = None,
+    shared: Annotated[
+        bool,
+        typer.Option(
+            "--shared",
+            help="Grade run --run-id together with every other worker given the same run id and suite "
+            "(PostgreSQL ledger): each claims cases with a lease, a killed worker's cases go to the others.",
+        ),
+    ] = False,
+    lease_s: Annotated[
+        float,
+        typer.Option(
+            "--lease-s",
+            min=1.0,
+            help="With --shared: seconds a claimed case stays a worker's without a renewal.",
+            metavar="SECONDS",
+        ),
+    ] = 60.0,
     run_id: Annotated[
         str | None,
         typer.Option(
@@ -402,6 +430,9 @@ def grade(
         system_prompt=system_prompt,
         concurrency=concurrency,
         rpm=rpm,
+        tpm=tpm,
+        shared=shared,
+        lease_s=lease_s,
         run_id=resume or run_id,
         resume=resume is not None,
         db=db,
@@ -453,9 +484,7 @@ def grade(
             routing_error = f"{type(exc).__name__}: {exc}"
     # The gate fails on evidence that a candidate is below the threshold (ruled out on a routing
     # judge: its upper confidence bound is below min_quality), the same rule the table prints.
-    gate_failed = [
-        s for s in stats if min_quality is not None and s.routes and s.verdict == "ruled out"
-    ]
+    gate_failed = [s for s in stats if min_quality is not None and s.routes and s.verdict == "ruled out"]
 
     code = EXIT_OK
     if report.interrupted:

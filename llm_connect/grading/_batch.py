@@ -67,10 +67,11 @@ from llm_connect.grading._results import GradingResult
 from llm_connect.grading._samples import check_samples, merge_samples
 from llm_connect.grading._sides import RECORDED_PREFIX, LiveSide, RecordedSide, Side, side_from_spec
 from llm_connect.grading._suite import Suite
-from llm_connect.grading._writer import CaseWork, LedgerWriter, SettledCheck
+from llm_connect.grading._writer import CaseWork, LedgerWriter, SettledCheck, unsettled_sides
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
+    from llm_connect.grading._fleet import FleetSource
     from llm_connect.ledger import QualityLedger, RecordItem
 
 __all__ = [
@@ -140,6 +141,10 @@ class BatchGrader:
             cases in flight finish, everything finished is committed, the run is marked
             ``failed`` and the exception is raised from :meth:`arun` (resume continues it).
         check_every: newly committed cases between two ``settled`` calls.
+        fleet: grade a shared run (:class:`~llm_connect.grading._fleet.FleetSource`): cases
+            come from the leases this worker claims in the ledger, not from the suite's list,
+            and each commit writes only the cases this worker still holds. Not with
+            ``settled``/``shuffle_seed``.
         samples: answers per case and side (``--samples K``): sample k of the baseline is
             paired with sample k of each candidate, each judge grades every pair, and the
             K grades become one grade of the case (:func:`merge_samples`). Each sample is its
@@ -166,6 +171,7 @@ class BatchGrader:
         settled: Callable[[], Collection[tuple[str, str]]] | None = None,
         check_every: int = 10,
         samples: int = 1,
+        fleet: FleetSource | None = None,
     ) -> None:
         if not candidates:
             raise ConfigurationError("at least one candidate is needed")
@@ -210,6 +216,9 @@ class BatchGrader:
         self.settled = settled
         self.check_every = check_every
         self.samples = check_samples(samples)
+        if fleet is not None and (ledger is None or settled is not None or shuffle_seed is not None):
+            raise ConfigurationError("a shared run needs a ledger and grades in claim order (no early stop)")
+        self.fleet = fleet
         self._batchers = {
             id(j): JudgeBatcher(j, max_batch=judge_batch_size) for j in judges if hasattr(j, "judge_many")
         }
@@ -272,7 +281,10 @@ class BatchGrader:
                     for na in await asyncio.to_thread(ledger.not_applicable, self.run_id)
                 )
             await asyncio.to_thread(ledger.start_run, self.run_id, suite=suite.path, config=self.run_info)
-        order = list(suite.cases)
+        fleet = self.fleet
+        if fleet is not None:
+            await asyncio.to_thread(fleet.register)
+        order = [] if fleet is not None else list(suite.cases)
         if self.shuffle_seed is not None:  # the whole list: a resumed run keeps the order
             random.Random(self.shuffle_seed).shuffle(order)
         todo = [c for c in order if not done_keys or self._missing(c, done_keys)]
@@ -285,7 +297,13 @@ class BatchGrader:
             keys = [self._cache_key(s, c, k) for c in todo for s in live_sides for k in range(self.samples)]
             cached = dict(await asyncio.to_thread(ledger.cache_get_many, keys))
 
-        writer = LedgerWriter(ledger, self.run_id) if ledger is not None else None
+        writer = (
+            LedgerWriter(ledger, self.run_id, worker_id=None if fleet is None else fleet.worker_id)
+            if ledger is not None
+            else None
+        )
+        if fleet is not None and ledger is not None:
+            fleet.on_claim = lambda batch: self._prefetch(ledger, batch, cached)
         settling = (
             SettledCheck(self.settled, writer, self.check_every, self.candidates)
             if self.settled is not None and writer is not None
@@ -298,16 +316,22 @@ class BatchGrader:
 
         async def worker() -> None:
             while settling is None or settling.error is None:
-                try:
-                    case = pending.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
+                if fleet is not None:
+                    claimed = await fleet.next()
+                    if claimed is None:
+                        return
+                    case = claimed
+                else:
+                    try:
+                        case = pending.get_nowait()
+                    except asyncio.QueueEmpty:
+                        return
                 active: list[Side] | None = self.candidates
                 if settling is not None:
                     await settling.wait()  # a check under way may spare this case
                     if settling.error is not None:
                         return
-                    active = self._unsettled(case, settling.pairs, cached, done_keys, report)
+                    active = unsettled_sides(self, case, settling.pairs, cached, done_keys, report)
                     if active is None:  # neither done nor failed: skipped as settled
                         report.cases_settled_skipped += 1
                         self._progress(report)
@@ -315,6 +339,8 @@ class BatchGrader:
                 work = await self._grade_case(case, cached, done_keys, report, active)
                 if writer is not None:
                     writer.submit(work)
+                if fleet is not None:
+                    fleet.finished(case.id)
                 report.cases_done += 1
                 self._progress(report)
                 if settling is not None and settling.committed() and not pending.empty():
@@ -325,6 +351,15 @@ class BatchGrader:
         async def run_all() -> None:
             if settling is not None and todo:
                 await settling.refresh()
+            if fleet is not None:
+                fleet.start()
+                beat = asyncio.create_task(self._heartbeats(fleet, report))
+                workers.extend(asyncio.create_task(worker()) for _ in range(self.concurrency))
+                try:
+                    await asyncio.gather(*workers)
+                finally:
+                    beat.cancel()
+                return
             workers.extend(asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(todo))))
             await asyncio.gather(*workers)
 
@@ -360,18 +395,40 @@ class BatchGrader:
                     await asyncio.to_thread(writer.close)
                 finally:
                     self._merge_conflicts(report, writer, suite)
+            if fleet is not None:
+                await fleet.close()
+                await fleet.heartbeat(
+                    calls=report.model_calls, failures=len(report.failures), cases_done=report.cases_done
+                )
             if ledger is not None and self.run_id is not None:
                 status = "completed"
                 if report.interrupted or isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
                     status = "interrupted"
                 elif report.failures or error is not None:
                     status = "failed"
-                await asyncio.to_thread(ledger.finish_run, self.run_id, status)
+                if fleet is None or status != "completed" or await asyncio.to_thread(fleet.all_done):
+                    await asyncio.to_thread(ledger.finish_run, self.run_id, status)
             rank = {c.id: i for i, c in enumerate(suite.cases)}
             once = {(na.case_id, na.grader_id, na.candidate): na for na in report.not_applicable}
             report.not_applicable = sorted(once.values(), key=lambda na: rank.get(na.case_id, len(rank)))
             report.elapsed_s = time.perf_counter() - started
         return report
+
+    @staticmethod
+    async def _heartbeats(fleet: FleetSource, report: BatchReport, every_s: float = 5.0) -> None:
+        """Tell the run's status what this worker has done, every ``every_s`` seconds."""
+        while True:
+            await fleet.heartbeat(
+                calls=report.model_calls, failures=len(report.failures), cases_done=report.cases_done
+            )
+            await asyncio.sleep(every_s)
+
+    def _prefetch(self, ledger: QualityLedger, batch: list[Case], cached: dict[str, LLMResponse]) -> None:
+        """Read the cached responses of a claimed batch (in a worker thread)."""
+        live = [s for s in (self.baseline, *self.candidates) if s.live]
+        if self.use_cache and live and batch:
+            keys = [self._cache_key(s, c, k) for c in batch for s in live for k in range(self.samples)]
+            cached.update(ledger.cache_get_many(keys))
 
     def _progress(self, report: BatchReport) -> None:
         if self.on_progress is not None:
@@ -430,35 +487,6 @@ class BatchGrader:
         results = await asyncio.gather(*(self._judge(judge, p) for p in pairs))
         return merge_samples(results)
 
-    def _unsettled(
-        self,
-        case: Case,
-        settled: frozenset[tuple[str, str]],
-        cached: Mapping[str, LLMResponse],
-        done: set[tuple[str | None, str, str]],
-        report: BatchReport,
-    ) -> list[Side] | None:
-        """Stopping early: the candidates ``case`` is graded with, ``None`` to skip it whole.
-
-        Counts what settling spares in ``report``: ``stopped`` per settled candidate that
-        still lacked a grade of the case, ``calls_saved`` per response not requested that
-        would have been a model call.
-        """
-        skipped = [c for c in self.candidates if (case.task, c.spec) in settled]
-        if not skipped:
-            return self.candidates
-        for cand in skipped:
-            if self._needs(cand, case, done):
-                per_task = report.stopped.setdefault(cand.spec, {})
-                per_task[case.task] = per_task.get(case.task, 0) + 1
-        active = [c for c in self.candidates if c not in skipped]
-        if not any(self._needs(c, case, done) for c in active):  # nothing left to grade
-            sides = (self.baseline, *self.candidates)
-            report.calls_saved += sum(self._would_call(s, case, cached) for s in sides)
-            return None
-        report.calls_saved += sum(self._would_call(c, case, cached) for c in skipped)
-        return active
-
     async def _grade_case(
         self,
         case: Case,
@@ -467,7 +495,7 @@ class BatchGrader:
         report: BatchReport,
         candidates: Sequence[Side] | None = None,
     ) -> CaseWork:
-        work = CaseWork()
+        work = CaseWork(case_id=case.id)
         rc = self._config_for(case)
         cands = self.candidates if candidates is None else list(candidates)
         sides: list[Side] = [self.baseline, *cands]

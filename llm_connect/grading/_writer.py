@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError, GradeConflictError, LedgerError
 from llm_connect.grading._report import BatchReport, CaseFailure
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from llm_connect.grading._sides import Side
     from llm_connect.ledger import QualityLedger, RecordItem
 
-__all__ = ["CaseWork", "LedgerWriter", "SettledCheck"]
+__all__ = ["CaseWork", "LedgerWriter", "SettledCheck", "unsettled_sides"]
 
 
 @dataclass
@@ -44,16 +44,25 @@ class CaseWork:
     cache: list[tuple[str, str, LLMResponse]] = field(default_factory=list)
     failures: list[CaseFailure] = field(default_factory=list)
     skips: list[NotApplicable] = field(default_factory=list)
+    case_id: str | None = None
+    """The case (a shared run marks it done in the commit that writes it)."""
 
 
 class LedgerWriter:
     """Commits finished cases from a thread, batching whatever is queued."""
 
     def __init__(
-        self, ledger: QualityLedger, run_id: str | None, max_batch: int = 512, linger_s: float = 0.05
+        self,
+        ledger: QualityLedger,
+        run_id: str | None,
+        max_batch: int = 512,
+        linger_s: float = 0.05,
+        worker_id: str | None = None,
     ) -> None:
         self.ledger = ledger
         self.run_id = run_id
+        self.worker_id = worker_id
+        """A shared run's worker: each commit writes only the cases it still holds and marks them done."""
         self.max_batch = max_batch
         self.linger_s = linger_s
         self.error: BaseException | None = None
@@ -135,8 +144,15 @@ class LedgerWriter:
                     self._write([work])
 
     def _commit(self, batch: list[CaseWork]) -> None:
+        shared: dict[str, Any] = {}
+        if self.worker_id is not None:
+            shared = {
+                "worker_id": self.worker_id,
+                "finished_case_ids": [w.case_id for w in batch if w.case_id is not None],
+            }
         self.ledger.record_outcomes(
             self.run_id,
+            **shared,
             records=[r for w in batch for r in w.records],
             cache=[c for w in batch for c in w.cache],
             not_applicable=[na for w in batch for na in w.skips] if self.run_id is not None else [],
@@ -259,3 +275,34 @@ class SettledCheck:
             "committed (resume the run to continue)"
         )
         return self.error
+
+
+def unsettled_sides(
+    grader: Any,
+    case: Any,
+    settled: frozenset[tuple[str, str]],
+    cached: Any,
+    done: set[tuple[str | None, str, str]],
+    report: BatchReport,
+) -> list[Side] | None:
+    """Stopping early: the candidates of ``grader`` (a BatchGrader) ``case`` is graded with,
+    ``None`` to skip it whole.
+
+    Counts what settling spares in ``report``: ``stopped`` per settled candidate that
+    still lacked a grade of the case, ``calls_saved`` per response not requested that
+    would have been a model call.
+    """
+    skipped = [c for c in grader.candidates if (case.task, c.spec) in settled]
+    if not skipped:
+        return list(grader.candidates)
+    for cand in skipped:
+        if grader._needs(cand, case, done):
+            per_task = report.stopped.setdefault(cand.spec, {})
+            per_task[case.task] = per_task.get(case.task, 0) + 1
+    active = [c for c in grader.candidates if c not in skipped]
+    if not any(grader._needs(c, case, done) for c in active):  # nothing left to grade
+        sides = (grader.baseline, *grader.candidates)
+        report.calls_saved += sum(grader._would_call(s, case, cached) for s in sides)
+        return None
+    report.calls_saved += sum(grader._would_call(c, case, cached) for c in skipped)
+    return active
