@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         side_from_spec,
     )
     from llm_connect.grading._retry import CallLimit, RateLimiter, ResilientAdapter, RetryPolicy
+    from llm_connect.grading._shared_limit import SharedRateLimiter
     from llm_connect.grading._suite import Suite, load_suite
     from llm_connect.grading.judges import EmbeddingSimilarityJudge, LLMJudge
 
@@ -56,6 +57,7 @@ __all__ = [
     "RateLimiter",
     "ResilientAdapter",
     "RetryPolicy",
+    "SharedRateLimiter",
     "Suite",
     "build_judge",
     "grade_suite",
@@ -87,6 +89,7 @@ _LAZY = {
         ("CallLimit", "RateLimiter", "ResilientAdapter", "RetryPolicy"), "llm_connect.grading._retry"
     ),
     **dict.fromkeys(("Suite", "load_suite"), "llm_connect.grading._suite"),
+    "SharedRateLimiter": "llm_connect.grading._shared_limit",
 }
 
 

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from llm_connect.errors import AdapterError, ConfigurationError, RateLimitError
 from llm_connect.types import LLMResponse, RunConfig
@@ -32,7 +32,7 @@ from llm_connect.types import LLMResponse, RunConfig
 if TYPE_CHECKING:
     from llm_connect.adapters import LLMAdapter
 
-__all__ = ["CallLimit", "RateLimiter", "ResilientAdapter", "RetryPolicy", "is_retryable"]
+__all__ = ["CallLimit", "RateLimit", "RateLimiter", "ResilientAdapter", "RetryPolicy", "is_retryable"]
 
 T = TypeVar("T")
 
@@ -123,6 +123,22 @@ class RetryPolicy:
                 wait = self._retry_wait(attempt, exc, on_retry)
                 attempt += 1
                 time.sleep(wait)
+
+
+class RateLimit(Protocol):
+    """What :class:`ResilientAdapter` needs of a limiter (:class:`RateLimiter`,
+    :class:`~llm_connect.grading.SharedRateLimiter`).
+
+    A limiter may also offer ``await acquire_call(adapter, prompt, run_config)`` /
+    ``acquire_call_sync(...)``: then it is used instead of ``acquire`` (a token limit
+    needs the call's estimate), and what it returns, when not ``None``, is settled
+    with the response (``await held.asettle(response)`` / ``held.settle(response)``)
+    after a successful call.
+    """
+
+    async def acquire(self) -> None: ...
+
+    def acquire_sync(self) -> None: ...
 
 
 class RateLimiter:
@@ -382,7 +398,7 @@ class ResilientAdapter:
         adapter: LLMAdapter,
         *,
         policy: RetryPolicy | None = None,
-        limiter: RateLimiter | None = None,
+        limiter: RateLimit | None = None,
         semaphore: CallLimit | asyncio.Semaphore | int | None = None,
         on_retry: Callable[[int, BaseException, float], None] | None = None,
     ) -> None:
@@ -408,10 +424,18 @@ class ResilientAdapter:
             self.calls += 1
 
     async def _call(self, prompt: str, run_config: RunConfig) -> LLMResponse:
+        held = None
         if self.limiter is not None:
-            await self.limiter.acquire()
+            per_call = getattr(self.limiter, "acquire_call", None)  # a token limit: needs the call
+            if per_call is None:
+                await self.limiter.acquire()
+            else:
+                held = await per_call(self.adapter, prompt, run_config)
         self._count()
-        return await self.adapter.acomplete(prompt, run_config)
+        response = await self.adapter.acomplete(prompt, run_config)
+        if held is not None:
+            await held.asettle(response)  # gives back what the estimate overcharged
+        return response
 
     async def _attempt(self, prompt: str, run_config: RunConfig) -> LLMResponse:
         if self.semaphore is None:
@@ -420,10 +444,18 @@ class ResilientAdapter:
             return await self._call(prompt, run_config)
 
     def _call_sync(self, prompt: str, run_config: RunConfig) -> LLMResponse:
+        held = None
         if self.limiter is not None:
-            self.limiter.acquire_sync()
+            per_call = getattr(self.limiter, "acquire_call_sync", None)
+            if per_call is None:
+                self.limiter.acquire_sync()
+            else:
+                held = per_call(self.adapter, prompt, run_config)
         self._count()
-        return self.adapter.complete(prompt, run_config)
+        response = self.adapter.complete(prompt, run_config)
+        if held is not None:
+            held.settle(response)
+        return response
 
     def _attempt_sync(self, prompt: str, run_config: RunConfig) -> LLMResponse:
         if self.semaphore is None:
