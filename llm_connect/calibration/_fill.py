@@ -108,6 +108,109 @@ def _grade_rows(judge_obj: Judge, rows: Sequence[GradeRow], concurrency: int) ->
         return list(pool.map(one, rows))
 
 
+def _items(rows: Sequence[GradeRow], outcomes: Sequence[GradingResult | str], failed: list[str]) -> list[Any]:
+    """The grades to record (under each pair's first stored grade's keys); failures go to ``failed``."""
+    from llm_connect.ledger import RecordItem
+
+    items = []
+    for row, outcome in zip(rows, outcomes, strict=True):
+        if isinstance(outcome, str):
+            failed.append(f"case {row.case_id or row.id}: {outcome}")
+            continue
+        items.append(
+            RecordItem(
+                outcome,
+                row.task,
+                row.run_id,
+                row.case_id,
+                tuple(row.tags),
+                baseline_adapter_id=row.baseline_adapter_id,
+                candidate_adapter_id=row.candidate_adapter_id,
+            )
+        )
+    return items
+
+
+def _unit(gid: str, key: PairKey) -> str:
+    """The case id of one (judge, pair) unit of a shared fill."""
+    import hashlib
+
+    return hashlib.sha256("|".join((gid, *key)).encode("utf-8")).hexdigest()[:40]
+
+
+def _fill_shared(
+    ledger: QualityLedger,
+    judges: Sequence[Judge],
+    first: Mapping[PairKey, GradeRow],
+    done: Mapping[str, set[PairKey]],
+    run_id: str,
+    *,
+    lease_s: float,
+    concurrency: int,
+    batch_size: int,
+    progress: Callable[[str, int, int], None] | None,
+) -> FillReport:
+    """:func:`fill_missing_grades` over units claimed with leases (see its ``shared_run``)."""
+    import hashlib
+    import os
+    import socket
+    import uuid
+
+    from llm_connect.errors import GradeConflictError
+
+    gradable = sorted(
+        k for k, r in first.items() if r.baseline_text is not None and r.candidate_text is not None
+    )
+    units: dict[str, tuple[Judge, PairKey]] = {
+        _unit(j.grader_id, k): (j, k) for j in judges for k in gradable
+    }
+    digest = hashlib.sha256("\n".join(sorted(units)).encode("ascii")).hexdigest()
+    ledger.register_run_cases(
+        run_id, [(u, first[k].task, u) for u, (_, k) in units.items()], suite_digest=digest
+    )
+    worker = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    ledger.register_worker(run_id, worker, host=socket.gethostname(), pid=os.getpid())
+    graded = {j.grader_id: 0 for j in judges}
+    failed: dict[str, list[str]] = {j.grader_id: [] for j in judges}
+    finished = 0
+    try:
+        while True:
+            claimed = ledger.claim_cases(run_id, worker, limit=batch_size, lease_s=lease_s)
+            if not claimed:
+                status = ledger.run_status(run_id)
+                if status.pending + status.claimed == 0:
+                    break
+                import time
+
+                time.sleep(min(1.0, lease_s / 4))
+                continue
+            for judge_obj in judges:
+                gid = judge_obj.grader_id
+                mine = [u for u in claimed if units[u][0] is judge_obj and units[u][1] not in done[gid]]
+                if not mine:
+                    continue
+                rows = [first[units[u][1]] for u in mine]
+                items = _items(rows, _grade_rows(judge_obj, rows, concurrency), failed[gid])
+                for item in items:  # one by one: a unit another worker graded first is dropped
+                    try:
+                        ledger.record_batch([item])
+                        graded[gid] += 1
+                    except GradeConflictError:
+                        pass
+            ledger.record_outcomes(run_id, worker_id=worker, finished_case_ids=claimed)
+            finished += len(claimed)
+            ledger.heartbeat(
+                run_id, worker, calls=0, failures=sum(map(len, failed.values())), cases_done=finished
+            )
+            if progress is not None:
+                progress("shared", finished, len(units))
+    finally:
+        ledger.stop_worker(run_id, worker)
+    errors = {gid: tuple(m) for gid, m in failed.items() if m}
+    already = {j.grader_id: len(done[j.grader_id]) for j in judges}
+    return FillReport(len(first), graded, already, len(first) - len(gradable), errors)
+
+
 def fill_missing_grades(
     ledger: QualityLedger,
     judges: Sequence[Judge],
@@ -117,6 +220,8 @@ def fill_missing_grades(
     concurrency: int = 8,
     batch_size: int = 64,
     progress: Callable[[str, int, int], None] | None = None,
+    shared_run: str | None = None,
+    lease_s: float = 60.0,
 ) -> FillReport:
     """Grade, with each judge, the stored pairs it has not graded yet, and record the grades.
 
@@ -126,8 +231,19 @@ def fill_missing_grades(
     batches of ``batch_size`` (each batch one transaction). A grading that
     fails is listed in :attr:`FillReport.errors` and the rest go on.
     ``progress(grader_id, done, total)`` is called after each batch.
+
+    ``shared_run`` (a PostgreSQL ledger): grade together with every other process
+    given the same run id. The units of work, (judge, pair) for every pair with its
+    texts, are registered once (a different set under the same run id is a
+    :class:`~llm_connect.errors.RunMismatchError`: the ledger changed, use a new run
+    id); each process claims batches with a lease of ``lease_s`` seconds, grades the
+    units not graded yet, records them and marks them done. A unit whose lease
+    lapsed may be graded twice, but its grade is stored once: the grade's key
+    (run id, case id, judge, candidate) takes the first, and a later different
+    grade is refused and dropped, never written over it. (A pair stored without a run
+    id and case id has no such key: if its lease lapses mid-grading it may be graded
+    twice.)
     """
-    from llm_connect.ledger import RecordItem
 
     since_dt = _since(since)
     first: dict[PairKey, GradeRow] = {}
@@ -139,6 +255,11 @@ def fill_missing_grades(
             first[key] = row
         if row.grader_id in done:
             done[row.grader_id].add(key)
+    if shared_run is not None:
+        return _fill_shared(
+            ledger, judges, first, done, shared_run, lease_s=lease_s, concurrency=concurrency,
+            batch_size=batch_size, progress=progress,
+        )  # fmt: skip
     graded: dict[str, int] = {}
     already: dict[str, int] = {}
     errors: dict[str, tuple[str, ...]] = {}
@@ -155,22 +276,7 @@ def fill_missing_grades(
         for start in range(0, len(todo), batch_size):
             rows = [first[k] for k in todo[start : start + batch_size]]
             outcomes = _grade_rows(judge_obj, rows, concurrency)
-            items = []
-            for row, outcome in zip(rows, outcomes, strict=True):
-                if isinstance(outcome, str):
-                    failed.append(f"case {row.case_id or row.id}: {outcome}")
-                    continue
-                items.append(
-                    RecordItem(
-                        outcome,
-                        row.task,
-                        row.run_id,
-                        row.case_id,
-                        tuple(row.tags),
-                        baseline_adapter_id=row.baseline_adapter_id,
-                        candidate_adapter_id=row.candidate_adapter_id,
-                    )
-                )
+            items = _items(rows, outcomes, failed)
             ledger.record_batch(items)
             count += len(items)
             if progress is not None:

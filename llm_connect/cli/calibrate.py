@@ -242,6 +242,19 @@ def calibrate_command(
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=256, help="Judge calls in flight.")
     ] = 8,
+    shared_run: Annotated[
+        str | None,
+        typer.Option(
+            "--shared-run",
+            help="Grade the missing pairs together with every other process given this run id "
+            "(PostgreSQL): each claims pairs with a lease; each pair is graded once.",
+            metavar="RUN_ID",
+            show_default=False,
+        ),
+    ] = None,
+    lease_s: Annotated[
+        float, typer.Option("--lease-s", min=1.0, help="With --shared-run: the lease of a claimed batch.")
+    ] = 60.0,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -304,6 +317,13 @@ def calibrate_command(
     )
 
     ledger = open_ledger(db)
+    if shared_run is not None and ledger.dialect != "postgresql":
+        fail(
+            f"--shared-run needs a PostgreSQL ledger, not {ledger.dialect}: "
+            "processes claim pairs with row locks"
+        )
+    if shared_run is not None and no_grade:
+        fail("--shared-run shares the grading step; with --no-grade there is nothing to share")
 
     def make_adapter(spec: str) -> Any:
         from llm_connect.adapters import adapter_from_spec
@@ -337,6 +357,8 @@ def calibrate_command(
                 since=since,
                 concurrency=concurrency,
                 progress=progress,
+                shared_run=shared_run,
+                lease_s=lease_s,
             )
         report = calibrate(
             ledger,
