@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from llm_connect.ledger import (
     _models_chat,  # noqa: F401 - registers its tables with Base.metadata
+    _models_embeddings,  # noqa: F401 - registers its tables with Base.metadata
     _models_fleet,  # noqa: F401 - registers its tables with Base.metadata
 )
 from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR

@@ -15,6 +15,7 @@ from llm_connect.errors import LedgerError
 from llm_connect.ledger._cases import CasesMixin, _match
 from llm_connect.ledger._chat import ChatMixin, conversation_rows
 from llm_connect.ledger._convert import GRADE_COLUMNS, batch_values, grade_row
+from llm_connect.ledger._embeddings import EmbeddingsMixin
 from llm_connect.ledger._engine import (
     display_url,
     ledger_errors,
@@ -65,7 +66,7 @@ def _totals_filter(task: Filter, baseline: Filter, candidate: Filter, grader: Fi
     return [cond for cond in conditions if cond is not None]
 
 
-class QualityLedger(RecordsMixin, CasesMixin, ChatMixin, FleetMixin):
+class QualityLedger(RecordsMixin, CasesMixin, ChatMixin, FleetMixin, EmbeddingsMixin):
     """Every grade in SQL: SQLite by default, PostgreSQL for fleets.
 
     ``url`` is a SQLAlchemy URL; without one, ``$LLM_CONNECT_DATABASE_URL``,

@@ -22,6 +22,7 @@ TABLES = {
     "grade_stats",
     "case_stats",
     "conversations",
+    "embedding_cache",
     "stability_responses",
     "stability_runs",
     "evidence_snapshots",

@@ -1,0 +1,132 @@
+"""The ledger's embedding cache (table ``embedding_cache`` in ``_models_embeddings``).
+
+Vectors are float32, little-endian, ``dim`` of them; a row whose bytes are not
+exactly ``4 * dim`` long, or whose values are not finite, is corrupt: it is
+never returned (the caller re-encodes the text and :meth:`~EmbeddingsMixin.put_embeddings`
+writes over it).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from array import array
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from sqlalchemy import Connection, Table, select
+
+from llm_connect.errors import LedgerError
+from llm_connect.ledger._models_embeddings import EmbeddingCacheRecord
+from llm_connect.types import utcnow
+
+__all__ = ["EmbeddingsMixin", "pack_vector", "unpack_vector"]
+
+_EMB = cast(Table, EmbeddingCacheRecord.__table__)
+# Digests per SELECT ... IN (...) and rows per INSERT: well under both backends' parameter limits.
+_CHUNK = 500
+_SWAP = sys.byteorder != "little"
+
+
+def pack_vector(vector: Sequence[float]) -> bytes:
+    """``vector`` as float32 little-endian bytes."""
+    data = array("f", vector)
+    if _SWAP:  # pragma: no cover - big-endian hosts
+        data.byteswap()
+    return data.tobytes()
+
+
+def unpack_vector(blob: bytes, dim: int) -> list[float] | None:
+    """The vector in ``blob``, or ``None`` when it is not ``dim`` finite float32 values."""
+    if dim <= 0 or len(blob) != 4 * dim:
+        return None
+    data = array("f")
+    data.frombytes(blob)
+    if _SWAP:  # pragma: no cover - big-endian hosts
+        data.byteswap()
+    values = data.tolist()
+    return values if all(math.isfinite(v) for v in values) else None
+
+
+class EmbeddingsMixin:
+    """Cached embedding vectors (mixed into ``QualityLedger``)."""
+
+    if TYPE_CHECKING:
+        store_text: bool
+        dialect: str
+
+        def _insert(self, table: Any) -> Any: ...
+        def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any: ...
+        def _connect(self) -> Connection: ...
+        def _read(self, what: str) -> Any: ...
+
+    def cached_embeddings(self, model_id: str, digests: Sequence[str]) -> dict[str, list[float]]:
+        """The cached vectors of ``model_id`` for the texts whose SHA-256 digests are ``digests``.
+
+        Returns ``{digest: vector}`` for the digests found; a corrupt row (its bytes
+        not ``4 * dim`` long, or a non-finite value) is left out, as if missing.
+        """
+        wanted = list(dict.fromkeys(digests))
+        found: dict[str, list[float]] = {}
+        if not wanted:
+            return found
+        c = _EMB.c
+        with self._read("reading cached embeddings"), self._connect() as conn:
+            for start in range(0, len(wanted), _CHUNK):
+                stmt = select(c.text_sha256, c.dim, c.vector).where(
+                    c.model_id == model_id, c.text_sha256.in_(wanted[start : start + _CHUNK])
+                )
+                for digest, dim, blob in conn.execute(stmt):
+                    vector = unpack_vector(bytes(blob), int(dim))
+                    if vector is not None:
+                        found[digest] = vector
+        return found
+
+    def put_embeddings(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+        """Store ``{digest: vector}`` under ``model_id`` (float32), writing over rows already there.
+
+        Returns the number of vectors written: 0 on a ledger opened with
+        ``store_text=False`` (a vector says much about its text, so such a ledger
+        keeps none).
+
+        Raises:
+            LedgerError: an empty model id, a digest that is not 64 hex characters,
+                an empty vector or a non-finite value (nothing is written).
+        """
+        if not self.store_text or not vectors:
+            return 0
+        if not isinstance(model_id, str) or not model_id.strip():
+            raise LedgerError(f"model_id must be a non-empty string, not {model_id!r}")
+        now = utcnow()
+        rows = []
+        for digest, vector in vectors.items():
+            if not isinstance(digest, str) or len(digest) != 64:
+                raise LedgerError(f"embedding key must be a SHA-256 hex digest, not {digest!r}")
+            values = list(vector)
+            if not values or not all(math.isfinite(v) for v in values):
+                raise LedgerError(f"embedding of {digest[:12]}... is empty or not finite")
+            rows.append(
+                {
+                    "model_id": model_id,
+                    "text_sha256": digest,
+                    "dim": len(values),
+                    "vector": pack_vector(values),
+                    "created_at": now,
+                }
+            )
+
+        def write(conn: Connection) -> int:
+            for start in range(0, len(rows), _CHUNK):
+                stmt = self._insert(_EMB)
+                stmt = stmt.on_conflict_do_update(
+                    index_elements=["model_id", "text_sha256"],
+                    set_={
+                        "dim": stmt.excluded.dim,
+                        "vector": stmt.excluded.vector,
+                        "created_at": stmt.excluded.created_at,
+                    },
+                )
+                conn.execute(stmt, rows[start : start + _CHUNK])
+            return len(rows)
+
+        return cast(int, self._write("caching embeddings", write))
