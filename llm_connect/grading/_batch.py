@@ -353,7 +353,7 @@ class BatchGrader:
                 await settling.refresh()
             if fleet is not None:
                 fleet.start()
-                beat = asyncio.create_task(self._heartbeats(fleet, report))
+                beat = asyncio.create_task(fleet.heartbeats(report))
                 workers.extend(asyncio.create_task(worker()) for _ in range(self.concurrency))
                 try:
                     await asyncio.gather(*workers)
@@ -413,15 +413,6 @@ class BatchGrader:
             report.not_applicable = sorted(once.values(), key=lambda na: rank.get(na.case_id, len(rank)))
             report.elapsed_s = time.perf_counter() - started
         return report
-
-    @staticmethod
-    async def _heartbeats(fleet: FleetSource, report: BatchReport, every_s: float = 5.0) -> None:
-        """Tell the run's status what this worker has done, every ``every_s`` seconds."""
-        while True:
-            await fleet.heartbeat(
-                calls=report.model_calls, failures=len(report.failures), cases_done=report.cases_done
-            )
-            await asyncio.sleep(every_s)
 
     def _prefetch(self, ledger: QualityLedger, batch: list[Case], cached: dict[str, LLMResponse]) -> None:
         """Read the cached responses of a claimed batch (in a worker thread)."""

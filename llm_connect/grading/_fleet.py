@@ -176,6 +176,15 @@ class FleetSource:
             cases_done=cases_done,
         )
 
+    async def heartbeats(self, report: Any, every_s: float = 5.0) -> None:
+        """Tell the run's status what this worker has done (``report``: the engine's
+        BatchReport), every ``every_s`` seconds, until cancelled."""
+        while True:
+            await self.heartbeat(
+                calls=report.model_calls, failures=len(report.failures), cases_done=report.cases_done
+            )
+            await asyncio.sleep(every_s)
+
     async def close(self) -> None:
         """Stop renewing; give back cases claimed but never started; mark the worker stopped."""
         if self._renewer is not None:
