@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from llm_connect._conversation import Conversation, Prompt
 from llm_connect._secrets import get_logger, secret_values
+from llm_connect.adapters._activity import model_call
 from llm_connect.adapters._errors import ResponseInfo, sdk_errors
 from llm_connect.errors import ConfigurationError, MalformedResponseError
 from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
@@ -484,7 +485,7 @@ class OpenAIAdapter:
         with held or nullcontext():  # a reservation not settled by the end is released
             kwargs = self._request(prompt, run_config)
             client = self._clients.sync()
-            with sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
+            with model_call(), sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
                 start = time.perf_counter()
                 raw = client.chat.completions.with_raw_response.create(**kwargs)
                 latency_ms = (time.perf_counter() - start) * 1000.0
@@ -504,7 +505,7 @@ class OpenAIAdapter:
         with held or nullcontext():  # a reservation not settled by the end is released
             kwargs = self._request(prompt, run_config)
             client = self._clients.async_()
-            with sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
+            with model_call(), sdk_errors(self.adapter_id, secrets=self._secrets(run_config)) as info:
                 start = time.perf_counter()
                 raw = await client.chat.completions.with_raw_response.create(**kwargs)
                 latency_ms = (time.perf_counter() - start) * 1000.0

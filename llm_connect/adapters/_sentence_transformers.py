@@ -11,13 +11,21 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from llm_connect.adapters._activity import calls_in_flight
 from llm_connect.errors import ConfigurationError
 
-__all__ = ["DEFAULT_EMBEDDING_MODEL", "SentenceTransformerEmbeddingAdapter", "resolve_model_source"]
+__all__ = [
+    "AUTO_MIN_TEXTS",
+    "DEFAULT_EMBEDDING_MODEL",
+    "SentenceTransformerEmbeddingAdapter",
+    "resolve_model_source",
+]
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+AUTO_MIN_TEXTS = 64
+"""``num_threads="auto"``: encodes of fewer distinct texts than this stay on one thread."""
 _MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
 
 _models: dict[tuple[str, str], Any] = {}
@@ -112,10 +120,14 @@ class SentenceTransformerEmbeddingAdapter:
 
     ``num_threads`` is the number of torch intra-op threads used while encoding
     (set for each encode call, then restored; ``None`` keeps torch's setting).
-    The default, 1, suits the judge's small batches on machines that also run
-    HTTP calls: on a loaded 2-core machine, torch's default of one spinning
-    thread per core made a two-text call ~9x slower (427 ms vs 48 ms) and a
-    400-text batch ~3x slower.
+    The default, ``"auto"``, picks per call: **one thread** for fewer than
+    :data:`AUTO_MIN_TEXTS` distinct texts, or while this process has model calls
+    in flight (live grading); **torch's setting** (one thread per core) for a
+    large batch with no call in flight (an offline re-grade, calibration's fill
+    step). One thread suits small batches and a machine busy with HTTP calls: on
+    a loaded 2-core machine torch's spinning threads made a two-text call ~9x
+    slower (427 ms vs 48 ms); an idle machine's large batches want every core.
+    An int pins that many threads for every call.
 
     Raises:
         ConfigurationError: sentence-transformers is missing or the model cannot be loaded.
@@ -129,14 +141,16 @@ class SentenceTransformerEmbeddingAdapter:
         *,
         device: str = "cpu",
         batch_size: int = 64,
-        num_threads: int | None = 1,
+        num_threads: int | Literal["auto"] | None = "auto",
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"embedding model must be a non-empty string, not {model!r}")
-        if num_threads is not None and (
-            isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
+        if (
+            num_threads is not None
+            and num_threads != "auto"
+            and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1)
         ):
-            raise ConfigurationError(f"num_threads must be an int >= 1 or None, not {num_threads!r}")
+            raise ConfigurationError(f"num_threads must be an int >= 1, 'auto' or None, not {num_threads!r}")
         self.model = _short_name(model)
         self.device = device
         self.batch_size = batch_size
@@ -145,6 +159,15 @@ class SentenceTransformerEmbeddingAdapter:
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbeddingAdapter({self.model!r}, device={self.device!r})"
+
+    def threads_for(self, n_texts: int) -> int | None:
+        """The torch thread count an encode of ``n_texts`` distinct texts runs with now
+        (``None``: torch's own setting)."""
+        if self.num_threads != "auto":
+            return self.num_threads
+        if n_texts < AUTO_MIN_TEXTS or calls_in_flight() > 0:
+            return 1
+        return None
 
     def load(self) -> None:
         """Load the model now (otherwise the first :meth:`embed` does)."""
@@ -160,7 +183,7 @@ class SentenceTransformerEmbeddingAdapter:
                 raise TypeError(f"embed() text {i} must be a str, not {type(text).__name__}")
         unique = list(dict.fromkeys(texts))
         st_model, lock = _load(self.model, self.device)
-        with lock, _torch_threads(self.num_threads):
+        with lock, _torch_threads(self.threads_for(len(unique))):
             encoded = st_model.encode(
                 unique, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
             )

@@ -96,6 +96,8 @@ class Outcome:
     """The grader ids routing and the quality gate use (all judges unless --route-on)."""
     judges: list[Any] = field(default_factory=list)
     """The run's judges (the sessions report embeds with the persona judge's embedder)."""
+    judge_context: Any = None
+    """The judges' context: its embedders count texts embedded and read from the embedding cache."""
 
     def route(self, *, threshold: float, min_samples: int, allow_uncalibrated: bool) -> list[Any]:
         """One routing decision per task of the run (stored in the ledger).
@@ -296,6 +298,7 @@ def execute(
     from llm_connect.cli._common import open_ledger
 
     ledger = shared_ledger if shared_ledger is not None else open_ledger(opts.db)
+    context.use_embedding_store(ledger if opts.use_cache else None)  # --no-cache: embed every text
     if opts.shared:
         pass  # joining the run is the point: every worker names the same run id
     elif opts.resume:
@@ -376,6 +379,7 @@ def execute(
         grader_ids=grader_ids,
         gating_ids=gating_ids,
         judges=judges,
+        judge_context=context,
     )
 
 

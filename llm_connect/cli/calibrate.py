@@ -331,7 +331,7 @@ def calibrate_command(
         adapter = adapter_from_spec(spec, base_url=base_url, api_key=api_key)
         return adapter if no_cache else _CachedAdapter(adapter, ledger)
 
-    context = JudgeContext(make_llm_adapter=make_adapter)
+    context = JudgeContext(make_llm_adapter=make_adapter, embedding_store=None if no_cache else ledger)
     try:
         needs_judge = not no_grade or (probes is not None and "position" in probes)
         judge_obj = rebuild_judge(ledger, judge, context, task=task, since=since) if needs_judge else None

@@ -299,7 +299,7 @@ def grade(
         ),
     ] = False,
     no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Neither read nor fill the response cache.")
+        bool, typer.Option("--no-cache", help="Neither read nor fill the response and embedding caches.")
     ] = False,
     until_decided: Annotated[
         bool,
@@ -498,6 +498,8 @@ def grade(
         junit=junit, report_path=report_file, stats=stats, report=report, ledger=outcome.ledger,
         threshold=threshold, min_samples=needed, route_on=list(outcome.gating_ids),
     )  # fmt: skip
+    from llm_connect.cli import _embeddings
+
     if json_out:
         payload = {
             "run_id": report.run_id,
@@ -516,6 +518,7 @@ def grade(
             "served_as": report.served_as(),
             "stopped": getattr(report, "stopped", {}),
             "calls_saved": getattr(report, "calls_saved", 0),
+            "embeddings": _embeddings.embedding_json(outcome),
             "failures": [f.__dict__ for f in report.failures],
             "not_applicable": [
                 {"grader_id": gid, **info} for gid, info in report.not_applicable_by_judge().items()
@@ -621,6 +624,10 @@ def _print_human(
         out.line((title, None))
         for text in _report.stats_lines(stats, confidence=0.95):
             out.line((text, None))
+    from llm_connect.cli._embeddings import embedding_line
+
+    if (embedded := embedding_line(outcome)) is not None:
+        out.line((embedded, "dim"))
     if sessions is not None:
         from llm_connect.cli._sessions import session_lines
 

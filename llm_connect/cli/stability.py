@@ -253,7 +253,11 @@ def _run(
             raise ConfigurationError("--task must not be empty")
         ledger = open_ledger(db)
 
-    embedder = SentenceTransformerEmbeddingAdapter(embedding_model)
+    embedder: Any = SentenceTransformerEmbeddingAdapter(embedding_model)
+    if ledger is not None:  # vectors already in the ledger are not computed again
+        from llm_connect.adapters._cached_embedder import CachedEmbedder
+
+        embedder = CachedEmbedder(embedder, ledger)
     kwargs: dict[str, Any] = {
         "runs": runs,
         "run_config": run_config,

@@ -67,3 +67,36 @@ def test_encoding_thread_count_is_set_per_call_and_restored():
 def test_bad_thread_count_is_a_configuration_error(num_threads):
     with pytest.raises(ConfigurationError, match="num_threads"):
         SentenceTransformerEmbeddingAdapter(num_threads=num_threads)
+
+
+def test_auto_threads_one_for_small_or_live_batches_torch_setting_for_large_offline_ones():
+    from llm_connect.adapters._activity import calls_in_flight, model_call
+    from llm_connect.adapters._sentence_transformers import AUTO_MIN_TEXTS
+
+    adapter = SentenceTransformerEmbeddingAdapter()
+    assert adapter.num_threads == "auto"
+    assert adapter.threads_for(2) == 1
+    assert adapter.threads_for(AUTO_MIN_TEXTS - 1) == 1
+    assert adapter.threads_for(AUTO_MIN_TEXTS) is None  # every core: torch's own setting
+    with model_call():
+        assert calls_in_flight() == 1
+        assert adapter.threads_for(4096) == 1  # live calls in flight: stay on one thread
+    assert calls_in_flight() == 0
+    assert adapter.threads_for(4096) is None
+    assert SentenceTransformerEmbeddingAdapter(num_threads=3).threads_for(4096) == 3
+
+
+def test_a_chat_call_counts_as_in_flight_while_it_waits(openai_server):
+    from llm_connect.adapters import OpenAIAdapter
+    from llm_connect.adapters._activity import calls_in_flight
+    from llm_connect.types import RunConfig
+
+    seen = []
+
+    def responder(body):
+        seen.append(calls_in_flight())
+        return "ok"
+
+    openai_server.responder = responder
+    OpenAIAdapter("m", base_url=openai_server.base_url, api_key="sk-test").complete("hi", RunConfig())
+    assert seen == [1] and calls_in_flight() == 0

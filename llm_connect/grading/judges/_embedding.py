@@ -200,7 +200,9 @@ def make_embedding_judge(context: JudgeContext, *, model: str | None = None) -> 
 
     Without ``model`` (or when it names the context's embedding model) the
     context's shared embedding adapter is used; ``model="openai:NAME"`` uses the
-    OpenAI embeddings API; any other name is a sentence-transformers model.
+    OpenAI embeddings API; any other name is a sentence-transformers model. The
+    adapter is wrapped with the context's embedding cache (the ledger's, when the
+    context has one).
     """
     adapter = context.embedding_adapter()
     if model is None or model in (_model_name(adapter), adapter.adapter_id):
@@ -208,7 +210,8 @@ def make_embedding_judge(context: JudgeContext, *, model: str | None = None) -> 
     if model.startswith("openai:"):
         from llm_connect.adapters import OpenAIEmbeddingAdapter
 
-        return EmbeddingSimilarityJudge(OpenAIEmbeddingAdapter(model.partition(":")[2]))
+        openai_adapter = OpenAIEmbeddingAdapter(model.partition(":")[2])
+        return EmbeddingSimilarityJudge(context.cached_embedder(openai_adapter))
     from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
 
-    return EmbeddingSimilarityJudge(SentenceTransformerEmbeddingAdapter(model))
+    return EmbeddingSimilarityJudge(context.cached_embedder(SentenceTransformerEmbeddingAdapter(model)))

@@ -38,6 +38,7 @@ from llm_connect.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from llm_connect.adapters import EmbeddingAdapter, LLMAdapter
+    from llm_connect.adapters._cached_embedder import CachedEmbedder, EmbeddingCounts, EmbeddingStore
     from llm_connect.grading._protocols import Judge
 
 __all__ = [
@@ -72,6 +73,13 @@ class JudgeContext:
     """Returns the embedding adapter shared by embedding-based judges."""
     base_dir: Path = field(default_factory=Path.cwd)
     """Where relative file options (schemas, persona files) are resolved."""
+    embedding_store: EmbeddingStore | None = None
+    """The ledger whose embedding cache the context's embedders read and fill (``None``: no
+    cache). May be given after the judges are built: :meth:`use_embedding_store`."""
+    embedders: list[CachedEmbedder] = field(default_factory=list, repr=False)
+    """Every embedder this context handed out, each wrapped in a
+    :class:`~llm_connect.adapters._cached_embedder.CachedEmbedder` (counts, cache)."""
+    _shared_embedder: CachedEmbedder | None = field(default=None, init=False, repr=False)
 
     def llm_adapter(self, spec: str | None) -> LLMAdapter:
         """The adapter for ``spec`` (or the default judge model)."""
@@ -87,12 +95,45 @@ class JudgeContext:
         return self.make_llm_adapter(spec)
 
     def embedding_adapter(self) -> EmbeddingAdapter:
-        """The shared embedding adapter (the packaged all-MiniLM-L6-v2 by default)."""
+        """The shared embedding adapter (the packaged all-MiniLM-L6-v2 by default), wrapped
+        with the embedding cache; every call returns the same one."""
+        if self._shared_embedder is not None:
+            return self._shared_embedder
         if self.make_embedding_adapter is None:
             from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
 
-            return SentenceTransformerEmbeddingAdapter()
-        return self.make_embedding_adapter()
+            made: EmbeddingAdapter = SentenceTransformerEmbeddingAdapter()
+        else:
+            made = self.make_embedding_adapter()
+        self._shared_embedder = self.cached_embedder(made)
+        return self._shared_embedder
+
+    def cached_embedder(self, embedder: EmbeddingAdapter) -> CachedEmbedder:
+        """``embedder`` wrapped with this context's embedding cache (and counted)."""
+        from llm_connect.adapters._cached_embedder import CachedEmbedder
+
+        wrapped = CachedEmbedder(embedder, self.embedding_store)
+        self.embedders.append(wrapped)
+        return wrapped
+
+    def use_embedding_store(self, store: EmbeddingStore | None) -> None:
+        """Cache every embedder's vectors in ``store`` from now on (``None``: stop caching)."""
+        self.embedding_store = store
+        for embedder in self.embedders:
+            embedder.store = store
+
+    def embedding_counts(self) -> EmbeddingCounts | None:
+        """Distinct texts embedded and read from the cache by this context's embedders
+        (``None`` when none was used)."""
+        from llm_connect.adapters._cached_embedder import EmbeddingCounts
+
+        if not self.embedders:
+            return None
+        total = EmbeddingCounts()
+        for embedder in self.embedders:
+            total.embedded += embedder.counts.embedded
+            total.cached += embedder.counts.cached
+        return total
 
     def resolve_path(self, value: str | Path) -> Path:
         """``value`` as a path, relative to :attr:`base_dir` when not absolute."""

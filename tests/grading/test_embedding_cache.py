@@ -1,0 +1,177 @@
+"""The embedding cache end to end: CachedEmbedder over the ledger, the judges, the grade CLI (issue 15)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import create_engine, text
+
+from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
+from llm_connect.adapters._cached_embedder import CachedEmbedder, text_digest
+from llm_connect.errors import EmbeddingOutputError
+from llm_connect.grading import JudgeContext, build_judge
+from llm_connect.ledger import QualityLedger
+from tests.cli._util import invoke, pair_suite
+
+MODEL_ID = "sentence-transformers:all-MiniLM-L6-v2"
+
+
+class Counting:
+    """Counts the texts handed to the wrapped embedder."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.adapter_id = inner.adapter_id  # type: ignore[attr-defined]
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)  # type: ignore[attr-defined,no-any-return]
+
+
+class Fake:
+    """A deterministic 4-dim embedder."""
+
+    adapter_id = "fake:emb"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[float(len(t)), float(t.count("a")), 1.0, 0.5] for t in texts]
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTransformerEmbeddingAdapter:
+    adapter = SentenceTransformerEmbeddingAdapter()
+    adapter.load()
+    return adapter
+
+
+def test_cached_vectors_are_bit_identical_to_a_fresh_encode(
+    ledger: QualityLedger, minilm: SentenceTransformerEmbeddingAdapter
+) -> None:
+    texts = [f"the cached sentence number {i} about rivers and banks" for i in range(20)]
+    fresh = minilm.embed(texts)
+    cold = CachedEmbedder(Counting(minilm), ledger)
+    assert cold.embed(texts) == fresh
+    assert (cold.counts.embedded, cold.counts.cached) == (20, 0)
+    warm_inner = Counting(minilm)
+    warm = CachedEmbedder(warm_inner, ledger)
+    again = warm.embed([*texts, texts[0]])
+    assert warm_inner.calls == []  # nothing encoded
+    assert again[:20] == fresh and again[20] == fresh[0]  # exact float equality, not closeness
+    assert np.asarray(again[:20], dtype=np.float32).tobytes() == np.asarray(fresh, dtype=np.float32).tobytes()
+    assert (warm.counts.embedded, warm.counts.cached) == (0, 20)
+
+
+def test_only_the_missing_texts_are_encoded(ledger: QualityLedger) -> None:
+    inner = Counting(Fake())
+    cached = CachedEmbedder(inner, ledger)
+    cached.embed(["a", "b"])
+    assert cached.embed(["b", "c", "a", "c"]) == Fake().embed(["b", "c", "a", "c"])
+    assert inner.calls == [["a", "b"], ["c"]]
+    assert (cached.counts.embedded, cached.counts.cached) == (3, 2)
+
+
+def _corrupt(ledger_url: str, digest: str, sql: str) -> None:
+    engine = create_engine(ledger_url)
+    with engine.begin() as conn:
+        conn.execute(text(sql), {"d": digest})
+    engine.dispose()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # the bytes do not match the stored length: the ledger never returns the row
+        "UPDATE embedding_cache SET dim = dim + 1 WHERE text_sha256 = :d",
+        # consistent bytes and length, but not the model's length (3 floats, not 4)
+        "UPDATE embedding_cache SET dim = 3, vector = substr(vector, 1, 12) WHERE text_sha256 = :d",
+    ],
+    ids=["bytes-vs-dim", "wrong-dim"],
+)
+def test_a_corrupt_cached_vector_is_re_encoded_never_used(
+    ledger: QualityLedger, ledger_url: str, sql: str
+) -> None:
+    if ledger.dialect == "postgresql":
+        sql = sql.replace("substr(vector, 1, 12)", "substring(vector from 1 for 12)")
+    CachedEmbedder(Fake(), ledger).embed(["aa", "bbb", "cccc"])
+    _corrupt(ledger_url, text_digest("bbb"), sql)
+    inner = Counting(Fake())
+    cached = CachedEmbedder(inner, ledger)
+    assert cached.embed(["aa", "bbb", "cccc"]) == Fake().embed(["aa", "bbb", "cccc"])
+    assert inner.calls == [["bbb"]]
+    # the re-encoded vector was written over the corrupt one
+    again = Counting(Fake())
+    assert CachedEmbedder(again, ledger).embed(["bbb"]) == Fake().embed(["bbb"]) and again.calls == []
+
+
+def test_an_embedder_returning_the_wrong_count_caches_nothing(ledger: QualityLedger) -> None:
+    class Short(Fake):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            return super().embed(texts)[:-1]
+
+    with pytest.raises(EmbeddingOutputError, match="1 vectors for 2 texts"):
+        CachedEmbedder(Short(), ledger).embed(["a", "b"])
+    assert ledger.cached_embeddings("fake:emb", [text_digest("a")]) == {}
+
+
+def test_the_judge_keeps_its_grader_id_and_counts_through_the_context(ledger: QualityLedger) -> None:
+    context = JudgeContext(make_embedding_adapter=Fake)
+    judge = build_judge("embedding", context)
+    assert judge.grader_id == "embedding:emb"
+    assert context.embedding_adapter() is context.embedding_adapter()  # one shared, cached embedder
+    context.use_embedding_store(ledger)
+    assert context.embedders[0].store is ledger
+    assert context.embedding_counts() is not None
+
+
+@pytest.fixture
+def counting_minilm(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
+    """Every text the sentence-transformers adapter encodes, per call, in this process."""
+    calls: list[list[str]] = []
+    real = SentenceTransformerEmbeddingAdapter.embed
+
+    def counting(self: SentenceTransformerEmbeddingAdapter, texts: Sequence[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(SentenceTransformerEmbeddingAdapter, "embed", counting)
+    yield calls
+
+
+def test_a_second_grade_of_the_same_suite_encodes_nothing(
+    tmp_path: Path, counting_minilm: list[list[str]]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    suite = pair_suite(tmp_path / "s.jsonl", 12, same=4)
+    args = ["grade", str(suite), "--db", db, "-b", "recorded:baseline", "-c", "recorded:candidate"]
+    first = invoke(*args, "--judge", "embedding", "--json")
+    assert first.exit_code == 0, first.output
+    encoded = sum(len(c) for c in counting_minilm)
+    assert encoded == 20  # 12 baseline answers + 8 distinct candidate answers
+    assert json.loads(first.stdout)["embeddings"] == {"embedded": 20, "cached": 0}
+
+    counting_minilm.clear()
+    second = invoke(*args, "--judge", "embedding", "--json")
+    assert second.exit_code == 0, second.output
+    assert counting_minilm == []  # zero encode calls
+    assert json.loads(second.stdout)["embeddings"] == {"embedded": 0, "cached": 20}
+    scores = [
+        [
+            (r.case_id, r.quality_score)
+            for r in QualityLedger(db).results(run_id=json.loads(o.stdout)["run_id"])
+        ]
+        for o in (first, second)
+    ]
+    assert sorted(scores[0]) == sorted(scores[1])
+
+    human = invoke(*args, "--judge", "embedding")
+    assert "embeddings: 0 text(s) embedded, 20 from the cache" in human.stdout
+
+    counting_minilm.clear()
+    bypass = invoke(*args, "--judge", "embedding", "--no-cache", "--json")
+    assert sum(len(c) for c in counting_minilm) == 20
+    assert json.loads(bypass.stdout)["embeddings"] == {"embedded": 20, "cached": 0}
