@@ -288,7 +288,8 @@ class BatchGrader:
         if self.shuffle_seed is not None:  # the whole list: a resumed run keeps the order
             random.Random(self.shuffle_seed).shuffle(order)
         todo = [c for c in order if not done_keys or self._missing(c, done_keys)]
-        report.cases_skipped = len(suite.cases) - len(todo)
+        # A shared run's cases come from claims: none is "skipped" up front.
+        report.cases_skipped = 0 if fleet is not None else len(suite.cases) - len(todo)
         report.cases_done = report.cases_skipped
 
         cached: dict[str, LLMResponse] = {}
@@ -298,7 +299,12 @@ class BatchGrader:
             cached = dict(await asyncio.to_thread(ledger.cache_get_many, keys))
 
         writer = (
-            LedgerWriter(ledger, self.run_id, worker_id=None if fleet is None else fleet.worker_id)
+            LedgerWriter(
+                ledger,
+                self.run_id,
+                worker_id=None if fleet is None else fleet.worker_id,
+                on_committed=None if fleet is None else fleet.committed,
+            )
             if ledger is not None
             else None
         )
@@ -339,8 +345,6 @@ class BatchGrader:
                 work = await self._grade_case(case, cached, done_keys, report, active)
                 if writer is not None:
                     writer.submit(work)
-                if fleet is not None:
-                    fleet.finished(case.id)
                 report.cases_done += 1
                 self._progress(report)
                 if settling is not None and settling.committed() and not pending.empty():

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -102,7 +103,8 @@ class FleetSource:
         self.on_claim = on_claim
         self.poll_s = poll_s if poll_s is not None else min(1.0, self.lease_s / 4)
         self.held: set[str] = set()
-        """Cases claimed and not yet committed (their leases are renewed)."""
+        """Cases claimed and not yet committed (their leases are renewed until the commit)."""
+        self._held_lock = threading.Lock()  # the writer thread reports commits
         self._buffer: list[Case] = []
         self._lock = asyncio.Lock()
         self._renewer: asyncio.Task[None] | None = None
@@ -127,6 +129,8 @@ class FleetSource:
         """The next claimed case, claiming a batch when none is buffered; ``None`` when the run
         has nothing left that this worker could take (every case done or failed)."""
         async with self._lock:
+            if self.lost:  # queued cases whose lease another worker took over: not ours to grade
+                self._buffer = [c for c in self._buffer if c.id not in self.lost]
             while not self._buffer:
                 claimed = await asyncio.to_thread(
                     self.ledger.claim_cases,
@@ -137,7 +141,9 @@ class FleetSource:
                 )
                 if claimed:
                     batch = [self.by_id[cid] for cid in claimed if cid in self.by_id]
-                    self.held.update(claimed)
+                    with self._held_lock:
+                        self.held.update(claimed)
+                    self.lost.difference_update(claimed)
                     self.claimed_total += len(claimed)
                     if self.on_claim is not None:
                         await asyncio.to_thread(self.on_claim, batch)
@@ -149,14 +155,16 @@ class FleetSource:
                 await asyncio.sleep(self.poll_s)  # others hold the rest: take over any whose lease lapses
             return self._buffer.pop(0)
 
-    def finished(self, case_id: str) -> None:
-        """The case's outcome was handed to the writer (its commit marks it done)."""
-        self.held.discard(case_id)
+    def committed(self, case_ids: list[str]) -> None:
+        """The writer committed these cases (marking them done): stop renewing their leases."""
+        with self._held_lock:
+            self.held.difference_update(case_ids)
 
     async def _renew_loop(self) -> None:
         while True:
             await asyncio.sleep(self.lease_s / 3)
-            held = sorted(self.held)
+            with self._held_lock:
+                held = sorted(self.held)
             if not held:
                 continue
             kept = await asyncio.to_thread(
@@ -195,7 +203,8 @@ class FleetSource:
         self._buffer.clear()
         if unstarted:
             await asyncio.to_thread(self.ledger.release_cases, self.run_id, self.worker_id, unstarted)
-            self.held.difference_update(unstarted)
+            with self._held_lock:
+                self.held.difference_update(unstarted)
         await asyncio.to_thread(self.ledger.stop_worker, self.run_id, self.worker_id)
 
     def all_done(self) -> bool:

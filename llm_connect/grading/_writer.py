@@ -58,10 +58,13 @@ class LedgerWriter:
         max_batch: int = 512,
         linger_s: float = 0.05,
         worker_id: str | None = None,
+        on_committed: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.run_id = run_id
         self.worker_id = worker_id
+        self.on_committed = on_committed
+        """Called (in the writer thread) with the case ids of each committed batch."""
         """A shared run's worker: each commit writes only the cases it still holds and marks them done."""
         self.max_batch = max_batch
         self.linger_s = linger_s
@@ -128,6 +131,8 @@ class LedgerWriter:
             if batch and self.error is None:
                 try:
                     self._write(batch)
+                    if self.on_committed is not None:
+                        self.on_committed([w.case_id for w in batch if w.case_id is not None])
                 except BaseException as exc:  # kept and re-raised by close()/submit()
                     self.error = exc
             for event in flushed:
