@@ -69,6 +69,10 @@ class CachedEmbedder:
         self.embedder = embedder
         self.store = store
         self.adapter_id = embedder.adapter_id
+        endpoint = getattr(embedder, "endpoint", None)
+        self.cache_id = self.adapter_id if not endpoint else f"{self.adapter_id}@{endpoint}"
+        """The key vectors are cached under: the adapter id, plus the server for a remote
+        embedder (one model name on two servers is two models)."""
         self.counts = EmbeddingCounts()
         self._dim: int | None = None
         self._lock = threading.Lock()
@@ -103,7 +107,7 @@ class CachedEmbedder:
             return vectors
         unique = list(dict.fromkeys(texts))
         digests = {text: text_digest(text) for text in unique}
-        found = store.cached_embeddings(self.adapter_id, list(set(digests.values())))
+        found = store.cached_embeddings(self.cache_id, list(set(digests.values())))
         hits = {text: found[d] for text, d in digests.items() if d in found}
         missing = [text for text in unique if text not in hits]
         fresh: dict[str, list[float]] = {}
@@ -121,7 +125,7 @@ class CachedEmbedder:
                 del hits[text]
             fresh.update(self._encode(wrong))
         if fresh:
-            store.put_embeddings(self.adapter_id, {digests[t]: v for t, v in fresh.items()})
+            store.put_embeddings(self.cache_id, {digests[t]: v for t, v in fresh.items()})
         with self._lock:
             self.counts.embedded += len(fresh)
             self.counts.cached += len(hits)

@@ -550,6 +550,8 @@ class OpenAIEmbeddingAdapter:
         self._clients = _Clients(
             base_url=base_url, api_key=api_key or "", client=client, max_retries=max_retries
         )
+        self.endpoint = public_endpoint(self._clients.base_url)
+        """The server without credentials (part of the embedding cache's key)."""
 
     def __repr__(self) -> str:
         return f"OpenAIEmbeddingAdapter({self.model!r}, base_url={self._clients.base_url!r})"

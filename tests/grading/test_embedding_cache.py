@@ -175,3 +175,13 @@ def test_a_second_grade_of_the_same_suite_encodes_nothing(
     bypass = invoke(*args, "--judge", "embedding", "--no-cache", "--json")
     assert sum(len(c) for c in counting_minilm) == 20
     assert json.loads(bypass.stdout)["embeddings"] == {"embedded": 20, "cached": 0}
+
+
+def test_one_model_name_on_two_servers_is_cached_as_two_models() -> None:
+    from llm_connect.adapters import OpenAIEmbeddingAdapter
+    from llm_connect.adapters._cached_embedder import CachedEmbedder
+
+    a = CachedEmbedder(OpenAIEmbeddingAdapter("emb", base_url="http://127.0.0.1:1111/v1"))
+    b = CachedEmbedder(OpenAIEmbeddingAdapter("emb", base_url="http://127.0.0.1:2222/v1"))
+    assert a.adapter_id == b.adapter_id == "openai:emb"
+    assert a.cache_id != b.cache_id and a.cache_id.endswith("127.0.0.1:1111/v1")
