@@ -22,10 +22,16 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "ApiKeyOption",
+    "BaseUrlOption",
     "DbOption",
     "FastHelpCommand",
     "FastHelpGroup",
     "JsonOption",
+    "MaxTokensOption",
+    "SeedOption",
+    "TemperatureOption",
+    "TimeoutOption",
     "debug_enabled",
     "fail",
     "handle_errors",
@@ -82,6 +88,24 @@ DbOption: Any = typer.Option(
     metavar="URL",
 )
 JsonOption: Any = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+
+# The model-call options every command that calls a model takes, spelled once.
+BaseUrlOption: Any = typer.Option(
+    None, "--base-url", help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL).", show_default=False,
+    metavar="URL",
+)  # fmt: skip
+ApiKeyOption: Any = typer.Option(
+    None, "--api-key", help="API key (default: $OPENAI_API_KEY). Never printed or stored.",
+    show_default=False, metavar="KEY",
+)  # fmt: skip
+TemperatureOption: Any = typer.Option(None, "--temperature", min=0.0, show_default=False, metavar="T")
+MaxTokensOption: Any = typer.Option(None, "--max-tokens", min=1, show_default=False, metavar="N")
+SeedOption: Any = typer.Option(
+    None, "--seed", help="Sent as model_params.seed.", show_default=False, metavar="N"
+)
+TimeoutOption: Any = typer.Option(
+    None, "--timeout", min=0.001, help="Per-call timeout in seconds.", show_default=False, metavar="SECONDS"
+)
 
 
 def set_debug(value: bool) -> None:

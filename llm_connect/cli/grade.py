@@ -17,8 +17,14 @@ from llm_connect.cli._common import (
     EXIT_GATE,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    ApiKeyOption,
+    BaseUrlOption,
     DbOption,
     JsonOption,
+    MaxTokensOption,
+    SeedOption,
+    TemperatureOption,
+    TimeoutOption,
     echo_err,
     fail,
     handle_errors,
@@ -344,24 +350,8 @@ def grade(
     ] = None,
     json_out: bool = JsonOption,
     cases: Annotated[bool, typer.Option("--cases", help="Also print each case's scores.")] = False,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL).",
-            show_default=False,
-            metavar="URL",
-        ),
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key",
-            help="API key (default: $OPENAI_API_KEY). Never printed or stored.",
-            show_default=False,
-            metavar="KEY",
-        ),
-    ] = None,
+    base_url: str | None = BaseUrlOption,
+    api_key: str | None = ApiKeyOption,
     price: Annotated[
         list[str] | None,
         typer.Option(
@@ -372,21 +362,10 @@ def grade(
             show_default=False,
         ),
     ] = None,
-    temperature: Annotated[
-        float | None, typer.Option("--temperature", min=0.0, show_default=False, metavar="T")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, show_default=False, metavar="N")
-    ] = None,
-    seed: Annotated[
-        int | None, typer.Option("--seed", help="Sent as model_params.seed.", show_default=False, metavar="N")
-    ] = None,
-    timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout", min=0.001, help="Per-call timeout in seconds.", show_default=False, metavar="SECONDS"
-        ),
-    ] = None,
+    temperature: float | None = TemperatureOption,
+    max_tokens: int | None = MaxTokensOption,
+    seed: int | None = SeedOption,
+    timeout: float | None = TimeoutOption,
     max_retries: Annotated[
         int,
         typer.Option(

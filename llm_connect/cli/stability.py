@@ -19,7 +19,19 @@ from typing import Annotated, Any
 import typer
 from typer.exceptions import TyperException
 
-from llm_connect.cli._common import EXIT_INTERRUPTED, DbOption, FastHelpCommand, debug_enabled, echo_err
+from llm_connect.cli._common import (
+    EXIT_INTERRUPTED,
+    ApiKeyOption,
+    BaseUrlOption,
+    DbOption,
+    FastHelpCommand,
+    MaxTokensOption,
+    SeedOption,
+    TemperatureOption,
+    TimeoutOption,
+    debug_enabled,
+    echo_err,
+)
 
 __all__ = [
     "EXIT_CONFIG",
@@ -391,21 +403,10 @@ def stability(
             metavar="NAME",
         ),
     ] = "all-MiniLM-L6-v2",
-    temperature: Annotated[
-        float | None, typer.Option("--temperature", min=0.0, show_default=False, metavar="T")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, show_default=False, metavar="N")
-    ] = None,
-    seed: Annotated[
-        int | None, typer.Option("--seed", help="Sent as model_params.seed.", show_default=False, metavar="N")
-    ] = None,
-    timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout", min=0.001, help="Per-call timeout in seconds.", show_default=False, metavar="SECONDS"
-        ),
-    ] = None,
+    temperature: float | None = TemperatureOption,
+    max_tokens: int | None = MaxTokensOption,
+    seed: int | None = SeedOption,
+    timeout: float | None = TimeoutOption,
     max_retries: Annotated[
         int,
         typer.Option(
@@ -416,24 +417,8 @@ def stability(
             metavar="N",
         ),
     ] = 2,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url",
-            help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL).",
-            show_default=False,
-            metavar="URL",
-        ),
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key",
-            help="API key (default: $OPENAI_API_KEY). Never printed or stored.",
-            show_default=False,
-            metavar="KEY",
-        ),
-    ] = None,
+    base_url: str | None = BaseUrlOption,
+    api_key: str | None = ApiKeyOption,
 ) -> None:
     """Send one request N times and measure how consistently the model answers.
 
