@@ -19,7 +19,6 @@ under 2 s. ``--file`` measures existing report files instead.
 from __future__ import annotations
 
 import argparse
-import random
 import shutil
 import statistics
 import tempfile
@@ -30,46 +29,6 @@ from typing import Any
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
-_WORDS = [
-    "the",
-    "account",
-    "billing",
-    "refund",
-    "policy",
-    "customer",
-    "order",
-    "shipping",
-    "delivery",
-    "invoice",
-    "payment",
-    "card",
-    "support",
-    "ticket",
-    "agent",
-    "reply",
-    "within",
-    "days",
-    "business",
-    "please",
-    "contact",
-    "update",
-    "address",
-    "password",
-    "reset",
-    "email",
-    "confirm",
-    "subscription",
-    "plan",
-    "upgrade",
-    "cancel",
-    "charge",
-    "receipt",
-    "warehouse",
-    "label",
-    "return",
-    "exchange",
-    "item",
-]
 
 _TIMING_JS = """
 var nav = performance.getEntriesByType('navigation')[0];
@@ -92,63 +51,6 @@ arguments[0].forEach(function (term) {
 });
 return times;
 """
-
-
-def build_ledger(url: str, grades: int, seed: int = 13) -> Any:
-    from llm_connect.ledger import QualityLedger, RecordItem
-    from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
-    from llm_connect.values import GradingResult
-
-    rng = random.Random(seed)
-    tasks, candidates = ("support", "billing"), ("gpt-4o-mini", "llama-3.1-8b")
-    judges = ("embedding:all-MiniLM-L6-v2", "vrty:1.0.1")
-    cases = max(1, grades // (len(tasks) * len(candidates) * len(judges)))
-    config = RunConfig(temperature=0.0)
-    ledger = QualityLedger(url)
-    items: list[RecordItem] = []
-    for task in tasks:
-        for i in range(cases):
-            words = [rng.choice(_WORDS) for _ in range(rng.randint(60, 110))]
-            tools = (ToolCall("lookup_order", f'{{"order_id": "A-{i}"}}'),) if i % 10 == 0 else ()
-            baseline = LLMResponse(
-                " ".join(words),
-                "gpt-4o-2024-08-06",
-                "openai",
-                1400.0 + i % 97,
-                Usage(200, len(words)),
-                0.004,
-                tools,
-                requested_model="gpt-4o",
-            )
-            for model in candidates:
-                changed = list(words)
-                for _ in range(3 if model == candidates[0] else 12):
-                    changed[rng.randrange(len(changed))] = rng.choice(_WORDS)
-                candidate = LLMResponse(
-                    " ".join(changed),
-                    model,
-                    "openai",
-                    600.0 + i % 89,
-                    Usage(200, len(changed)),
-                    0.0003,
-                    tools,
-                )
-                for judge in judges:
-                    good = model == candidates[0]
-                    score = min(1.0, max(0.0, rng.gauss(0.97 if good else 0.6, 0.03 if good else 0.2)))
-                    result = GradingResult(
-                        round(score, 4),
-                        f"{judge.split(':')[0]} {score:.2f}",
-                        judge,
-                        baseline,
-                        candidate,
-                        prompt=f"[{task}] question {i}: {' '.join(words[:12])}?",
-                        run_config=config,
-                    )
-                    items.append(RecordItem(result, task, "bench", f"{task}-{i}", metadata={"i": i}))
-    for start in range(0, len(items), 2000):
-        ledger.record_batch(items[start : start + 2000])
-    return ledger
 
 
 def start_chromium(profile: str) -> Any:
@@ -214,7 +116,13 @@ def main() -> None:
             from llm_connect.report import write_report
 
             t0 = time.perf_counter()
-            ledger = build_ledger(f"sqlite:///{work / 'bench.db'}", args.grades)
+            from report_size import build
+
+            from llm_connect.ledger import QualityLedger
+
+            url = f"sqlite:///{work / 'bench.db'}"
+            build(url, args.grades)  # the same 10,000-grade ledger report_size.py measures
+            ledger = QualityLedger(url)
             print(f"ledger: {args.grades} grades in {time.perf_counter() - t0:.1f} s")
             try:
                 for label, max_cases in (
