@@ -23,7 +23,7 @@ from typing import Any
 
 from llm_connect.errors import ConfigurationError
 
-__all__ = ["ROLES", "Conversation", "ConversationError", "Prompt", "prompt_text", "tool_call_dicts"]
+__all__ = ["ROLES", "Conversation", "ConversationError", "Prompt", "prompt_text"]
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 """The message roles a conversation may hold."""
@@ -370,8 +370,3 @@ Prompt = str | Conversation
 def prompt_text(prompt: Prompt) -> str:
     """The text form of a prompt: the string itself, or the conversation's transcript."""
     return prompt if isinstance(prompt, str) else prompt.render()
-
-
-def tool_call_dicts(calls: Sequence[Any]) -> list[dict[str, str]]:
-    """``[{"name", "arguments"}]`` for :class:`~llm_connect.types.ToolCall` objects."""
-    return [{"name": c.name, "arguments": c.arguments} for c in calls]

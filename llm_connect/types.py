@@ -107,6 +107,10 @@ class ToolCall:
             )
         return cls(body["name"], arguments)
 
+    def to_dict(self) -> dict[str, str]:
+        """``{"name", "arguments"}`` (the form :meth:`from_dict`, the ledger and reports use)."""
+        return {"name": self.name, "arguments": self.arguments}
+
     def parsed_arguments(self) -> Any:
         """The arguments parsed as JSON (an empty text is ``{}``).
 
@@ -168,7 +172,7 @@ class LLMResponse:
                 "completion_tokens": self.usage.completion_tokens,
             },
             "cost_usd": self.cost_usd,
-            "tool_calls": [{"name": t.name, "arguments": t.arguments} for t in self.tool_calls],
+            "tool_calls": [t.to_dict() for t in self.tool_calls],
             "finish_reason": self.finish_reason,
             "requested_model": self.requested_model,
             "endpoint": self.endpoint,

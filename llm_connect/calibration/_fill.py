@@ -154,9 +154,10 @@ def _fill_shared(
     import hashlib
     import os
     import socket
-    import uuid
+    import time
 
     from llm_connect.errors import GradeConflictError
+    from llm_connect.grading._fleet import new_worker_id
 
     gradable = sorted(
         k for k, r in first.items() if r.baseline_text is not None and r.candidate_text is not None
@@ -168,7 +169,7 @@ def _fill_shared(
     ledger.register_run_cases(
         run_id, [(u, first[k].task, u) for u, (_, k) in units.items()], suite_digest=digest
     )
-    worker = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    worker = new_worker_id()
     ledger.register_worker(run_id, worker, host=socket.gethostname(), pid=os.getpid())
     graded = {j.grader_id: 0 for j in judges}
     failed: dict[str, list[str]] = {j.grader_id: [] for j in judges}
@@ -178,11 +179,9 @@ def _fill_shared(
             claimed = ledger.claim_cases(run_id, worker, limit=batch_size, lease_s=lease_s)
             if not claimed:
                 status = ledger.run_status(run_id)
-                if status.pending + status.claimed == 0:
+                if status.left == 0:  # every unit done or failed
                     break
-                import time
-
-                time.sleep(min(1.0, lease_s / 4))
+                time.sleep(min(1.0, lease_s / 4))  # others hold the rest: take over lapsed leases
                 continue
             for judge_obj in judges:
                 gid = judge_obj.grader_id

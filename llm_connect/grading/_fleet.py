@@ -150,7 +150,7 @@ class FleetSource:
                     self._buffer.extend(batch)
                     break
                 status = await asyncio.to_thread(self.ledger.run_status, self.run_id)
-                if status.pending + status.claimed == 0:
+                if status.left == 0:  # every case done or failed
                     return None
                 await asyncio.sleep(self.poll_s)  # others hold the rest: take over any whose lease lapses
             return self._buffer.pop(0)
@@ -210,7 +210,7 @@ class FleetSource:
     def all_done(self) -> bool:
         """Whether every case of the run is done or failed (blocking)."""
         status = self.ledger.run_status(self.run_id)
-        return bool(status.pending + status.claimed == 0)
+        return bool(status.left == 0)
 
     def describe(self) -> dict[str, Any]:
         """What the run report says about this worker."""

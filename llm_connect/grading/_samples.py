@@ -54,12 +54,8 @@ def _sample_entry(result: GradingResult) -> dict[str, Any]:
         "details": dict(result.details),
         "baseline_text": result.baseline_response.text,
         "candidate_text": result.candidate_response.text,
-        "baseline_tool_calls": [
-            {"name": c.name, "arguments": c.arguments} for c in result.baseline_response.tool_calls
-        ],
-        "candidate_tool_calls": [
-            {"name": c.name, "arguments": c.arguments} for c in result.candidate_response.tool_calls
-        ],
+        "baseline_tool_calls": [c.to_dict() for c in result.baseline_response.tool_calls],
+        "candidate_tool_calls": [c.to_dict() for c in result.candidate_response.tool_calls],
         "baseline_cost_usd": result.baseline_response.cost_usd,
         "candidate_cost_usd": result.candidate_response.cost_usd,
     }

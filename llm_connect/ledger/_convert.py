@@ -82,7 +82,7 @@ def _tool_calls_json(response: LLMResponse) -> str | None:
     if not response.tool_calls:
         return None
     return json.dumps(
-        [{"name": t.name, "arguments": t.arguments} for t in response.tool_calls],
+        [t.to_dict() for t in response.tool_calls],
         separators=(",", ":"),
         ensure_ascii=False,
     )

@@ -53,7 +53,9 @@ class EmbeddingsMixin:
 
     if TYPE_CHECKING:
         store_text: bool
-        dialect: str
+
+        @property
+        def dialect(self) -> str: ...
 
         def _insert(self, table: Any) -> Any: ...
         def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any: ...

@@ -68,7 +68,7 @@ def record_report(
                 "text": None if response is None else response.text,
                 "tool_calls": None
                 if response is None or not response.tool_calls
-                else [{"name": c.name, "arguments": c.arguments} for c in response.tool_calls],
+                else [c.to_dict() for c in response.tool_calls],
                 "latency_ms": None if response is None else response.latency_ms,
                 "served_model": None if response is None else response.model,
                 "error": run.error,
