@@ -13,6 +13,7 @@ from llm_connect.errors import LedgerError
 from llm_connect.ledger._models_chat import ConversationRecord, StabilityResponseRecord, StabilityRunRecord
 from llm_connect.ledger._rows import StabilityResponseRow, StabilityRow
 from llm_connect.types import Conversation
+from llm_connect.values import STABILITY_VERDICTS
 
 if TYPE_CHECKING:
     from llm_connect.ledger._rows import RecordItem
@@ -23,8 +24,8 @@ _CONV = cast(Table, ConversationRecord.__table__)
 _STAB = cast(Table, StabilityRunRecord.__table__)
 _STAB_RESP = cast(Table, StabilityResponseRecord.__table__)
 
-VERDICTS = ("SAFE", "RISKY", "DO_NOT_SHIP")
-"""Stability verdicts, best first."""
+VERDICTS = STABILITY_VERDICTS
+"""Stability verdicts, best first (:data:`llm_connect.values.STABILITY_VERDICTS`)."""
 
 
 def conversation_rows(records: Sequence[RecordItem]) -> list[dict[str, Any]]:

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 
 from llm_connect.routing._decision import CandidateEvidence, IgnoredGrader
 from llm_connect.routing._evidence import method_name
+from llm_connect.values import STABILITY_VERDICTS
 
 __all__ = ["STABILITY_ORDER", "cheapest_proven", "explain_decision"]
 
-STABILITY_ORDER = ("SAFE", "RISKY", "DO_NOT_SHIP")
+STABILITY_ORDER = STABILITY_VERDICTS
 """Stability verdicts, best first (``min_stability="RISKY"`` accepts SAFE and RISKY)."""
 
 

@@ -11,11 +11,18 @@ all three (``llm_connect.types`` < ``llm_connect.values`` < ``ledger`` <
 
 from __future__ import annotations
 
-from llm_connect.values._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
+from llm_connect.values._decision import (
+    STABILITY_VERDICTS,
+    CandidateEvidence,
+    GraderEvidence,
+    IgnoredGrader,
+    RoutingDecision,
+)
 from llm_connect.values._outcomes import NotApplicable
 from llm_connect.values._result import GradingResult, validate_quality_score
 
 __all__ = [
+    "STABILITY_VERDICTS",
     "CandidateEvidence",
     "GraderEvidence",
     "GradingResult",

@@ -9,12 +9,16 @@ from typing import Any
 
 from llm_connect.types import utcnow
 
+STABILITY_VERDICTS = ("SAFE", "RISKY", "DO_NOT_SHIP")
+"""Stability verdicts, best first: what the ledger accepts and ``min_stability`` compares."""
+
 __all__ = [
     "INSUFFICIENT",
     "NO_GRADES",
     "PROVEN",
     "RULED_OUT",
     "SETTLED",
+    "STABILITY_VERDICTS",
     "UNDECIDED",
     "CandidateEvidence",
     "GraderEvidence",

@@ -110,3 +110,15 @@ def test_route_cli_min_stability(tmp_path) -> None:  # type: ignore[no-untyped-d
     assert invoke(*args, "--min-stability", "risky").stdout.splitlines()[0] == "small"
     bad = invoke(*args, "--min-stability", "GOOD")
     assert bad.exit_code == 2 and "--min-stability" in bad.stderr
+
+
+def test_one_list_of_stability_verdicts_serves_the_ledger_routing_and_the_analysis() -> None:
+    from typing import get_args
+
+    from llm_connect.ledger._chat import VERDICTS
+    from llm_connect.routing import STABILITY_ORDER
+    from llm_connect.stability import Verdict
+    from llm_connect.values import STABILITY_VERDICTS
+
+    assert VERDICTS is STABILITY_ORDER is STABILITY_VERDICTS
+    assert get_args(Verdict) == STABILITY_VERDICTS
