@@ -63,14 +63,17 @@ class CasesMixin:
         baseline_model: Filter = None,
         grader_id: Filter = None,
         candidate_model: Filter = None,
+        after_first_id: int | None = None,
     ) -> list[CaseSeries]:
         """One :class:`CaseSeries` per (task, baseline model, grader id, candidate model), one query.
 
         Each holds, per distinct case in the order the cases were first graded,
-        its number of grades and the sums of their quality scores and score
-        deltas. Kept current by every write (like :meth:`grade_totals`), so it
-        costs one row per case, not per grade. Each filter takes one value or a
-        sequence of values.
+        its number of grades, the sums of their quality scores and score
+        deltas, and the id of its first grade. Kept current by every write (like
+        :meth:`grade_totals`), so it costs one row per case, not per grade. Each
+        filter takes one value or a sequence of values; ``after_first_id`` keeps
+        only the cases whose first grade's id is above it (what arrived since a
+        series was read; a group with no such case is left out).
         """
         # Straight to the driver (no SQLAlchemy rows): routing reads one row per case, thousands
         # per decision, and this read is most of what a decision costs when nothing is cached.
@@ -105,10 +108,13 @@ class CasesMixin:
                 codes.append(f"(CASE {column} {whens} END)")
                 code_params.extend(values)
                 stride *= len(values)
+        if after_first_id is not None:
+            clauses.append("first_id > %s")
+            params.append(int(after_first_id))
         key_sql = [" + ".join(codes) if codes else "0"]
         key_sql += [("task", "baseline_model", "grader_id", "candidate_model")[pos] for pos in texts]
         sql = (
-            f"SELECT {', '.join(key_sql)}, n, sum_quality, delta_n, delta_sum FROM case_stats"
+            f"SELECT {', '.join(key_sql)}, n, sum_quality, delta_n, delta_sum, first_id FROM case_stats"
             + (" WHERE " + " AND ".join(clauses) if clauses else "")
             + " ORDER BY task, baseline_model, grader_id, candidate_model, first_id"
         )
@@ -118,7 +124,7 @@ class CasesMixin:
         width = len(key_sql)
         # Column by column (itemgetter): zip(*records) would make an iterator per row (garbage
         # that sets off collections).
-        cols = [tuple(map(itemgetter(i), records)) for i in range(width + 4)]
+        cols = [tuple(map(itemgetter(i), records)) for i in range(width + 5)]
         keys = cols[0] if width == 1 else list(zip(*cols[:width], strict=True))
         out: list[CaseSeries] = []
         start = 0
@@ -143,6 +149,7 @@ class CasesMixin:
                     sum_quality=cols[width + 1][start:stop],
                     delta_n=cols[width + 2][start:stop],
                     delta_sum=cols[width + 3][start:stop],
+                    first_ids=cols[width + 4][start:stop],
                 )
             )
             start = stop

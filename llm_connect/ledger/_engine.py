@@ -200,6 +200,21 @@ def ledger_errors(what: str, url: URL) -> Iterator[None]:
         orig = exc.orig if isinstance(exc, DBAPIError) else exc
         detail = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
         raise LedgerError(f"{what} failed on {display_url(url)}: {detail}") from exc
+    except Exception as exc:
+        if not _driver_error(exc):
+            raise
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LedgerError(f"{what} failed on {display_url(url)}: {detail}") from exc
+
+
+def _driver_error(exc: BaseException) -> bool:
+    """An error of the database driver itself (statements sent past SQLAlchemy: raw reads,
+    pipelined writes): sqlite3's, or psycopg's (which carry an SQLSTATE attribute)."""
+    import sqlite3
+
+    if isinstance(exc, sqlite3.Error):
+        return True
+    return type(exc).__module__.split(".")[0] == "psycopg" and hasattr(exc, "sqlstate")
 
 
 def read_connection(engine: Engine) -> Connection:

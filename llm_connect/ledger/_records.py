@@ -483,6 +483,12 @@ class RecordsMixin:
             if evidence_snapshots
             else []
         )
+        if self._dialect_name() == "postgresql" and self.engine.dialect.driver == "psycopg":
+            # The same transaction in one round trip (it is most of what a decision costs).
+            from llm_connect.ledger._pipeline import pg_record_decision
+
+            with self._read("recording a routing decision"):
+                return pg_record_decision(self.engine, row, snapshots)
         return self._write("recording a routing decision", write)  # type: ignore[no-any-return]
 
     def decisions(self, task: str | None = None, *, limit: int | None = None) -> list[RoutingDecision]:

@@ -310,6 +310,8 @@ class CaseSeries:
     """Grades per case that carry a ``score_delta`` (single-response scorers)."""
     delta_sum: tuple[float, ...]
     """Σ score_delta per case."""
+    first_ids: tuple[int, ...] = ()
+    """Per case, the id of its first grade (ascending: the arrival order)."""
 
     @property
     def n_cases(self) -> int:

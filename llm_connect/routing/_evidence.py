@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, MutableMapping, Sequence
+from dataclasses import replace
 from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, cast
 
@@ -313,6 +314,8 @@ def gather(
     cache: MutableMapping[Hashable, tuple[Hashable, GraderEvidence]] | None = None,
     stored: Callable[[], Mapping[tuple[str, str], tuple[Hashable, Mapping[str, Any]]]] | None = None,
     computed: list[tuple[str, str]] | None = None,
+    totals: Mapping[tuple[str, str], tuple[int, float]] | None = None,
+    series_cache: MutableMapping[Hashable, CaseSeries] | None = None,
 ) -> dict[tuple[str, str], GraderEvidence]:
     """Evidence for every (candidate, grader id) of ``task`` against ``baseline``, one ledger query.
 
@@ -321,8 +324,14 @@ def gather(
     grader) that changes whenever its grades change, e.g. the running totals'
     count and sums) and a ``cache`` mapping, groups whose version is unchanged
     since the last call are not read or computed again; ``stored`` (called only
-    when the cache misses) gives evidence stored by an earlier decision, used when
-    its version matches. The pairs computed afresh are appended to ``computed``.
+    when a group is not in the cache at all) gives evidence stored by an earlier
+    decision, used when its version matches. The pairs computed afresh are
+    appended to ``computed``.
+
+    With ``series_cache`` (kept by the caller between calls) and ``totals`` (each
+    group's current count of grades and Σ quality, from the running totals), a group
+    read before is brought up to date by reading only the cases that arrived since
+    (:func:`_read_series`); the evidence is computed from the whole series as always.
     """
     cands = list(dict.fromkeys(candidates))
     graders = list(dict.fromkeys(grader_ids))
@@ -337,7 +346,16 @@ def gather(
             out[pair] = hit[1]
         else:
             missing.append(pair)
-    if missing and stored is not None and versions is not None:
+    # Stored evidence is asked for only when a group is new to this cache: a group the cache
+    # holds at an older version changed since this process computed it (new grades), and
+    # routing code asking after every batch would pay a round trip for a snapshot that is
+    # almost never there. (If another process did store it, the group is computed again.)
+    if (
+        missing
+        and stored is not None
+        and versions is not None
+        and (cache is None or any((*settings, *pair) not in cache for pair in missing))
+    ):
         snapshots = stored()
         still: list[tuple[str, str]] = []
         for pair in missing:
@@ -349,15 +367,7 @@ def gather(
             else:
                 still.append(pair)
         missing = still
-    series: dict[tuple[str, str], Any] = {}
-    if missing:
-        for s in ledger.case_series(
-            task=task,
-            baseline_model=baseline,
-            candidate_model=list(dict.fromkeys(m for m, _ in missing)),
-            grader_id=list(dict.fromkeys(g for _, g in missing)),
-        ):
-            series[(s.candidate_model, s.grader_id)] = s
+    series = _read_series(ledger, task, baseline, missing, totals, series_cache) if missing else {}
     assessed = assess_many(
         [(series.get(pair), pair[1]) for pair in missing],
         min_quality=min_quality,
@@ -374,6 +384,85 @@ def gather(
         if cache is not None and version is not None:
             cache[(*settings, *pair)] = (version, ev)
     return {pair: out[pair] for pair in ((m, g) for m in cands for g in graders)}
+
+
+def _read_series(
+    ledger: QualityLedger,
+    task: str,
+    baseline: str,
+    pairs: Sequence[tuple[str, str]],
+    totals: Mapping[tuple[str, str], tuple[int, float]] | None,
+    cache: MutableMapping[Hashable, CaseSeries] | None,
+) -> dict[tuple[str, str], CaseSeries]:
+    """The case series of ``pairs``: for a pair in ``cache``, the cached series plus the cases
+    that arrived since (one read of the rows past the oldest cached series' last case); for
+    the rest, and for any pair whose totals show a change other than new cases (a replicate
+    of a known case, a case that arrived out of order), a full read. Equal to a full read of
+    every pair: the running totals say whether the new rows account for every new grade.
+    """
+    out: dict[tuple[str, str], CaseSeries] = {}
+    full = list(pairs)
+    if cache is not None and totals is not None:
+        known: dict[tuple[str, str], CaseSeries] = {}
+        for p in pairs:
+            cached = cache.get((task, baseline, *p))
+            if cached is not None and cached.first_ids and p in totals:
+                known[p] = cached
+        if known:
+            new = {
+                (s.candidate_model, s.grader_id): s
+                for s in ledger.case_series(
+                    task=task,
+                    baseline_model=baseline,
+                    candidate_model=list(dict.fromkeys(m for m, _ in known)),
+                    grader_id=list(dict.fromkeys(g for _, g in known)),
+                    after_first_id=min(c.first_ids[-1] for c in known.values()),
+                )
+            }
+            for p, cached in known.items():
+                merged = _extended(cached, new.get(p), totals[p])
+                if merged is not None:
+                    out[p] = merged
+            full = [p for p in pairs if p not in out]
+    if full:
+        for s in ledger.case_series(
+            task=task,
+            baseline_model=baseline,
+            candidate_model=list(dict.fromkeys(m for m, _ in full)),
+            grader_id=list(dict.fromkeys(g for _, g in full)),
+        ):
+            if (s.candidate_model, s.grader_id) in full:
+                out[(s.candidate_model, s.grader_id)] = s
+    if cache is not None:
+        for p, s in out.items():
+            cache[(task, baseline, *p)] = s
+        if len(cache) > 10_000:
+            cache.clear()
+    return out
+
+
+def _extended(old: CaseSeries, new: CaseSeries | None, total: tuple[int, float]) -> CaseSeries | None:
+    """``old`` with the cases of ``new`` that arrived after its last one, or ``None`` when the
+    group's totals (grades, Σ quality) show more changed than those cases added."""
+    from bisect import bisect_right
+
+    cut = 0 if new is None else bisect_right(new.first_ids, old.first_ids[-1])
+    add_grades = 0 if new is None else sum(new.grades[cut:])
+    add_sum = 0.0 if new is None else math.fsum(new.sum_quality[cut:])
+    n, sum_quality = total
+    expected = math.fsum(old.sum_quality) + add_sum
+    if old.n_grades + add_grades != n or abs(expected - sum_quality) > 1e-9 * max(1.0, abs(sum_quality)):
+        return None
+    if new is None or cut == len(new.first_ids):
+        return old
+    return replace(
+        old,
+        grades=old.grades + new.grades[cut:],
+        sum_quality=old.sum_quality + new.sum_quality[cut:],
+        delta_n=old.delta_n + new.delta_n[cut:],
+        delta_sum=old.delta_sum + new.delta_sum[cut:],
+        first_ids=old.first_ids + new.first_ids[cut:],
+    )
 
 
 RULE_VERSION = 1

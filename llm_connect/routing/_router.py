@@ -78,6 +78,8 @@ class Router:
         # Evidence per group, reused while the group's running totals (count and sums, which
         # every write to the ledger changes, from any process) stay the same.
         self._evidence: dict[Any, Any] = {}
+        # Case series per group as last read: a group with new grades reads only its new cases.
+        self._series: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"Router({self.ledger!r})"
@@ -217,6 +219,8 @@ class Router:
                 task=task, baseline_model=baseline, settings=settings
             ),
             computed=computed,
+            totals={(r.candidate_model, r.grader_id): (r.n, r.sum_quality) for r in records},
+            series_cache=self._series,
         )
         if len(self._evidence) > 10_000:
             self._evidence.clear()

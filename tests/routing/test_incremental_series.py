@@ -1,0 +1,123 @@
+"""A Router that decided before reads only the cases that arrived since, and decides exactly as a
+fresh full read would (both backends)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from llm_connect.grading import GradingResult
+from llm_connect.ledger import CaseSeries, QualityLedger
+from llm_connect.routing import Router, RoutingDecision
+from llm_connect.routing._evidence import _extended
+
+MakeResult = Callable[..., GradingResult]
+CANDIDATES = ["mini", "nano"]
+GRADERS = ["exact", "embedding"]
+
+
+def _decide(router: Router) -> RoutingDecision:
+    return router.decide(
+        "support", baseline="gpt-4o", candidates=CANDIDATES, grader_id=GRADERS, min_samples=10
+    )
+
+
+def _fresh(ledger: QualityLedger) -> RoutingDecision:
+    """What a new process computes from every case row (no stored evidence to reuse)."""
+    with ledger.engine.begin() as conn:
+        conn.execute(text("DELETE FROM evidence_snapshots"))
+    return _decide(Router(ledger))
+
+
+def test_a_routing_loop_decides_as_a_fresh_full_read_would(
+    ledger: QualityLedger, make_result: MakeResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(20261124)
+    reads: list[tuple[int | None, int]] = []  # (after_first_id, case rows returned)
+    real = ledger.case_series
+
+    def counted(**kwargs: Any) -> list[CaseSeries]:
+        got = real(**kwargs)
+        reads.append((kwargs.get("after_first_id"), sum(s.n_cases for s in got)))
+        return got
+
+    monkeypatch.setattr(ledger, "case_series", counted)
+    router = Router(ledger)
+    next_case = 0
+    incremental_steps = 0
+    for step in range(12):
+        # Mostly new cases (a fleet grading a suite); every third batch also replicates old cases
+        # (a second run of the same suite), which a cached series cannot absorb.
+        replicate = step % 3 == 2 and next_case > 0
+        cases = list(range(next_case, next_case + 6))
+        next_case += 6
+        if replicate:
+            cases += rng.sample(range(next_case - 6), 3)
+        ledger.record_many(
+            [
+                make_result(
+                    rng.betavariate(9 if model == "mini" else 4, 1),
+                    candidate_model=model,
+                    grader_id=grader,
+                    prompt=f"case {case}",
+                )
+                for case in cases
+                for model in CANDIDATES
+                for grader in GRADERS
+            ],
+            task="support",
+        )
+        reads.clear()
+        looped = _decide(router)
+        if step > 0 and not replicate:
+            # one read, past the groups' oldest last case: the 6 new cases of each of the 4
+            # groups and a few of the last batch's rows (others' ids interleave), never the rest
+            assert len(reads) == 1 and reads[0][0] is not None
+            assert 24 <= reads[0][1] < 48
+            incremental_steps += 1
+        elif step > 0:
+            # the new rows do not account for the replicated grades: a full read follows
+            assert len(reads) == 2 and reads[1][0] is None and reads[1][1] == 4 * next_case
+        monkeypatch.setattr(ledger, "case_series", real)
+        fresh = _fresh(ledger)
+        monkeypatch.setattr(ledger, "case_series", counted)
+        assert looped.candidates == fresh.candidates, f"step {step}"
+        assert looped.reason == fresh.reason
+    assert incremental_steps == 7
+
+
+def _series(first_ids: tuple[int, ...], grades: tuple[int, ...], sums: tuple[float, ...]) -> CaseSeries:
+    return CaseSeries(
+        task="t",
+        baseline_model="b",
+        grader_id="exact",
+        candidate_model="m",
+        grades=grades,
+        sum_quality=sums,
+        delta_n=(0,) * len(grades),
+        delta_sum=(0.0,) * len(grades),
+        first_ids=first_ids,
+    )
+
+
+def test_a_case_that_arrives_out_of_order_forces_a_full_read() -> None:
+    old = _series((1, 2, 5), (1, 1, 1), (1.0, 0.5, 1.0))
+    # Case 4 committed after case 5 was read (concurrent writers): a read past id 5 misses it,
+    # and the totals (4 grades, Σ 3.25) say so.
+    assert _extended(old, None, (4, 3.25)) is None
+    # Cases past the cached series' last one that account for every new grade extend it.
+    new = _series((5, 7, 9), (1, 1, 2), (1.0, 0.25, 1.5))
+    got = _extended(old, new, (6, 4.25))
+    assert got is not None
+    assert got.first_ids == (1, 2, 5, 7, 9) and got.grades == (1, 1, 1, 1, 2)
+    assert got.sum_quality == (1.0, 0.5, 1.0, 0.25, 1.5)
+    # A replicate of a known case changes the totals beyond what the new rows add.
+    assert _extended(old, new, (7, 5.0)) is None
+    # Same count, different sum (a grade replaced): not absorbed either.
+    assert _extended(old, new, (6, 4.0)) is None
+    # Nothing new and the totals unchanged: the cached series stands.
+    assert _extended(old, None, (3, 2.5)) is old
