@@ -1,4 +1,4 @@
-"""``import llm_connect`` stays light: no torch, sentence-transformers or openai."""
+"""``import llm_connect`` stays light: no torch, sentence-transformers, openai or onnxruntime."""
 
 from __future__ import annotations
 
@@ -6,7 +6,17 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("torch", "sentence_transformers", "openai", "transformers", "matplotlib")
+HEAVY = (
+    "torch",
+    "sentence_transformers",
+    "openai",
+    "transformers",
+    "matplotlib",
+    "onnxruntime",
+    "onnx",
+    "onnxscript",
+    "tokenizers",
+)
 
 
 def _loaded_after(code: str) -> list[str]:

@@ -5,10 +5,12 @@
 * :class:`OpenAIEmbeddingAdapter` — embeddings through the same SDK.
 * :class:`SentenceTransformerEmbeddingAdapter` — local sentence-transformers
   (the packaged, offline all-MiniLM-L6-v2 by default).
+* :class:`OnnxEmbeddingAdapter` — the same local model exported to ONNX and run
+  by ONNX Runtime (``pip install 'llm-connect[onnx]'``).
 * :class:`RecordedAdapter` — replays recorded responses, no model call.
 
-Importing this package imports neither ``openai`` nor ``torch``; they load when
-an adapter that needs them is first used.
+Importing this package imports neither ``openai`` nor ``torch`` (nor
+``onnxruntime``); they load when an adapter that needs them is first used.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from llm_connect.adapters._base import EmbeddingAdapter, LLMAdapter
 from llm_connect.adapters._recorded import RecordedAdapter
 
 if TYPE_CHECKING:
+    from llm_connect.adapters._onnx import OnnxEmbeddingAdapter
     from llm_connect.adapters._openai import OpenAIAdapter, OpenAIEmbeddingAdapter
     from llm_connect.adapters._sentence_transformers import SentenceTransformerEmbeddingAdapter
     from llm_connect.adapters._spec import adapter_from_spec
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EmbeddingAdapter",
     "LLMAdapter",
+    "OnnxEmbeddingAdapter",
     "OpenAIAdapter",
     "OpenAIEmbeddingAdapter",
     "RecordedAdapter",
@@ -34,6 +38,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "OnnxEmbeddingAdapter": "llm_connect.adapters._onnx",
     "OpenAIAdapter": "llm_connect.adapters._openai",
     "OpenAIEmbeddingAdapter": "llm_connect.adapters._openai",
     "SentenceTransformerEmbeddingAdapter": "llm_connect.adapters._sentence_transformers",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from llm_connect.errors import EmbeddingOutputError
+from llm_connect.errors import ConfigurationError, EmbeddingOutputError
 from llm_connect.grading._protocols import Case, JudgePair, judge_spec
 from llm_connect.grading._results import GradingResult
 from llm_connect.grading.judges._fences import answer_material
@@ -25,7 +25,11 @@ if TYPE_CHECKING:
     from llm_connect.adapters import EmbeddingAdapter
     from llm_connect.grading.judges._registry import JudgeContext
 
-__all__ = ["EmbeddingSimilarityJudge", "cosine_score", "make_embedding_judge"]
+__all__ = ["EMBEDDING_BACKENDS", "EmbeddingSimilarityJudge", "cosine_score", "make_embedding_judge"]
+
+EMBEDDING_BACKENDS = ("torch", "onnx")
+"""``embedding:backend=...``: where a local model runs (PyTorch, the default, or ONNX Runtime)."""
+_BACKEND_OF_PROVIDER = {"sentence-transformers": "torch", "onnx": "onnx"}
 
 
 def _model_name(adapter: EmbeddingAdapter) -> str:
@@ -94,7 +98,10 @@ class EmbeddingSimilarityJudge:
         self.adapter = adapter
         self.model = _model_name(adapter)
         self.grader_id = f"embedding:{self.model}"
-        self._spec = judge_spec("embedding", asks_llm=self.asks_llm, model=self._spec_model())
+        args = {"model": self._spec_model()}
+        if getattr(adapter, "provider", None) == "onnx":
+            args["backend"] = "onnx"
+        self._spec = judge_spec("embedding", asks_llm=self.asks_llm, **args)
 
     def _spec_model(self) -> str:
         provider = getattr(self.adapter, "provider", None)
@@ -195,23 +202,53 @@ class EmbeddingSimilarityJudge:
         ]
 
 
-def make_embedding_judge(context: JudgeContext, *, model: str | None = None) -> EmbeddingSimilarityJudge:
-    """Registry factory for ``embedding`` (``embedding:model=NAME`` picks the model).
+def make_embedding_judge(
+    context: JudgeContext, *, model: str | None = None, backend: str | None = None
+) -> EmbeddingSimilarityJudge:
+    """Registry factory for ``embedding`` (``embedding:model=NAME`` picks the model,
+    ``embedding:backend=onnx`` runs a local model on ONNX Runtime).
 
-    Without ``model`` (or when it names the context's embedding model) the
-    context's shared embedding adapter is used; ``model="openai:NAME"`` uses the
-    OpenAI embeddings API; any other name is a sentence-transformers model. The
-    adapter is wrapped with the context's embedding cache (the ledger's, when the
+    Without ``model`` (or when it names the context's embedding model) and without a
+    ``backend`` other than the shared adapter's, the context's shared embedding adapter
+    is used; ``model="openai:NAME"`` uses the OpenAI embeddings API; any other name is a
+    local sentence-transformers model, run by PyTorch (``backend="torch"``, the default)
+    or by ONNX Runtime (``backend="onnx"``, :class:`~llm_connect.adapters.OnnxEmbeddingAdapter`).
+    The adapter is wrapped with the context's embedding cache (the ledger's, when the
     context has one).
+
+    Raises:
+        ConfigurationError: an unknown ``backend``; a backend for an OpenAI model;
+            ``backend="onnx"`` without onnxruntime installed.
     """
+    if backend is not None and backend not in EMBEDDING_BACKENDS:
+        raise ConfigurationError(
+            f"embedding judge: unknown backend {backend!r} (allowed: {', '.join(EMBEDDING_BACKENDS)})"
+        )
     adapter = context.embedding_adapter()
-    if model is None or model in (_model_name(adapter), adapter.adapter_id):
+    shared_backend = _BACKEND_OF_PROVIDER.get(str(getattr(adapter, "provider", "")))
+    if (model is None or model in (_model_name(adapter), adapter.adapter_id)) and (
+        backend is None or backend == shared_backend
+    ):
         return EmbeddingSimilarityJudge(adapter)
-    if model.startswith("openai:"):
+    if model is not None and model.startswith("openai:"):
+        if backend is not None:
+            raise ConfigurationError(
+                f"embedding judge: backend={backend} runs local models, not the OpenAI model {model!r}"
+            )
         from llm_connect.adapters import OpenAIEmbeddingAdapter
 
         openai_adapter = OpenAIEmbeddingAdapter(model.partition(":")[2])
         return EmbeddingSimilarityJudge(context.cached_embedder(openai_adapter))
+    if model is None:
+        from llm_connect.adapters._sentence_transformers import DEFAULT_EMBEDDING_MODEL
+
+        model = _model_name(adapter) if shared_backend else DEFAULT_EMBEDDING_MODEL
+    if backend == "onnx":
+        from llm_connect.adapters._onnx import INSTALL_HINT, OnnxEmbeddingAdapter, onnxruntime_available
+
+        if not onnxruntime_available():
+            raise ConfigurationError(f"embedding:backend=onnx needs onnxruntime: {INSTALL_HINT}")
+        return EmbeddingSimilarityJudge(context.cached_embedder(OnnxEmbeddingAdapter(model)))
     from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
 
     return EmbeddingSimilarityJudge(context.cached_embedder(SentenceTransformerEmbeddingAdapter(model)))

@@ -1,0 +1,388 @@
+"""OnnxEmbeddingAdapter (``embedding:backend=onnx``): the packaged all-MiniLM-L6-v2 exported to ONNX
+and run by onnxruntime, against the PyTorch (sentence-transformers) adapter.
+
+The model is exported once per test session into a temporary llm-connect cache directory
+(``LLM_CONNECT_CACHE_DIR``); only the corrupt-model test exports a second time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llm_connect.adapters import OnnxEmbeddingAdapter, SentenceTransformerEmbeddingAdapter
+from llm_connect.adapters import _onnx as onnx_module
+from llm_connect.adapters._cached_embedder import CachedEmbedder
+from llm_connect.errors import ConfigurationError
+from llm_connect.grading import JudgeContext, build_judge
+from llm_connect.ledger import QualityLedger
+from llm_connect.types import LLMResponse, RunConfig
+
+pytestmark = pytest.mark.embeddings
+
+ROOT = Path(__file__).resolve().parents[2]
+AGREEMENT_TEXTS = json.loads(
+    (ROOT / "tests" / "fixtures" / "embedding_agreement_texts.json").read_text(encoding="utf-8")
+)["texts"]
+MIN_COSINE = 0.999
+
+
+@pytest.fixture(scope="session")
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An llm-connect cache directory holding this session's one export of all-MiniLM-L6-v2."""
+    root = tmp_path_factory.mktemp("llm-connect-cache")
+    before = onnx_module._exports
+    OnnxEmbeddingAdapter(cache_dir=root / "onnx").load()
+    assert onnx_module._exports == before + 1
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _cache_env(onnx_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLM_CONNECT_CACHE_DIR", str(onnx_cache))
+
+
+@pytest.fixture(scope="module")
+def torch_adapter() -> SentenceTransformerEmbeddingAdapter:
+    adapter = SentenceTransformerEmbeddingAdapter()
+    adapter.load()
+    return adapter
+
+
+def _export_dir(onnx_cache: Path) -> Path:
+    (found,) = (onnx_cache / "onnx").iterdir()
+    return found
+
+
+def _cosines(a: list[list[float]], b: list[list[float]]) -> np.ndarray:
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    cosines: np.ndarray = (x * y).sum(axis=1) / (np.linalg.norm(x, axis=1) * np.linalg.norm(y, axis=1))
+    return cosines
+
+
+def test_the_agreement_set_is_varied_and_long_enough() -> None:
+    from tokenizers import Tokenizer
+
+    from llm_connect.adapters._sentence_transformers import resolve_model_source
+
+    tokenizer = Tokenizer.from_file(str(Path(resolve_model_source("all-MiniLM-L6-v2")) / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()  # tokenizer.json pads to 128
+    lengths = [len(tokenizer.encode(t).ids) for t in AGREEMENT_TEXTS]
+    assert len(AGREEMENT_TEXTS) >= 40 and len(set(AGREEMENT_TEXTS)) == len(AGREEMENT_TEXTS)
+    assert sum(n > 256 for n in lengths) >= 5  # longer than the model's 256-token limit
+    assert sum(n <= 8 for n in lengths) >= 5  # and very short ones (the empty text too)
+    assert "" in AGREEMENT_TEXTS
+    assert any("[tool call]" in t for t in AGREEMENT_TEXTS)
+    assert any("def " in t for t in AGREEMENT_TEXTS) and any("SELECT" in t for t in AGREEMENT_TEXTS)
+    assert sum(any(ord(c) > 0x2000 for c in t) for t in AGREEMENT_TEXTS) >= 5
+
+
+def test_onnx_vectors_agree_with_pytorch_on_every_text(
+    torch_adapter: SentenceTransformerEmbeddingAdapter,
+) -> None:
+    cosines = _cosines(OnnxEmbeddingAdapter().embed(AGREEMENT_TEXTS), torch_adapter.embed(AGREEMENT_TEXTS))
+    worst = int(np.argmin(cosines))
+    assert cosines.min() >= MIN_COSINE, f"text {worst} ({AGREEMENT_TEXTS[worst][:40]!r}): {cosines[worst]}"
+    # measured: min 0.9999999999984, mean 0.9999999999996 (float32 rounding only)
+    assert cosines.mean() >= 0.99999
+
+
+def test_tokenization_is_the_sentence_transformers_models(
+    torch_adapter: SentenceTransformerEmbeddingAdapter,
+) -> None:
+    from llm_connect.adapters._sentence_transformers import _load
+
+    st_model, _ = _load("all-MiniLM-L6-v2", "cpu")
+    prepare = getattr(st_model, "preprocess", None) or st_model.tokenize
+    want = prepare(AGREEMENT_TEXTS)
+    runtime = onnx_module._runtime("all-MiniLM-L6-v2", onnx_module.onnx_cache_dir())
+    got = onnx_module._batch_arrays(runtime.tokenizer.encode_batch(AGREEMENT_TEXTS), runtime.pad_id)
+    for name in ("input_ids", "attention_mask", "token_type_ids"):
+        np.testing.assert_array_equal(got[name], want[name].numpy(), err_msg=name)
+    assert got["input_ids"].shape[1] == 256 == runtime.pipeline.max_length  # truncated as the model
+    assert runtime.pipeline.normalize
+
+
+def test_building_the_adapter_and_the_judge_imports_nothing_heavy() -> None:
+    heavy = ("onnxruntime", "onnx", "onnxscript", "tokenizers", "torch", "transformers")
+    code = (
+        "import json, sys\n"
+        "from llm_connect.adapters import OnnxEmbeddingAdapter\n"
+        "from llm_connect.grading import JudgeContext, build_judge\n"
+        "OnnxEmbeddingAdapter(); build_judge('embedding:backend=onnx', JudgeContext())\n"
+        f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == []
+
+
+def test_embed_returns_one_384_float_vector_per_text_each_distinct_text_once() -> None:
+    adapter = OnnxEmbeddingAdapter()
+    vectors = adapter.embed(["hello", "world", "hello"])
+    assert len(vectors) == 3
+    assert all(len(v) == 384 and all(isinstance(x, float) for x in v) for v in vectors)
+    assert vectors[0] == vectors[2] and vectors[0] is not vectors[2]
+    assert abs(float(np.linalg.norm(vectors[1])) - 1.0) < 1e-5  # the Normalize module
+    assert adapter.embed([]) == []
+    with pytest.raises(TypeError, match="text 1"):
+        adapter.embed(["a", 3])  # type: ignore[list-item]
+
+
+def test_adapter_id_and_provider_are_not_the_pytorch_adapters() -> None:
+    adapter = OnnxEmbeddingAdapter()
+    assert (adapter.adapter_id, adapter.provider, adapter.model) == (
+        "onnx:all-MiniLM-L6-v2",
+        "onnx",
+        "all-MiniLM-L6-v2",
+    )
+    assert OnnxEmbeddingAdapter("sentence-transformers/all-MiniLM-L6-v2").adapter_id == adapter.adapter_id
+    assert adapter.adapter_id != SentenceTransformerEmbeddingAdapter().adapter_id
+
+
+def test_the_two_backends_never_share_embedding_cache_entries(
+    tmp_path: Path, torch_adapter: SentenceTransformerEmbeddingAdapter
+) -> None:
+    onnx_cached = CachedEmbedder(OnnxEmbeddingAdapter())
+    torch_cached = CachedEmbedder(SentenceTransformerEmbeddingAdapter())
+    assert onnx_cached.cache_id == "onnx:all-MiniLM-L6-v2"
+    assert torch_cached.cache_id == "sentence-transformers:all-MiniLM-L6-v2"
+    ledger = QualityLedger(f"sqlite:///{tmp_path}/ledger.db")
+    try:
+        texts = ["a text both backends embed", "and another one"]
+        onnx_vectors = CachedEmbedder(OnnxEmbeddingAdapter(), ledger).embed(texts)
+        from_torch = CachedEmbedder(SentenceTransformerEmbeddingAdapter(), ledger)
+        torch_vectors = from_torch.embed(texts)
+        assert (from_torch.counts.embedded, from_torch.counts.cached) == (2, 0)  # not ONNX's vectors
+        assert torch_vectors == torch_adapter.embed(texts)  # bit-identical to a fresh PyTorch encode
+        again = CachedEmbedder(OnnxEmbeddingAdapter(), ledger)
+        assert again.embed(texts) == onnx_vectors and again.counts.cached == 2
+        assert onnx_vectors != torch_vectors  # the invariant is needed: the floats differ
+    finally:
+        ledger.close()
+
+
+def test_the_export_lands_in_the_cache_dir_and_another_process_reuses_it(onnx_cache: Path) -> None:
+    export = _export_dir(onnx_cache)
+    assert re.fullmatch(r"all-MiniLM-L6-v2-[0-9a-f]{16}", export.name)
+    assert sorted(p.name for p in export.iterdir()) == ["meta.json", "model.onnx"]
+    meta = json.loads((export / "meta.json").read_text())
+    import onnx
+    import torch
+
+    assert meta["opset"] == onnx_module.ONNX_OPSET
+    assert (meta["torch"], meta["onnx"]) == (torch.__version__, onnx.__version__)
+    assert meta["max_abs_diff_vs_torch"] < 1e-4
+    assert OnnxEmbeddingAdapter().model_path == export / "model.onnx"
+    stamp = (export / "model.onnx").stat().st_mtime_ns
+    before = onnx_module._exports
+    OnnxEmbeddingAdapter(num_threads=2).embed(["second adapter"])  # another instance: no export
+    assert onnx_module._exports == before
+    code = (
+        "import json, sys\n"
+        "from llm_connect.adapters import OnnxEmbeddingAdapter\n"
+        "from llm_connect.adapters import _onnx\n"
+        "vector = OnnxEmbeddingAdapter().embed(['hello'])[0]\n"
+        "print(json.dumps({'exports': _onnx._exports, 'torch': 'torch' in sys.modules, 'v': vector}))"
+    )
+    env = {**os.environ, "LLM_CONNECT_CACHE_DIR": str(onnx_cache), "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env
+    )
+    assert out.stderr == ""  # library code prints nothing
+    seen = json.loads(out.stdout)
+    assert seen["exports"] == 0 and seen["torch"] is False  # a cached model needs no torch
+    assert seen["v"] == OnnxEmbeddingAdapter().embed(["hello"])[0]
+    assert (export / "model.onnx").stat().st_mtime_ns == stamp
+    assert [p.name for p in (onnx_cache / "onnx").iterdir()] == [export.name]  # no temporary left
+
+
+def test_a_corrupt_cached_model_is_exported_again_not_used(onnx_cache: Path, tmp_path: Path) -> None:
+    good = _export_dir(onnx_cache)
+    cache = tmp_path / "onnx"
+    copy = cache / good.name
+    shutil.copytree(good, copy)
+    size = (copy / "model.onnx").stat().st_size
+    with (copy / "model.onnx").open("r+b") as fh:
+        fh.truncate(size // 2)
+    before = onnx_module._exports
+    vector = OnnxEmbeddingAdapter(cache_dir=cache).embed(["hello"])[0]
+    assert onnx_module._exports == before + 1
+    assert (copy / "model.onnx").stat().st_size == size
+    assert sorted(p.name for p in cache.iterdir()) == [good.name]  # the broken copy is gone
+    np.testing.assert_allclose(vector, OnnxEmbeddingAdapter().embed(["hello"])[0], atol=1e-6)
+
+
+def test_the_export_is_published_by_one_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    final = tmp_path / "onnx" / "m-0123"
+    seen: list[Path] = []
+
+    def fake_export(pipeline: object, tokenizer: object, target: Path) -> dict[str, object]:
+        seen.append(target)
+        assert target.parent == final.parent and target.name.startswith(".tmp-m-0123-")
+        assert not final.exists()  # nothing is visible under the final name while writing
+        (target / "model.onnx").write_bytes(b"new")
+        (target / "meta.json").write_text("{}")
+        return {}
+
+    monkeypatch.setattr(onnx_module, "_export", fake_export)
+    onnx_module._export_into(None, None, final, replace=False)  # type: ignore[arg-type]
+    assert (final / "model.onnx").read_bytes() == b"new" and not seen[0].exists()
+
+    def raced_export(pipeline: object, tokenizer: object, target: Path) -> dict[str, object]:
+        fake_export(pipeline, tokenizer, target)
+        final.mkdir()  # another process publishes first
+        (final / "model.onnx").write_bytes(b"theirs")
+        (final / "meta.json").write_text("{}")
+        return {}
+
+    shutil.rmtree(final)
+    monkeypatch.setattr(onnx_module, "_export", raced_export)
+    onnx_module._export_into(None, None, final, replace=False)  # type: ignore[arg-type]
+    assert (final / "model.onnx").read_bytes() == b"theirs"  # theirs is kept, ours dropped
+    assert [p.name for p in final.parent.iterdir()] == ["m-0123"]
+
+
+def test_the_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("LLM_CONNECT_CACHE_DIR", str(tmp_path / "mine"))
+    assert onnx_module.onnx_cache_dir() == tmp_path / "mine" / "onnx"
+    monkeypatch.delenv("LLM_CONNECT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert onnx_module.onnx_cache_dir() == tmp_path / "xdg" / "llm-connect" / "onnx"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert onnx_module.onnx_cache_dir() == Path.home() / ".cache" / "llm-connect" / "onnx"
+
+
+def test_auto_threads_one_for_small_or_live_batches_every_core_for_large_offline_ones() -> None:
+    from llm_connect.adapters._activity import model_call
+    from llm_connect.adapters._sentence_transformers import AUTO_MIN_TEXTS
+
+    adapter = OnnxEmbeddingAdapter()
+    assert adapter.threads_for(2) == 1 and adapter.threads_for(AUTO_MIN_TEXTS) is None
+    with model_call():
+        assert adapter.threads_for(4096) == 1
+    assert OnnxEmbeddingAdapter(num_threads=3).threads_for(2) == 3
+    texts = [f"sentence number {i} about a river bank" for i in range(AUTO_MIN_TEXTS)]
+    large = adapter.embed(texts)
+    small = adapter.embed(texts[:3])
+    runtime = onnx_module._runtime("all-MiniLM-L6-v2", onnx_module.onnx_cache_dir())
+    assert {0, 1} <= set(runtime.sessions)  # one session per thread count, made on first use
+    np.testing.assert_allclose(large[:3], small, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"num_threads": 0}, {"num_threads": True}, {"batch_size": 0}, {"model": ""}]
+)
+def test_bad_options_are_configuration_errors(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ConfigurationError):
+        OnnxEmbeddingAdapter(**kwargs)  # type: ignore[arg-type]
+
+
+def _model_dir(tmp_path: Path, modules: list[dict[str, object]], pooling: dict[str, object]) -> Path:
+    model = tmp_path / "model"
+    (model / "1_Pooling").mkdir(parents=True)
+    (model / "modules.json").write_text(json.dumps(modules))
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    return model
+
+
+TRANSFORMER = {"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"}
+POOLING = {"idx": 1, "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}
+MEAN = {"word_embedding_dimension": 384, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False}
+
+
+@pytest.mark.parametrize(
+    ("modules", "pooling", "named"),
+    [
+        (
+            [
+                TRANSFORMER,
+                POOLING,
+                {"idx": 2, "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            ],
+            MEAN,
+            "Dense",
+        ),
+        (
+            [TRANSFORMER, POOLING, {"idx": 2, "path": "", "type": "my_package.Custom"}],
+            MEAN,
+            "my_package.Custom",
+        ),
+        (
+            [TRANSFORMER, POOLING],
+            {"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False},
+            "cls_token",
+        ),
+        ([TRANSFORMER, POOLING], {"pooling_mode": "lasttoken"}, "lasttoken"),
+    ],
+    ids=["dense", "custom", "cls-pooling", "lasttoken"],
+)
+def test_a_model_of_unsupported_modules_is_refused(
+    tmp_path: Path, modules: list[dict[str, object]], pooling: dict[str, object], named: str
+) -> None:
+    model = _model_dir(tmp_path, modules, pooling)
+    with pytest.raises(ConfigurationError, match=re.escape(named)) as caught:
+        OnnxEmbeddingAdapter(str(model), cache_dir=tmp_path / "cache").load()
+    assert "backend=torch" in str(caught.value)
+    assert not (tmp_path / "cache").exists()  # refused before any export
+
+
+def test_a_model_that_is_not_a_local_sentence_transformers_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"modules\.json"):
+        OnnxEmbeddingAdapter(str(tmp_path), cache_dir=tmp_path / "cache").load()
+    with pytest.raises(ConfigurationError, match="never downloads"):
+        OnnxEmbeddingAdapter("some-org/some-hub-model", cache_dir=tmp_path / "cache").load()
+
+
+def test_an_unknown_backend_is_a_configuration_error_naming_it_and_the_allowed_ones() -> None:
+    with pytest.raises(ConfigurationError, match=r"unknown backend 'tensorflow' \(allowed: torch, onnx\)"):
+        build_judge("embedding:backend=tensorflow", JudgeContext())
+    with pytest.raises(ConfigurationError, match="local models"):
+        build_judge("embedding:model=openai:text-embedding-3-small,backend=onnx", JudgeContext())
+
+
+def test_without_onnxruntime_backend_onnx_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
+    hint = re.escape("pip install 'llm-connect[onnx]'")
+    with pytest.raises(ConfigurationError, match=hint):
+        build_judge("embedding:backend=onnx", JudgeContext())
+    with pytest.raises(ConfigurationError, match=hint):
+        OnnxEmbeddingAdapter(cache_dir=tmp_path / "cache").embed(["x"])
+
+
+def _response(text: str) -> LLMResponse:
+    return LLMResponse(text=text, model="m", provider="recorded")
+
+
+def test_the_onnx_judge_scores_a_pair_as_the_torch_judge_does() -> None:
+    baseline = _response("You can return the item within 14 days for a full refund.")
+    candidate = _response("Refunds are available if you send it back inside two weeks.")
+    onnx_judge = build_judge("embedding:backend=onnx", JudgeContext())
+    torch_judge = build_judge("embedding:backend=torch", JudgeContext())
+    default_judge = build_judge("embedding", JudgeContext())
+    results = [
+        j.judge(baseline, candidate, prompt="p", run_config=RunConfig())
+        for j in (onnx_judge, torch_judge, default_judge)
+    ]
+    onnx_result, torch_result, default_result = results
+    assert 0.5 < torch_result.quality_score < 1.0
+    assert abs(onnx_result.quality_score - torch_result.quality_score) < 1e-5
+    assert default_result.quality_score == torch_result.quality_score  # torch stays the default
+    assert onnx_result.grader_id == torch_result.grader_id == "embedding:all-MiniLM-L6-v2"
+    assert onnx_result.details["embedding_adapter"] == "onnx:all-MiniLM-L6-v2"
+    assert torch_result.details["embedding_adapter"] == "sentence-transformers:all-MiniLM-L6-v2"
+    spec = onnx_result.details["judge_spec"]
+    assert spec["args"] == {"model": "all-MiniLM-L6-v2", "backend": "onnx"}
+    rebuilt = build_judge(spec, JudgeContext())
+    assert rebuilt.adapter.adapter_id == "onnx:all-MiniLM-L6-v2"  # type: ignore[attr-defined]
+    assert torch_result.details["judge_spec"]["args"] == {"model": "all-MiniLM-L6-v2"}
