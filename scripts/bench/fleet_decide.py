@@ -23,6 +23,7 @@ Target (issue 14): decide median < 5 ms at 1,000,000 grades while the fleet writ
 
     LLM_CONNECT_TEST_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:5432/test \\
         python scripts/bench/fleet_decide.py [--rows 1000000] [--cases 2400] [--workers 4] [--concurrency 16]
+            [--pin]
 """
 
 from __future__ import annotations
@@ -56,10 +57,22 @@ def _workers(suite: Path, url: str, base_url: str, run_id: str, workers: int, co
         "--db", url, "-b", "openai:big", "-c", "openai:small", "--base-url", base_url, "-j", "exact",
         "--api-key", "sk-bench", "--concurrency", str(concurrency), "--no-cache", "--json",
     ]  # fmt: skip
-    return [
+    procs = [
         subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for _ in range(workers)
     ]
+    for proc in procs:
+        _pin(proc.pid, FLEET_CPUS)
+    return procs
+
+
+FLEET_CPUS: set[int] = set()
+"""``--pin``: the CPUs the workers and the model server run on (the other hosts of a fleet)."""
+
+
+def _pin(pid: int, cpus: set[int]) -> None:
+    if cpus:
+        os.sched_setaffinity(pid, cpus)
 
 
 def _calls(ledger: QualityLedger) -> dict[str, Callable[[], Any]]:
@@ -118,12 +131,25 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--delay-ms", type=int, default=100)
     parser.add_argument("--quiet-calls", type=int, default=150, help="rounds timed with no fleet running")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="workers and model server on the last CPU, this process on the others (PostgreSQL "
+        "unpinned): the fleet's own CPU work stands apart from routing's, as on separate hosts",
+    )
     args = parser.parse_args()
+    if args.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise SystemExit("--pin needs at least 2 CPUs")
+        FLEET_CPUS.add(cpus[-1])
+        os.sched_setaffinity(0, set(cpus[:-1]))
     base = os.environ.get(
         "LLM_CONNECT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
     )
     url, drop = pg_schema(base)
     proc, base_url = server(args.delay_ms)
+    _pin(proc.pid, FLEET_CPUS)
     try:
         start = time.perf_counter()
         fill_postgres(url, args.rows, 5)
@@ -164,9 +190,10 @@ def main() -> None:
     finally:
         proc.terminate()
         drop()
+    where = f"; fleet pinned to CPU {sorted(FLEET_CPUS)}, this process to the rest" if FLEET_CPUS else ""
     print(
-        f"fleet: {args.workers} workers x concurrency {args.concurrency}, {written:,} grades written in "
-        f"{elapsed:.1f} s ({written / elapsed:.0f} grades/s) into a ledger of {args.rows:,}"
+        f"fleet: {args.workers} workers x concurrency {args.concurrency}{where}, {written:,} grades "
+        f"written in {elapsed:.1f} s ({written / elapsed:.0f} grades/s) into a ledger of {args.rows:,}"
     )
     for name in quiet:
         q, b = quiet[name], busy[name]
