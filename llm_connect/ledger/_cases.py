@@ -8,7 +8,7 @@ and reads these sums; the statistics over them live in
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
@@ -63,7 +63,7 @@ class CasesMixin:
         baseline_model: Filter = None,
         grader_id: Filter = None,
         candidate_model: Filter = None,
-        after_first_id: int | None = None,
+        after: Mapping[tuple[str, str], int] | None = None,
     ) -> list[CaseSeries]:
         """One :class:`CaseSeries` per (task, baseline model, grader id, candidate model), one query.
 
@@ -71,9 +71,10 @@ class CasesMixin:
         its number of grades, the sums of their quality scores and score
         deltas, and the id of its first grade. Kept current by every write (like
         :meth:`grade_totals`), so it costs one row per case, not per grade. Each
-        filter takes one value or a sequence of values; ``after_first_id`` keeps
-        only the cases whose first grade's id is above it (what arrived since a
-        series was read; a group with no such case is left out).
+        filter takes one value or a sequence of values. ``after`` maps (candidate
+        model, grader id) to a grade id: only those groups are read, and of each
+        only the cases first graded past that id (what arrived since the group was
+        read; a group with no such case is left out).
         """
         # Straight to the driver (no SQLAlchemy rows): routing reads one row per case, thousands
         # per decision, and this read is most of what a decision costs when nothing is cached.
@@ -108,9 +109,17 @@ class CasesMixin:
                 codes.append(f"(CASE {column} {whens} END)")
                 code_params.extend(values)
                 stride *= len(values)
-        if after_first_id is not None:
-            clauses.append("first_id > %s")
-            params.append(int(after_first_id))
+        if after is not None:
+            if not after:
+                return []
+            # One index range per group (OR of the arrival-order index's prefixes).
+            clauses.append(
+                "("
+                + " OR ".join("(candidate_model = %s AND grader_id = %s AND first_id > %s)" for _ in after)
+                + ")"
+            )
+            for (candidate, grader), last in after.items():
+                params.extend((candidate, grader, int(last)))
         key_sql = [" + ".join(codes) if codes else "0"]
         key_sql += [("task", "baseline_model", "grader_id", "candidate_model")[pos] for pos in texts]
         sql = (

@@ -395,7 +395,7 @@ def _read_series(
     cache: MutableMapping[Hashable, CaseSeries] | None,
 ) -> dict[tuple[str, str], CaseSeries]:
     """The case series of ``pairs``: for a pair in ``cache``, the cached series plus the cases
-    that arrived since (one read of the rows past the oldest cached series' last case); for
+    that arrived since (one read of each such group's rows past its last known case); for
     the rest, and for any pair whose totals show a change other than new cases (a replicate
     of a known case, a case that arrived out of order), a full read. Equal to a full read of
     every pair: the running totals say whether the new rows account for every new grade.
@@ -416,7 +416,7 @@ def _read_series(
                     baseline_model=baseline,
                     candidate_model=list(dict.fromkeys(m for m, _ in known)),
                     grader_id=list(dict.fromkeys(g for _, g in known)),
-                    after_first_id=min(c.first_ids[-1] for c in known.values()),
+                    after={p: c.first_ids[-1] for p, c in known.items()},
                 )
             }
             for p, cached in known.items():

@@ -88,3 +88,17 @@ def test_every_filter_shape_names_its_groups(filled: QualityLedger) -> None:
         for s in got:
             assert s == everything[_key(s)], shape
     assert filled.case_series(task=[]) == []
+
+
+def test_after_reads_only_the_named_groups_past_their_ids(filled: QualityLedger) -> None:
+    full = {_key(s): s for s in filled.case_series(task="t1", baseline_model="base-a")}
+    m1, m2 = full[("t1", "base-a", "exact", "m1")], full[("t1", "base-a", "vrty", "m2")]
+    got = filled.case_series(
+        task="t1",
+        baseline_model="base-a",
+        after={("m1", "exact"): m1.first_ids[1], ("m2", "vrty"): m2.first_ids[-1]},
+    )
+    # m1/exact: its cases past the second; m2/vrty: none left, so the group is absent
+    assert [_key(s) for s in got] == [("t1", "base-a", "exact", "m1")]
+    assert got[0].first_ids == m1.first_ids[2:] and got[0].sum_quality == m1.sum_quality[2:]
+    assert filled.case_series(task="t1", after={}) == []

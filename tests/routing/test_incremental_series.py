@@ -37,12 +37,12 @@ def test_a_routing_loop_decides_as_a_fresh_full_read_would(
     ledger: QualityLedger, make_result: MakeResult, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(20261124)
-    reads: list[tuple[int | None, int]] = []  # (after_first_id, case rows returned)
+    reads: list[tuple[object, int]] = []  # (after, case rows returned)
     real = ledger.case_series
 
     def counted(**kwargs: Any) -> list[CaseSeries]:
         got = real(**kwargs)
-        reads.append((kwargs.get("after_first_id"), sum(s.n_cases for s in got)))
+        reads.append((kwargs.get("after"), sum(s.n_cases for s in got)))
         return got
 
     monkeypatch.setattr(ledger, "case_series", counted)
@@ -74,10 +74,9 @@ def test_a_routing_loop_decides_as_a_fresh_full_read_would(
         reads.clear()
         looped = _decide(router)
         if step > 0 and not replicate:
-            # one read, past the groups' oldest last case: the 6 new cases of each of the 4
-            # groups and a few of the last batch's rows (others' ids interleave), never the rest
-            assert len(reads) == 1 and reads[0][0] is not None
-            assert 24 <= reads[0][1] < 48
+            # one read, of each group's rows past its last known case: the 6 new cases of each
+            # of the 4 groups
+            assert len(reads) == 1 and reads[0][0] is not None and reads[0][1] == 24
             incremental_steps += 1
         elif step > 0:
             # the new rows do not account for the replicated grades: a full read follows
