@@ -8,7 +8,7 @@ and reads these sums; the statistics over them live in
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
@@ -16,9 +16,15 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Connection, Table
 
 from llm_connect.ledger._models import CaseStats, EvidenceSnapshot, utcnow
-from llm_connect.ledger._rows import CaseSeries
+from llm_connect.ledger._rows import CaseSeries, GradeTotals
 
-__all__ = ["CasesMixin", "evidence_snapshot_rows", "write_evidence_snapshots"]
+__all__ = [
+    "TOTALS_COLUMNS",
+    "CasesMixin",
+    "evidence_snapshot_rows",
+    "totals_row",
+    "write_evidence_snapshots",
+]
 
 _C = cast(Table, CaseStats.__table__)
 
@@ -48,89 +54,134 @@ def _fetch(conn: Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
         cursor.close()
 
 
-class CasesMixin:
-    """Reads the per-case totals of (task, baseline, grader, candidate) groups."""
+def _fetch_together(conn: Connection, queries: Sequence[tuple[str, tuple[Any, ...]]]) -> list[list[Any]]:
+    """The rows of each query: on psycopg sent in one pipeline (one round trip), else in turn."""
+    if conn.dialect.driver != "psycopg":
+        return [_fetch(conn, sql, params) for sql, params in queries]
+    raw: Any = conn.connection.dbapi_connection
+    cursors = [raw.cursor(binary=True) for _ in queries]
+    try:
+        with raw.pipeline():
+            for cursor, (sql, params) in zip(cursors, queries, strict=True):
+                cursor.execute(sql, params)
+        return [cast(list[Any], cursor.fetchall()) for cursor in cursors]
+    finally:
+        for cursor in cursors:
+            cursor.close()
 
-    if TYPE_CHECKING:
 
-        def _connect(self) -> Connection: ...
-        def _read(self, what: str) -> Any: ...
+TOTALS_COLUMNS = (
+    "task",
+    "baseline_model",
+    "grader_id",
+    "candidate_model",
+    "n",
+    "sum_quality",
+    "sum_quality_sq",
+    "candidate_cost_sum",
+    "candidate_cost_n",
+    "candidate_latency_sum",
+    "candidate_latency_n",
+    "baseline_cost_sum",
+    "baseline_cost_n",
+    "baseline_latency_sum",
+    "baseline_latency_n",
+    "asks_llm",
+)
+"""The ``grade_stats`` columns a :class:`GradeTotals` is made of, in :func:`totals_row`'s order."""
 
-    def case_series(
-        self,
-        *,
-        task: Filter = None,
-        baseline_model: Filter = None,
-        grader_id: Filter = None,
-        candidate_model: Filter = None,
-        after: Mapping[tuple[str, str], int] | None = None,
-    ) -> list[CaseSeries]:
-        """One :class:`CaseSeries` per (task, baseline model, grader id, candidate model), one query.
 
-        Each holds, per distinct case in the order the cases were first graded,
-        its number of grades, the sums of their quality scores and score
-        deltas, and the id of its first grade. Kept current by every write (like
-        :meth:`grade_totals`), so it costs one row per case, not per grade. Each
-        filter takes one value or a sequence of values. ``after`` maps (candidate
-        model, grader id) to a grade id: only those groups are read, and of each
-        only the cases first graded past that id (what arrived since the group was
-        read; a group with no such case is left out).
-        """
-        # Straight to the driver (no SQLAlchemy rows): routing reads one row per case, thousands
-        # per decision, and this read is most of what a decision costs when nothing is cached.
-        # A filtered key column is not read as text on every row: one value is a constant, several
-        # become a small integer (CASE), and the filtered columns together one integer per row.
-        clauses: list[str] = []
-        params: list[Any] = []
-        codes: list[str] = []
-        code_params: list[Any] = []
-        texts: list[int] = []  # key positions read as text (no filter)
-        known: list[list[str]] = []  # per key position: its filter's values ([] when read as text)
-        stride = 1
-        filters = (
-            ("task", task),
-            ("baseline_model", baseline_model),
-            ("grader_id", grader_id),
-            ("candidate_model", candidate_model),
+def _mean(total: Any, count: Any) -> float | None:
+    return float(total) / count if count else None
+
+
+def totals_row(r: Sequence[Any]) -> GradeTotals:
+    """A :class:`GradeTotals` from a row of :data:`TOTALS_COLUMNS`."""
+    return GradeTotals(
+        task=r[0],
+        baseline_model=r[1],
+        grader_id=r[2],
+        candidate_model=r[3],
+        n=int(r[4]),
+        sum_quality=float(r[5]),
+        sum_quality_sq=float(r[6]),
+        candidate_mean_cost_usd=_mean(r[7], r[8]),
+        candidate_cost_n=int(r[8]),
+        candidate_mean_latency_ms=_mean(r[9], r[10]),
+        candidate_latency_n=int(r[10]),
+        baseline_mean_cost_usd=_mean(r[11], r[12]),
+        baseline_cost_n=int(r[12]),
+        baseline_mean_latency_ms=_mean(r[13], r[14]),
+        baseline_latency_n=int(r[14]),
+        asks_llm=bool(r[15]),
+    )
+
+
+def _series_query(
+    task: Filter,
+    baseline_model: Filter,
+    grader_id: Filter,
+    candidate_model: Filter,
+    after: Mapping[tuple[str, str], int] | None,
+) -> tuple[str, tuple[Any, ...], Callable[[list[Any]], list[CaseSeries]]] | None:
+    """The SQL, parameters and row parser of :meth:`CasesMixin.case_series` (``None``: nothing
+    can match).
+
+    Straight to the driver (no SQLAlchemy rows): routing reads one row per case, thousands per
+    decision. A filtered key column is not read as text on every row: one value is a constant,
+    several become a small integer (CASE), and the filtered columns together one integer per row.
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    codes: list[str] = []
+    code_params: list[Any] = []
+    texts: list[int] = []  # key positions read as text (no filter)
+    known: list[list[str]] = []  # per key position: its filter's values ([] when read as text)
+    stride = 1
+    filters = (
+        ("task", task),
+        ("baseline_model", baseline_model),
+        ("grader_id", grader_id),
+        ("candidate_model", candidate_model),
+    )
+    for pos, (column, value) in enumerate(filters):
+        if value is None:
+            texts.append(pos)
+            known.append([])
+            continue
+        values = list(dict.fromkeys([value] if isinstance(value, str) else value))
+        if not values:
+            return None
+        clauses.append(f"{column} IN ({', '.join('%s' for _ in values)})")
+        params.extend(values)
+        known.append(values)
+        if len(values) > 1:
+            whens = " ".join(f"WHEN %s THEN {i * stride}" for i in range(len(values)))
+            codes.append(f"(CASE {column} {whens} END)")
+            code_params.extend(values)
+            stride *= len(values)
+    if after is not None:
+        if not after:
+            return None
+        # One index range per group (OR of the arrival-order index's prefixes).
+        clauses.append(
+            "("
+            + " OR ".join("(candidate_model = %s AND grader_id = %s AND first_id > %s)" for _ in after)
+            + ")"
         )
-        for pos, (column, value) in enumerate(filters):
-            if value is None:
-                texts.append(pos)
-                known.append([])
-                continue
-            values = list(dict.fromkeys([value] if isinstance(value, str) else value))
-            if not values:
-                return []
-            clauses.append(f"{column} IN ({', '.join('%s' for _ in values)})")
-            params.extend(values)
-            known.append(values)
-            if len(values) > 1:
-                whens = " ".join(f"WHEN %s THEN {i * stride}" for i in range(len(values)))
-                codes.append(f"(CASE {column} {whens} END)")
-                code_params.extend(values)
-                stride *= len(values)
-        if after is not None:
-            if not after:
-                return []
-            # One index range per group (OR of the arrival-order index's prefixes).
-            clauses.append(
-                "("
-                + " OR ".join("(candidate_model = %s AND grader_id = %s AND first_id > %s)" for _ in after)
-                + ")"
-            )
-            for (candidate, grader), last in after.items():
-                params.extend((candidate, grader, int(last)))
-        key_sql = [" + ".join(codes) if codes else "0"]
-        key_sql += [("task", "baseline_model", "grader_id", "candidate_model")[pos] for pos in texts]
-        sql = (
-            f"SELECT {', '.join(key_sql)}, n, sum_quality, delta_n, delta_sum, first_id FROM case_stats"
-            + (" WHERE " + " AND ".join(clauses) if clauses else "")
-            + " ORDER BY task, baseline_model, grader_id, candidate_model, first_id"
-        )
-        with self._read("reading case totals"), self._connect() as conn:
-            records = _fetch(conn, sql, (*code_params, *params))
+        for (candidate, grader), last in after.items():
+            params.extend((candidate, grader, int(last)))
+    key_sql = [" + ".join(codes) if codes else "0"]
+    key_sql += [("task", "baseline_model", "grader_id", "candidate_model")[pos] for pos in texts]
+    sql = (
+        f"SELECT {', '.join(key_sql)}, n, sum_quality, delta_n, delta_sum, first_id FROM case_stats"
+        + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        + " ORDER BY task, baseline_model, grader_id, candidate_model, first_id"
+    )
+    width = len(key_sql)
+
+    def parse(records: list[Any]) -> list[CaseSeries]:
         # Rows arrive grouped by key: transpose once, then slice each run of rows with one key.
-        width = len(key_sql)
         # Column by column (itemgetter): zip(*records) would make an iterator per row (garbage
         # that sets off collections).
         cols = [tuple(map(itemgetter(i), records)) for i in range(width + 5)]
@@ -163,6 +214,74 @@ class CasesMixin:
             )
             start = stop
         return out
+
+    return sql, (*code_params, *params), parse
+
+
+class CasesMixin:
+    """Reads the per-case totals of (task, baseline, grader, candidate) groups."""
+
+    if TYPE_CHECKING:
+
+        def _connect(self) -> Connection: ...
+        def _read(self, what: str) -> Any: ...
+
+    def case_series(
+        self,
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        grader_id: Filter = None,
+        candidate_model: Filter = None,
+        after: Mapping[tuple[str, str], int] | None = None,
+    ) -> list[CaseSeries]:
+        """One :class:`CaseSeries` per (task, baseline model, grader id, candidate model), one query.
+
+        Each holds, per distinct case in the order the cases were first graded,
+        its number of grades, the sums of their quality scores and score
+        deltas, and the id of its first grade. Kept current by every write (like
+        :meth:`grade_totals`), so it costs one row per case, not per grade. Each
+        filter takes one value or a sequence of values. ``after`` maps (candidate
+        model, grader id) to a grade id: only those groups are read, and of each
+        only the cases first graded past that id (what arrived since the group was
+        read; a group with no such case is left out).
+        """
+        query = _series_query(task, baseline_model, grader_id, candidate_model, after)
+        if query is None:
+            return []
+        sql, params, parse = query
+        with self._read("reading case totals"), self._connect() as conn:
+            return parse(_fetch(conn, sql, params))
+
+    def routing_read(
+        self,
+        *,
+        task: str,
+        baseline_model: str,
+        grader_id: Sequence[str],
+        candidate_model: Sequence[str],
+        after: Mapping[tuple[str, str], int] | None = None,
+    ) -> tuple[list[GradeTotals], list[CaseSeries]]:
+        """What a routing decision reads first, together: :meth:`grade_totals` of the groups and,
+        with ``after``, :meth:`case_series` of the groups it names past their ids (the cases that
+        arrived since a router last read them). One round trip on PostgreSQL (pipeline mode);
+        the two reads are separate statements, each seeing its own committed state.
+        """
+        graders, models = list(dict.fromkeys(grader_id)), list(dict.fromkeys(candidate_model))
+        if not graders or not models:
+            return [], []
+        totals_sql = (
+            f"SELECT {', '.join(TOTALS_COLUMNS)} FROM grade_stats WHERE task = %s AND baseline_model = %s"
+            f" AND grader_id IN ({', '.join('%s' for _ in graders)})"
+            f" AND candidate_model IN ({', '.join('%s' for _ in models)})"
+        )
+        totals_params = (task, baseline_model, *graders, *models)
+        query = _series_query(task, baseline_model, graders, models, after) if after else None
+        with self._read("reading routing totals"), self._connect() as conn:
+            if query is None:
+                return [totals_row(r) for r in _fetch(conn, totals_sql, totals_params)], []
+            totals, cases = _fetch_together(conn, [(totals_sql, totals_params), query[:2]])
+        return [totals_row(r) for r in totals], query[2](cases)
 
     def evidence_snapshots(
         self, *, task: str, baseline_model: str, settings: str

@@ -12,7 +12,7 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, select, text
 
 from llm_connect.errors import LedgerError
-from llm_connect.ledger._cases import CasesMixin, _match
+from llm_connect.ledger._cases import TOTALS_COLUMNS, CasesMixin, _match, totals_row
 from llm_connect.ledger._chat import ChatMixin, conversation_rows
 from llm_connect.ledger._convert import GRADE_COLUMNS, batch_values, grade_row
 from llm_connect.ledger._embeddings import EmbeddingsMixin
@@ -402,53 +402,11 @@ class QualityLedger(RecordsMixin, CasesMixin, ChatMixin, FleetMixin, EmbeddingsM
         answer costs the same at a thousand grades or a million. Each filter takes
         one value or a sequence of values.
         """
-        c = _S.c
         conditions = _totals_filter(task, baseline_model, candidate_model, grader_id)
-        stmt = select(
-            c.task,
-            c.baseline_model,
-            c.grader_id,
-            c.candidate_model,
-            c.n,
-            c.sum_quality,
-            c.sum_quality_sq,
-            c.candidate_cost_sum,
-            c.candidate_cost_n,
-            c.candidate_latency_sum,
-            c.candidate_latency_n,
-            c.baseline_cost_sum,
-            c.baseline_cost_n,
-            c.baseline_latency_sum,
-            c.baseline_latency_n,
-            c.asks_llm,
-        ).where(*conditions)
+        stmt = select(*(_S.c[name] for name in TOTALS_COLUMNS)).where(*conditions)
         with self._read("reading grade totals"), self._connect() as conn:
             records = conn.execute(stmt).all()
-
-        def mean(total: Any, count: Any) -> float | None:
-            return float(total) / count if count else None
-
-        return [
-            GradeTotals(
-                task=r[0],
-                baseline_model=r[1],
-                grader_id=r[2],
-                candidate_model=r[3],
-                n=int(r[4]),
-                sum_quality=float(r[5]),
-                sum_quality_sq=float(r[6]),
-                candidate_mean_cost_usd=mean(r[7], r[8]),
-                candidate_cost_n=int(r[8]),
-                candidate_mean_latency_ms=mean(r[9], r[10]),
-                candidate_latency_n=int(r[10]),
-                baseline_mean_cost_usd=mean(r[11], r[12]),
-                baseline_cost_n=int(r[12]),
-                baseline_mean_latency_ms=mean(r[13], r[14]),
-                baseline_latency_n=int(r[14]),
-                asks_llm=bool(r[15]),
-            )
-            for r in records
-        ]
+        return [totals_row(r) for r in records]
 
     def rebuild_stats(self) -> None:
         """Recompute the running totals (``grade_stats``, ``case_stats``) from ``grades``.

@@ -316,6 +316,7 @@ def gather(
     computed: list[tuple[str, str]] | None = None,
     totals: Mapping[tuple[str, str], tuple[int, float]] | None = None,
     series_cache: MutableMapping[Hashable, CaseSeries] | None = None,
+    new_cases: Mapping[tuple[str, str], CaseSeries | None] | None = None,
 ) -> dict[tuple[str, str], GraderEvidence]:
     """Evidence for every (candidate, grader id) of ``task`` against ``baseline``, one ledger query.
 
@@ -332,6 +333,8 @@ def gather(
     group's current count of grades and Σ quality, from the running totals), a group
     read before is brought up to date by reading only the cases that arrived since
     (:func:`_read_series`); the evidence is computed from the whole series as always.
+    ``new_cases`` holds such reads already made (pair -> the cases past the cached
+    series' last one, ``None`` for none).
     """
     cands = list(dict.fromkeys(candidates))
     graders = list(dict.fromkeys(grader_ids))
@@ -367,7 +370,11 @@ def gather(
             else:
                 still.append(pair)
         missing = still
-    series = _read_series(ledger, task, baseline, missing, totals, series_cache) if missing else {}
+    series = (
+        _read_series(ledger, task, baseline, missing, totals, series_cache, new_cases or {})
+        if missing
+        else {}
+    )
     assessed = assess_many(
         [(series.get(pair), pair[1]) for pair in missing],
         min_quality=min_quality,
@@ -393,9 +400,11 @@ def _read_series(
     pairs: Sequence[tuple[str, str]],
     totals: Mapping[tuple[str, str], tuple[int, float]] | None,
     cache: MutableMapping[Hashable, CaseSeries] | None,
+    read: Mapping[tuple[str, str], CaseSeries | None],
 ) -> dict[tuple[str, str], CaseSeries]:
     """The case series of ``pairs``: for a pair in ``cache``, the cached series plus the cases
-    that arrived since (one read of each such group's rows past its last known case); for
+    that arrived since (``read``, or one read of each such group's rows past its last known
+    case); for
     the rest, and for any pair whose totals show a change other than new cases (a replicate
     of a known case, a case that arrived out of order), a full read. Equal to a full read of
     every pair: the running totals say whether the new rows account for every new grade.
@@ -408,17 +417,19 @@ def _read_series(
             cached = cache.get((task, baseline, *p))
             if cached is not None and cached.first_ids and p in totals:
                 known[p] = cached
+        # The new cases of each known group past its last one: read now unless already read.
+        unread = {p: c.first_ids[-1] for p, c in known.items() if p not in read}
+        new = dict(read)
+        if unread:
+            for s in ledger.case_series(
+                task=task,
+                baseline_model=baseline,
+                candidate_model=list(dict.fromkeys(m for m, _ in unread)),
+                grader_id=list(dict.fromkeys(g for _, g in unread)),
+                after=unread,
+            ):
+                new[(s.candidate_model, s.grader_id)] = s
         if known:
-            new = {
-                (s.candidate_model, s.grader_id): s
-                for s in ledger.case_series(
-                    task=task,
-                    baseline_model=baseline,
-                    candidate_model=list(dict.fromkeys(m for m, _ in known)),
-                    grader_id=list(dict.fromkeys(g for _, g in known)),
-                    after={p: c.first_ids[-1] for p, c in known.items()},
-                )
-            }
             for p, cached in known.items():
                 merged = _extended(cached, new.get(p), totals[p])
                 if merged is not None:

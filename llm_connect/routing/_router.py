@@ -179,13 +179,23 @@ class Router:
                 f"min_stability must be one of {', '.join(STABILITY_ORDER)} or None, not {min_stability!r}"
             )
 
-        totals = (
-            self.ledger.grade_totals(
-                task=task, baseline_model=baseline, grader_id=list(grader_ids), candidate_model=cands
-            )
-            if cands
-            else []
+        # The groups this Router read before: their new cases are read with the totals (one round
+        # trip on PostgreSQL), so a group with new grades needs no read of its own.
+        after = {
+            (m, g): series.first_ids[-1]
+            for m in cands
+            for g in grader_ids
+            if (series := self._series.get((task, baseline, m, g))) is not None and series.first_ids
+        }
+        totals, arrived = self.ledger.routing_read(
+            task=task,
+            baseline_model=baseline,
+            grader_id=list(grader_ids),
+            candidate_model=cands,
+            after=after or None,
         )
+        new_cases: dict[tuple[str, str], Any] = dict.fromkeys(after)
+        new_cases.update({(s.candidate_model, s.grader_id): s for s in arrived})
         used, ignored = self._usable_graders(task, grader_ids, allow_uncalibrated, _asks_llm(totals))
         usable = set(used)
         records = [t for t in totals if t.grader_id in usable]
@@ -221,6 +231,7 @@ class Router:
             computed=computed,
             totals={(r.candidate_model, r.grader_id): (r.n, r.sum_quality) for r in records},
             series_cache=self._series,
+            new_cases=new_cases,
         )
         if len(self._evidence) > 10_000:
             self._evidence.clear()

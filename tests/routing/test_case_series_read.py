@@ -102,3 +102,27 @@ def test_after_reads_only_the_named_groups_past_their_ids(filled: QualityLedger)
     assert [_key(s) for s in got] == [("t1", "base-a", "exact", "m1")]
     assert got[0].first_ids == m1.first_ids[2:] and got[0].sum_quality == m1.sum_quality[2:]
     assert filled.case_series(task="t1", after={}) == []
+
+
+def test_routing_read_is_the_totals_and_the_new_cases_together(filled: QualityLedger) -> None:
+    series = {_key(s): s for s in filled.case_series(task="t2", baseline_model="base-b")}
+    after = {("m1", "exact"): series[("t2", "base-b", "exact", "m1")].first_ids[0]}
+    totals, cases = filled.routing_read(
+        task="t2", baseline_model="base-b", grader_id=["exact", "vrty"], candidate_model=MODELS, after=after
+    )
+    assert totals == filled.grade_totals(
+        task="t2", baseline_model="base-b", grader_id=["exact", "vrty"], candidate_model=MODELS
+    )
+    assert len(totals) == 2 * len(MODELS)
+    assert cases == filled.case_series(task="t2", baseline_model="base-b", after=after)
+    assert [s.n_cases for s in cases] == [3]  # m1/exact's 4 cases past its first
+    assert filled.routing_read(
+        task="t2", baseline_model="base-b", grader_id=["exact"], candidate_model=["m1"]
+    ) == (
+        filled.grade_totals(task="t2", baseline_model="base-b", grader_id="exact", candidate_model="m1"),
+        [],
+    )
+    assert filled.routing_read(task="t2", baseline_model="base-b", grader_id=[], candidate_model=MODELS) == (
+        [],
+        [],
+    )

@@ -37,15 +37,21 @@ def test_a_routing_loop_decides_as_a_fresh_full_read_would(
     ledger: QualityLedger, make_result: MakeResult, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(20261124)
-    reads: list[tuple[object, int]] = []  # (after, case rows returned)
-    real = ledger.case_series
+    reads: list[tuple[str, object, int]] = []  # (method, after, case rows returned)
+    real, real_together = ledger.case_series, ledger.routing_read
 
     def counted(**kwargs: Any) -> list[CaseSeries]:
         got = real(**kwargs)
-        reads.append((kwargs.get("after"), sum(s.n_cases for s in got)))
+        reads.append(("case_series", kwargs.get("after"), sum(s.n_cases for s in got)))
         return got
 
+    def counted_together(**kwargs: Any) -> tuple[Any, list[CaseSeries]]:
+        totals, got = real_together(**kwargs)
+        reads.append(("routing_read", kwargs.get("after"), sum(s.n_cases for s in got)))
+        return totals, got
+
     monkeypatch.setattr(ledger, "case_series", counted)
+    monkeypatch.setattr(ledger, "routing_read", counted_together)
     router = Router(ledger)
     next_case = 0
     incremental_steps = 0
@@ -74,16 +80,22 @@ def test_a_routing_loop_decides_as_a_fresh_full_read_would(
         reads.clear()
         looped = _decide(router)
         if step > 0 and not replicate:
-            # one read, of each group's rows past its last known case: the 6 new cases of each
-            # of the 4 groups
-            assert len(reads) == 1 and reads[0][0] is not None and reads[0][1] == 24
+            # one read with the totals, of each group's rows past its last known case: the 6
+            # new cases of each of the 4 groups
+            assert len(reads) == 1 and reads[0][:2] == ("routing_read", reads[0][1]) and reads[0][1]
+            assert reads[0][2] == 24
             incremental_steps += 1
         elif step > 0:
             # the new rows do not account for the replicated grades: a full read follows
-            assert len(reads) == 2 and reads[1][0] is None and reads[1][1] == 4 * next_case
+            assert [r[0] for r in reads] == ["routing_read", "case_series"]
+            assert reads[1][1] is None and reads[1][2] == 4 * next_case
+        else:  # nothing known yet: the totals, then every case
+            assert reads == [("routing_read", None, 0), ("case_series", None, 24)]
         monkeypatch.setattr(ledger, "case_series", real)
+        monkeypatch.setattr(ledger, "routing_read", real_together)
         fresh = _fresh(ledger)
         monkeypatch.setattr(ledger, "case_series", counted)
+        monkeypatch.setattr(ledger, "routing_read", counted_together)
         assert looped.candidates == fresh.candidates, f"step {step}"
         assert looped.reason == fresh.reason
     assert incremental_steps == 7
