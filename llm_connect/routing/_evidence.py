@@ -421,14 +421,7 @@ def _read_series(
         unread = {p: c.first_ids[-1] for p, c in known.items() if p not in read}
         new = dict(read)
         if unread:
-            for s in ledger.case_series(
-                task=task,
-                baseline_model=baseline,
-                candidate_model=list(dict.fromkeys(m for m, _ in unread)),
-                grader_id=list(dict.fromkeys(g for _, g in unread)),
-                after=unread,
-            ):
-                new[(s.candidate_model, s.grader_id)] = s
+            new.update(_series_of(ledger, task, baseline, list(unread), after=unread))
         if known:
             for p, cached in known.items():
                 merged = _extended(cached, new.get(p), totals[p])
@@ -436,20 +429,34 @@ def _read_series(
                     out[p] = merged
             full = [p for p in pairs if p not in out]
     if full:
-        for s in ledger.case_series(
-            task=task,
-            baseline_model=baseline,
-            candidate_model=list(dict.fromkeys(m for m, _ in full)),
-            grader_id=list(dict.fromkeys(g for _, g in full)),
-        ):
-            if (s.candidate_model, s.grader_id) in full:
-                out[(s.candidate_model, s.grader_id)] = s
+        out.update((p, s) for p, s in _series_of(ledger, task, baseline, full).items() if p in full)
     if cache is not None:
         for p, s in out.items():
             cache[(task, baseline, *p)] = s
         if len(cache) > 10_000:
             cache.clear()
     return out
+
+
+def _series_of(
+    ledger: QualityLedger,
+    task: str,
+    baseline: str,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    after: Mapping[tuple[str, str], int] | None = None,
+) -> dict[tuple[str, str], CaseSeries]:
+    """``ledger.case_series`` of the (candidate, grader) ``pairs`` of one task and baseline."""
+    return {
+        (s.candidate_model, s.grader_id): s
+        for s in ledger.case_series(
+            task=task,
+            baseline_model=baseline,
+            candidate_model=list(dict.fromkeys(m for m, _ in pairs)),
+            grader_id=list(dict.fromkeys(g for _, g in pairs)),
+            after=after,
+        )
+    }
 
 
 def _extended(old: CaseSeries, new: CaseSeries | None, total: tuple[int, float]) -> CaseSeries | None:

@@ -51,13 +51,18 @@ def server(delay_ms: int) -> tuple[subprocess.Popen[str], str]:
     return proc, proc.stdout.readline().strip()
 
 
-def run_fleet(suite: Path, url: str, base_url: str, run_id: str, workers: int, concurrency: int) -> float:
-    """Cases per second of ``workers`` processes grading ``suite`` as one shared run."""
-    args = [
+def worker_args(suite: Path, url: str, base_url: str, run_id: str, concurrency: int) -> list[str]:
+    """The command line of one shared-run worker (the real CLI) grading ``suite``."""
+    return [
         sys.executable, "-m", "llm_connect", "grade", str(suite), "--shared", "--run-id", run_id,
-        "--db", url, "-b", "openai:big", "-c", "openai:small", "--base-url", base_url,
+        "--db", url, "-b", "openai:big", "-c", "openai:small", "--base-url", base_url, "-j", "exact",
         "--api-key", "sk-bench", "--concurrency", str(concurrency), "--no-cache", "--json",
     ]  # fmt: skip
+
+
+def run_fleet(suite: Path, url: str, base_url: str, run_id: str, workers: int, concurrency: int) -> float:
+    """Cases per second of ``workers`` processes grading ``suite`` as one shared run."""
+    args = worker_args(suite, url, base_url, run_id, concurrency)
     procs = [
         subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for _ in range(workers)

@@ -34,7 +34,6 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from _pg import pg_schema
-from fleet import ROOT, server
+from fleet import ROOT, server, worker_args
 from routing_decide import CANDIDATES, GRADERS, TASKS, fill_postgres
 
 from llm_connect.ledger import QualityLedger
@@ -52,11 +51,7 @@ FLEET_TASK = "fleet"
 
 
 def _workers(suite: Path, url: str, base_url: str, run_id: str, workers: int, concurrency: int) -> list[Any]:
-    args = [
-        sys.executable, "-m", "llm_connect", "grade", str(suite), "--shared", "--run-id", run_id,
-        "--db", url, "-b", "openai:big", "-c", "openai:small", "--base-url", base_url, "-j", "exact",
-        "--api-key", "sk-bench", "--concurrency", str(concurrency), "--no-cache", "--json",
-    ]  # fmt: skip
+    args = worker_args(suite, url, base_url, run_id, concurrency)
     procs = [
         subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for _ in range(workers)
