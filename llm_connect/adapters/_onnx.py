@@ -1,24 +1,17 @@
 """Local embeddings on ONNX Runtime: a sentence-transformers model exported to ONNX once, then run
-by ``onnxruntime`` (the ``embedding:backend=onnx`` judge).
+by ``onnxruntime`` (the ``embedding:backend=onnx`` judge; contract: ``contracts/adapters.md``).
 
 sentence-transformers' own ``backend="onnx"`` needs ``optimum-onnx``, whose only release requires
 ``transformers<4.58`` while sentence-transformers 6 requires ``transformers>=5``; so this module
 does what that backend does, with ``torch.onnx.export`` and ``onnxruntime.InferenceSession``:
 
-* **Export, once.** On first use the model's transformer (the packaged all-MiniLM-L6-v2 by
-  default, or a local model directory; never the network) is exported to ``model.onnx`` in
-  ``<cache>/<model>-<digest>/``, where the digest covers the weights and ``config.json`` (new
-  weights export again). The cache is ``$LLM_CONNECT_CACHE_DIR/onnx``, else
-  ``$XDG_CACHE_HOME/llm-connect/onnx``, else ``~/.cache/llm-connect/onnx``. The export is written
-  to a temporary directory beside it and renamed into place, so no process sees a half-written
-  model; ``meta.json`` records the versions and opset. Before it is published the exported graph
-  is run against the PyTorch model on padded batches of other shapes. A cached model that
-  onnxruntime cannot load is exported again once, never used.
-* **The model's own pipeline.** Texts are tokenized with the model directory's ``tokenizer.json``
-  (truncated at ``max_seq_length`` from ``sentence_bert_config.json``, padded per batch, as
-  sentence-transformers does); ``modules.json`` must be Transformer, mean Pooling and optionally
-  Normalize, which are applied to the token embeddings here. Any other module or pooling mode is
-  a :class:`~llm_connect.errors.ConfigurationError`.
+* **Export, once**, from the local weights (never the network) into
+  ``onnx_cache_dir()/<model>-<digest of the weights>/`` (``model.onnx``, ``meta.json``), written
+  to a temporary sibling and renamed into place, after a check against the PyTorch model. A
+  cached model that onnxruntime cannot load is exported again once, never used.
+* **The model's own pipeline**: its ``tokenizer.json`` with sentence-transformers' truncation and
+  padding, then the modules of ``modules.json`` (Transformer, mean Pooling, optional Normalize;
+  anything else is a :class:`~llm_connect.errors.ConfigurationError`).
 
 ``onnxruntime`` and ``tokenizers`` are imported on first use; ``torch``, ``transformers`` and
 ``onnxscript`` only when a model must be exported.
