@@ -197,7 +197,8 @@ def test_the_export_lands_in_the_cache_dir_and_another_process_reuses_it(onnx_ca
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env
     )
-    assert out.stderr == ""  # library code prints nothing
+    # library code prints nothing (onnxruntime's own start-up warnings, on some hosts, aside)
+    assert [line for line in out.stderr.splitlines() if ":onnxruntime:" not in line] == []
     seen = json.loads(out.stdout)
     assert seen["exports"] == 0 and seen["torch"] is False  # a cached model needs no torch
     assert seen["v"] == OnnxEmbeddingAdapter().embed(["hello"])[0]
