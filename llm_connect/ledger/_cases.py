@@ -160,27 +160,33 @@ def _series_query(
             codes.append(f"(CASE {column} {whens} END)")
             code_params.extend(values)
             stride *= len(values)
-    if after is not None:
-        if not after:
-            return None
-        # One index range per group (OR of the arrival-order index's prefixes).
-        clauses.append(
-            "("
-            + " OR ".join("(candidate_model = %s AND grader_id = %s AND first_id > %s)" for _ in after)
-            + ")"
-        )
-        for (candidate, grader), last in after.items():
-            params.extend((candidate, grader, int(last)))
     key_sql = [" + ".join(codes) if codes else "0"]
     key_sql += [("task", "baseline_model", "grader_id", "candidate_model")[pos] for pos in texts]
-    sql = (
-        f"SELECT {', '.join(key_sql)}, n, sum_quality, delta_n, delta_sum, first_id FROM case_stats"
-        + (" WHERE " + " AND ".join(clauses) if clauses else "")
-        + " ORDER BY task, baseline_model, grader_id, candidate_model, first_id"
-    )
+    select = f"SELECT {', '.join(key_sql)}, n, sum_quality, delta_n, delta_sum, first_id FROM case_stats"
     width = len(key_sql)
+    if after is None:
+        sql = (
+            select
+            + (" WHERE " + " AND ".join(clauses) if clauses else "")
+            + " ORDER BY task, baseline_model, grader_id, candidate_model, first_id"
+        )
+        all_params: tuple[Any, ...] = (*code_params, *params)
+    else:
+        if not after:
+            return None
+        # One range of the arrival-order index per group (an OR of the groups made the planner
+        # scan every case of the task); the few rows are put in order here.
+        branch = f"{select} WHERE {' AND '.join([*clauses, 'candidate_model = %s', 'grader_id = %s'])}"
+        sql = " UNION ALL ".join(f"{branch} AND first_id > %s" for _ in after)
+        all_params = tuple(
+            value
+            for (candidate, grader), last in after.items()
+            for value in (*code_params, *params, candidate, grader, int(last))
+        )
 
     def parse(records: list[Any]) -> list[CaseSeries]:
+        if after is not None:
+            records = sorted(records, key=lambda r: (r[:width], r[-1]))
         # Rows arrive grouped by key: transpose once, then slice each run of rows with one key.
         # Column by column (itemgetter): zip(*records) would make an iterator per row (garbage
         # that sets off collections).
@@ -215,7 +221,7 @@ def _series_query(
             start = stop
         return out
 
-    return sql, (*code_params, *params), parse
+    return sql, all_params, parse
 
 
 class CasesMixin:
@@ -276,7 +282,9 @@ class CasesMixin:
             f" AND candidate_model IN ({', '.join('%s' for _ in models)})"
         )
         totals_params = (task, baseline_model, *graders, *models)
-        query = _series_query(task, baseline_model, graders, models, after) if after else None
+        # The groups are those of ``after``: no grader or model filter (whose CASE codes would be
+        # planned again in every branch); the few rows name their group as text.
+        query = _series_query(task, baseline_model, None, None, after) if after else None
         with self._read("reading routing totals"), self._connect() as conn:
             if query is None:
                 return [totals_row(r) for r in _fetch(conn, totals_sql, totals_params)], []

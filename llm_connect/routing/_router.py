@@ -80,6 +80,9 @@ class Router:
         self._evidence: dict[Any, Any] = {}
         # Case series per group as last read: a group with new grades reads only its new cases.
         self._series: dict[Any, Any] = {}
+        # (task, baseline) whose last decision found changed groups: grades are arriving, so the
+        # next decision reads the new cases together with the totals.
+        self._active: set[tuple[str, str]] = set()
 
     def __repr__(self) -> str:
         return f"Router({self.ledger!r})"
@@ -179,14 +182,19 @@ class Router:
                 f"min_stability must be one of {', '.join(STABILITY_ORDER)} or None, not {min_stability!r}"
             )
 
-        # The groups this Router read before: their new cases are read with the totals (one round
-        # trip on PostgreSQL), so a group with new grades needs no read of its own.
-        after = {
-            (m, g): series.first_ids[-1]
-            for m in cands
-            for g in grader_ids
-            if (series := self._series.get((task, baseline, m, g))) is not None and series.first_ids
-        }
+        # While grades arrive for this task, the new cases of the groups this Router read before
+        # are read together with the totals (one round trip on PostgreSQL), so a changed group
+        # needs no read of its own; a quiet task reads the totals alone.
+        after = (
+            {
+                (m, g): series.first_ids[-1]
+                for m in cands
+                for g in grader_ids
+                if (series := self._series.get((task, baseline, m, g))) is not None and series.first_ids
+            }
+            if (task, baseline) in self._active
+            else {}
+        )
         totals, arrived = self.ledger.routing_read(
             task=task,
             baseline_model=baseline,
@@ -233,8 +241,13 @@ class Router:
             series_cache=self._series,
             new_cases=new_cases,
         )
+        if computed:
+            self._active.add((task, baseline))
+        else:
+            self._active.discard((task, baseline))
         if len(self._evidence) > 10_000:
             self._evidence.clear()
+            self._active.clear()
         evidence: list[CandidateEvidence] = []
         for model in cands:
             graders: list[GraderEvidence] = [found[(model, gid)] for gid in used]

@@ -132,3 +132,53 @@ def test_a_case_that_arrives_out_of_order_forces_a_full_read() -> None:
     assert _extended(old, new, (6, 4.0)) is None
     # Nothing new and the totals unchanged: the cached series stands.
     assert _extended(old, None, (3, 2.5)) is old
+
+
+def test_a_quiet_task_reads_its_totals_alone(
+    ledger: QualityLedger, make_result: MakeResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New cases are read with the totals only while grades are arriving for the task; after a
+    decision that found nothing new, the next one reads the totals alone, and a change then costs
+    one read of the new cases."""
+
+    def grade(first: int) -> None:
+        ledger.record_many(
+            [
+                make_result(0.97, candidate_model=m, grader_id=g, prompt=f"case {i}")
+                for i in range(first, first + 5)
+                for m in CANDIDATES
+                for g in GRADERS
+            ],
+            task="support",
+        )
+
+    calls: list[tuple[str, bool]] = []  # (method, whether it asked for new cases only)
+    real, real_together = ledger.case_series, ledger.routing_read
+
+    def counted(**kwargs: Any) -> list[CaseSeries]:
+        calls.append(("case_series", kwargs.get("after") is not None))
+        return real(**kwargs)
+
+    def counted_together(**kwargs: Any) -> tuple[Any, list[CaseSeries]]:
+        calls.append(("routing_read", kwargs.get("after") is not None))
+        return real_together(**kwargs)
+
+    monkeypatch.setattr(ledger, "case_series", counted)
+    monkeypatch.setattr(ledger, "routing_read", counted_together)
+    router = Router(ledger)
+    grade(0)
+    _decide(router)  # first look: totals, then every case
+    grade(5)
+    calls.clear()
+    _decide(router)  # grades arriving: the new cases come with the totals
+    assert calls == [("routing_read", True)]
+    calls.clear()
+    _decide(router)  # nothing new (still speculating once), then quiet
+    _decide(router)
+    assert calls == [("routing_read", True), ("routing_read", False)]
+    grade(10)
+    calls.clear()
+    changed = _decide(router)  # after a quiet spell: the totals, then the new cases only
+    assert calls == [("routing_read", False), ("case_series", True)]
+    fresh = _fresh(ledger)
+    assert changed.candidates == fresh.candidates
