@@ -16,6 +16,12 @@ Timed in the same run:
   decisions stored (``evidence_snapshots``) while the group's totals are unchanged;
 * the same with the stored evidence deleted before each call (outside the timing), as after
   new grades everywhere: every case row read and computed ("cold");
+* one Router deciding one task after each batch of 10 new cases in each of its 10 groups
+  (recorded through the ledger, outside the timing), as routing code asking while grades
+  accrue: the new cases are read with the totals ("loop");
+* the same after each batch of 10 known cases per group graded again (a second run of
+  the suite): the new rows do not account for the change, so every changed group is
+  read in full ("replicates"; its cost grows with the group's cases);
 * ``summary(task=...)`` for one task;
 * baseline: a bare ``SELECT COUNT(*) FROM grades WHERE task = ?`` on the same connection pool.
 
@@ -231,6 +237,40 @@ def measure(url: str, calls: int) -> dict[str, float]:
             with ledger.engine.begin() as conn:
                 conn.execute(text("DELETE FROM evidence_snapshots"))
 
+        loop_router, loop_task, arrived = Router(ledger), TASKS[0], [0]
+        loop_prefix = f"loop {time.time_ns()}"  # new cases in every round, never replicates
+
+        def decide_loop() -> Any:  # routing code asking after every batch of new grades
+            return decide_on(loop_router, loop_task)
+
+        def new_batch() -> None:  # outside the timing: 10 new cases in each of the task's 10 groups
+            first = arrived[0]
+            arrived[0] += 10
+            ledger.record_many(
+                [
+                    _result(
+                        cand, grader, f"{loop_prefix}/{i}", min(1.0, max(0.0, rng.gauss(QUALITY[cand], 0.05)))
+                    )
+                    for i in range(first, first + 10)
+                    for cand in CANDIDATES
+                    for grader in GRADERS
+                ],
+                task=loop_task,
+            )
+
+        def replicate_batch() -> None:  # outside the timing: 10 known cases per group graded again
+            ledger.record_many(
+                [
+                    _result(
+                        cand, grader, f"{loop_prefix}/{i}", min(1.0, max(0.0, rng.gauss(QUALITY[cand], 0.05)))
+                    )
+                    for i in rng.sample(range(arrived[0]), 10)
+                    for cand in CANDIDATES
+                    for grader in GRADERS
+                ],
+                task=loop_task,
+            )
+
         def summary() -> Any:
             return ledger.summary(task=rng.choice(TASKS))
 
@@ -248,6 +288,8 @@ def measure(url: str, calls: int) -> dict[str, float]:
             ("decide", decide, None),
             ("decide_new", decide_new, None),
             ("decide_cold", decide_new, forget),
+            ("decide_loop", decide_loop, new_batch),
+            ("decide_replicates", decide_loop, replicate_batch),
             ("summary", summary, None),
             ("bare_count", bare, None),
         ):
@@ -270,6 +312,20 @@ def measure(url: str, calls: int) -> dict[str, float]:
     return timings
 
 
+def _result(candidate: str, grader: str, prompt: str, score: float) -> Any:
+    from llm_connect.grading import GradingResult
+    from llm_connect.types import LLMResponse
+
+    return GradingResult(
+        score,
+        "bench",
+        grader,
+        LLMResponse("baseline answer", "gpt-4o", "openai", latency_ms=850.0, cost_usd=0.002),
+        LLMResponse("candidate answer", candidate, "openai", latency_ms=350.0, cost_usd=COST[candidate]),
+        prompt=prompt,
+    )
+
+
 def report(name: str, timings: dict[str, float]) -> None:
     d, s, b = timings["decide_median_ms"], timings["summary_median_ms"], timings["bare_count_median_ms"]
     c, w = timings["decide_cold_median_ms"], timings["decide_new_median_ms"]
@@ -278,6 +334,11 @@ def report(name: str, timings: dict[str, float]) -> None:
         f"| new Router, stored evidence: median {w:.2f} ms (p95 {timings['decide_new_p95_ms']:.2f}) "
         f"| new Router, nothing stored (every case row read) median {c:.2f} ms "
         f"(p95 {timings['decide_cold_p95_ms']:.2f}) "
+        f"| one Router after each batch of 10 new cases per group: median "
+        f"{timings['decide_loop_median_ms']:.2f} ms (p95 {timings['decide_loop_p95_ms']:.2f}) "
+        f"| the same after 10 known cases per group were graded again (a full read of the "
+        f"task's changed groups): median {timings['decide_replicates_median_ms']:.2f} ms "
+        f"(p95 {timings['decide_replicates_p95_ms']:.2f}) "
         f"| summary median {s:.2f} ms (p95 {timings['summary_p95_ms']:.2f}; target < 50) "
         f"| bare COUNT(*) per task {b:.2f} ms; decide/bare {d / b:.1f}x, summary/bare {s / b:.1f}x"
     )
