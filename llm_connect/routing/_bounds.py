@@ -48,15 +48,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 __all__ = [
     "TRUNCATION",
+    "RunningBound",
     "bounds_many",
     "cases_needed",
     "cases_needed_many",
     "clopper_pearson",
+    "continue_bounds",
     "lower_bound",
     "mean_interval",
     "upper_bound",
@@ -107,41 +110,108 @@ _PAD_SLACK = 4096
 """Padding cells a batch of :func:`_eb_lower_many` may waste beyond doubling its real cells."""
 
 
-def _eb_lower_rows(xs: Sequence[Any], log_inv_alpha: Any, fixed_n: bool) -> Any:
-    """:func:`_eb_lower` of each of ``xs`` (non-empty), padded into the rows of one matrix.
+@dataclass(frozen=True, slots=True)
+class RunningBound:
+    """The anytime lower bound of one series at one ``alpha`` after ``t`` observations, as
+    running sums: what :func:`continue_bounds` needs to extend the bound by new observations
+    without the old ones. Every sum is the running sum the full computation reaches at ``t``
+    (``np.cumsum`` adds in order), so a continued bound equals the bound of the whole series
+    bit for bit."""
 
-    The padding (zeros after each series) never reaches a real cell: every
-    running sum is a cumulative sum along the row, the maximum skips it, and
-    the fixed-n bound is read at the row's last case.
+    t: int = 0
+    sum_x: float = 0.0
+    sum_sq: float = 0.0
+    """Σ (x_i - mu_hat_i)², the variance estimate's numerator."""
+    sum_lam_x: float = 0.0
+    sum_v_psi: float = 0.0
+    sum_lam: float = 0.0
+    best: float = -math.inf
+    """The running maximum of the (unclipped) lower bounds."""
+
+    @property
+    def lower(self) -> float | None:
+        """The bound so far (``None`` before the first observation)."""
+        return None if self.t == 0 else min(1.0, max(0.0, self.best))
+
+
+_START = RunningBound()
+
+
+def _eb_lower_rows(
+    xs: Sequence[Any], log_inv_alpha: Any, fixed_n: bool, starts: Sequence[RunningBound] | None = None
+) -> tuple[Any, list[RunningBound] | None]:
+    """:func:`_eb_lower` of each of ``xs`` (non-empty), padded into the rows of one matrix, and
+    (anytime bounds) each row's running sums at its end.
+
+    ``starts`` continue rows from earlier observations (:class:`RunningBound`; anytime bounds
+    only): ``xs`` are then the observations after them. The padding (zeros after each series)
+    never reaches a real cell: every running sum is a cumulative sum along the row, the maximum
+    skips it, and the fixed-n bound is read at the row's last case.
     """
     np = _np()
-    lengths = np.fromiter((x.shape[0] for x in xs), dtype=np.intp, count=len(xs))
+    k = len(xs)
+    lengths = np.fromiter((x.shape[0] for x in xs), dtype=np.intp, count=k)
     width = int(lengths.max())
     real = np.arange(width) < lengths[:, None]
-    x = np.zeros((len(xs), width))
+    x = np.zeros((k, width))
     x[real] = np.concatenate(xs)
     lia = log_inv_alpha[:, None]
-    t = np.arange(1, width + 1, dtype=float)
-    mu_hat = (0.5 + np.cumsum(x, axis=1)) / (t + 1.0)
-    sigma2 = (0.25 + np.cumsum((x - mu_hat) ** 2, axis=1)) / (t + 1.0)
-    mu_prev = np.concatenate((np.full((len(xs), 1), 0.5), mu_hat[:, :-1]), axis=1)
-    sigma2_prev = np.concatenate((np.full((len(xs), 1), 0.25), sigma2[:, :-1]), axis=1)
+    starts = starts if starts is not None else [_START] * k
+    t0 = np.fromiter((s.t for s in starts), dtype=float, count=k)[:, None]
+
+    def running(first: Any, values: Any) -> Any:
+        # cumulative sums continued from each row's start (sequential adds, as over the whole series)
+        return np.cumsum(np.concatenate((first[:, None], values), axis=1), axis=1)[:, 1:]
+
+    def column(field: str) -> Any:
+        return np.fromiter((getattr(s, field) for s in starts), dtype=float, count=k)
+
+    t = t0 + np.arange(1, width + 1, dtype=float)
+    sum_x = running(column("sum_x"), x)
+    mu_hat = (0.5 + sum_x) / (t + 1.0)
+    sum_sq = running(column("sum_sq"), (x - mu_hat) ** 2)
+    sigma2 = (0.25 + sum_sq) / (t + 1.0)
+    fresh = t0 == 0.0
+    mu_start = np.where(fresh, 0.5, (0.5 + column("sum_x")[:, None]) / (t0 + 1.0))
+    sigma2_start = np.where(fresh, 0.25, (0.25 + column("sum_sq")[:, None]) / (t0 + 1.0))
+    mu_prev = np.concatenate((mu_start, mu_hat[:, :-1]), axis=1)
+    sigma2_prev = np.concatenate((sigma2_start, sigma2[:, :-1]), axis=1)
     scale = lengths[:, None].astype(float) if fixed_n else t * np.log1p(t)
     lam = np.minimum(np.sqrt(2.0 * lia / (sigma2_prev * scale)), TRUNCATION)
     psi = (-np.log1p(-lam) - lam) / 4.0
     v = 4.0 * (x - mu_prev) ** 2
-    lows = (np.cumsum(lam * x, axis=1) - lia - np.cumsum(v * psi, axis=1)) / np.cumsum(lam, axis=1)
-    # fixed n: the bound at the row's last case (sequential sums: the same with or without padding)
-    last = lows[np.arange(len(xs)), lengths - 1]
-    low = last if fixed_n else np.where(real, lows, -np.inf).max(axis=1)
-    return np.minimum(1.0, np.maximum(0.0, low))
+    sum_lam_x = running(column("sum_lam_x"), lam * x)
+    sum_v_psi = running(column("sum_v_psi"), v * psi)
+    sum_lam = running(column("sum_lam"), lam)
+    lows = (sum_lam_x - lia - sum_v_psi) / sum_lam
+    rows = np.arange(k)
+    last = lengths - 1
+    if fixed_n:  # the bound at the row's last case (sequential sums: the same with or without padding)
+        return np.minimum(1.0, np.maximum(0.0, lows[rows, last])), None
+    best = np.maximum(column("best"), np.where(real, lows, -np.inf).max(axis=1))
+    ends = [
+        RunningBound(
+            t=starts[i].t + int(lengths[i]),
+            sum_x=float(sum_x[i, last[i]]),
+            sum_sq=float(sum_sq[i, last[i]]),
+            sum_lam_x=float(sum_lam_x[i, last[i]]),
+            sum_v_psi=float(sum_v_psi[i, last[i]]),
+            sum_lam=float(sum_lam[i, last[i]]),
+            best=float(best[i]),
+        )
+        for i in range(k)
+    ]
+    return np.minimum(1.0, np.maximum(0.0, best)), ends
 
 
-def _eb_lower_many(xs: Sequence[Any], log_inv_alpha: Any, fixed_n: bool) -> Any:
-    """:func:`_eb_lower` of each of ``xs`` (non-empty), in batches of similar length (longest
+def _eb_lower_many(
+    xs: Sequence[Any], log_inv_alpha: Any, fixed_n: bool, starts: Sequence[RunningBound] | None = None
+) -> tuple[Any, list[RunningBound] | None]:
+    """:func:`_eb_lower_rows` of ``xs`` (non-empty), in batches of similar length (longest
     first) so that padding at most doubles the work."""
     np = _np()
     out = np.empty(len(xs))
+    ends: list[RunningBound] | None = None if fixed_n else [_START] * len(xs)
     lengths = [x.shape[0] for x in xs]
     order = sorted(range(len(xs)), key=lambda i: -lengths[i])
     start = 0
@@ -154,9 +224,51 @@ def _eb_lower_many(xs: Sequence[Any], log_inv_alpha: Any, fixed_n: bool) -> Any:
             cells += lengths[order[stop]]
             stop += 1
         rows = order[start:stop]
-        out[rows] = _eb_lower_rows([xs[i] for i in rows], log_inv_alpha[rows], fixed_n)
+        got, batch_ends = _eb_lower_rows(
+            [xs[i] for i in rows],
+            log_inv_alpha[rows],
+            fixed_n,
+            None if starts is None else [starts[i] for i in rows],
+        )
+        out[rows] = got
+        if ends is not None and batch_ends is not None:
+            for i, end in zip(rows, batch_ends, strict=True):
+                ends[i] = end
         start = stop
-    return out
+    return out, ends
+
+
+def continue_bounds(
+    new: Sequence[Any], alphas: Sequence[float], starts: Sequence[tuple[RunningBound, RunningBound] | None]
+) -> tuple[list[float | None], list[float | None], list[tuple[RunningBound, RunningBound]]]:
+    """Anytime ``(lower, upper)`` bounds of series given by their new observations ``new[i]``
+    after ``starts[i]`` (the (lower, mirrored upper) running sums of what came before; ``None``:
+    nothing before), each at ``alphas[i]``; returns the bounds and the running sums to continue
+    from next time. Equal, bit for bit, to :func:`bounds_many` over each whole series.
+    """
+    np = _np()
+    xs = [np.asarray(x, dtype=float) for x in new]
+    pairs = [s if s is not None else (_START, _START) for s in starts]
+    lows: list[float | None] = [p[0].lower for p in pairs]
+    highs: list[float | None] = [None if p[1].lower is None else 1.0 - p[1].lower for p in pairs]
+    todo = [i for i, x in enumerate(xs) if x.size]
+    ends = list(pairs)
+    if not todo:
+        return lows, highs, ends
+    _as_array(np.concatenate([xs[i] for i in todo]))  # one range check for all
+    log_inv_alpha = np.array([math.log(1.0 / alphas[i]) for i in todo])
+    got, got_ends = _eb_lower_many(
+        [xs[i] for i in todo] + [1.0 - xs[i] for i in todo],
+        np.concatenate((log_inv_alpha, log_inv_alpha)),
+        False,
+        [pairs[i][0] for i in todo] + [pairs[i][1] for i in todo],
+    )
+    assert got_ends is not None
+    for k, i in enumerate(todo):
+        lows[i] = float(got[k])
+        highs[i] = 1.0 - float(got[len(todo) + k])
+        ends[i] = (got_ends[k], got_ends[len(todo) + k])
+    return lows, highs, ends
 
 
 def bounds_many(
@@ -192,7 +304,7 @@ def bounds_many(
         if not todo:
             return lows, highs
     log_inv_alpha = np.array([math.log(1.0 / alphas[i]) for i in todo])
-    got = _eb_lower_many(
+    got, _ = _eb_lower_many(
         [xs[i] for i in todo] + [1.0 - xs[i] for i in todo],
         np.concatenate((log_inv_alpha, log_inv_alpha)),
         fixed_n,

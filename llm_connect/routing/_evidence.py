@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, MutableMapping, Sequence
-from dataclasses import replace
 from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, cast
 
-from llm_connect.routing._bounds import bounds_many, cases_needed_many
+from llm_connect.routing._bounds import bounds_many, cases_needed_many, continue_bounds
+from llm_connect.routing._series import CachedSeries, GroupBounds, read_series
 from llm_connect.values import GraderEvidence
 from llm_connect.values._decision import INSUFFICIENT, NO_GRADES, PROVEN, RULED_OUT, UNDECIDED
 
@@ -116,8 +116,15 @@ def assess_many(
     alpha: float,
     confidence: float,
     fixed_n: bool = False,
+    priors: Sequence[GroupBounds | None] | None = None,
+    bounds_out: list[GroupBounds | None] | None = None,
 ) -> list[GraderEvidence]:
     """:func:`assess` of each (series, grader id), computed together (one decision's groups).
+
+    ``priors`` (anytime bounds only) gives, per item, the running bounds of an earlier,
+    shorter version of the same series (its first cases, unchanged): the bounds continue
+    from them over the new cases alone. ``bounds_out`` receives each item's running bounds
+    (``None`` for no grades or fixed n) for the next call.
 
     The per-case values of all series are one array, and the bounds and the
     projections of all groups are computed in one pass each
@@ -129,6 +136,8 @@ def assess_many(
 
     method = method_name(fixed_n)
     out: list[GraderEvidence | None] = [None] * len(items)
+    if bounds_out is not None:
+        bounds_out[:] = [None] * len(items)
     full = [i for i, (series, _) in enumerate(items) if series is not None and series.n_cases > 0]
     for i, (series, grader_id) in enumerate(items):
         if series is None or series.n_cases == 0:
@@ -170,7 +179,16 @@ def assess_many(
                 delta_rows.append((k, raw[mask], unit[mask]))
         rows += [unit for _, _, unit in delta_rows]
         alphas += [(1.0 - confidence) / 2.0] * len(delta_rows)
-    lows, highs = bounds_many(rows, alphas, fixed_n=fixed_n)
+    if fixed_n:
+        lows, highs = bounds_many(rows, alphas, fixed_n=True)
+        group_bounds: list[GroupBounds | None] = [None] * len(group)
+    else:
+        lows, highs, group_bounds = _continued(
+            value_parts, delta_rows, alphas, [None if priors is None else priors[i] for i in full]
+        )
+    if bounds_out is not None:
+        for k, i in enumerate(full):
+            bounds_out[i] = group_bounds[k]
 
     settled = [
         cast(float, highs[k]) < min_quality
@@ -215,6 +233,35 @@ def assess_many(
             method=method,
         )
     return cast(list[GraderEvidence], out)
+
+
+def _continued(
+    value_parts: Sequence[Any],
+    delta_rows: Sequence[tuple[int, Any, Any]],
+    alphas: Sequence[float],
+    priors: Sequence[GroupBounds | None],
+) -> tuple[list[float | None], list[float | None], list[GroupBounds | None]]:
+    """The anytime bounds of each group's values and paired deltas (rows as in
+    :func:`assess_many`), continued from ``priors`` where given; and the running bounds."""
+    new: list[Any] = []
+    starts: list[Any] = []
+    for part, prior in zip(value_parts, priors, strict=True):
+        usable = prior is not None and prior.n <= part.size
+        new.append(part[prior.n :] if usable and prior is not None else part)
+        starts.append(prior.values if usable and prior is not None else None)
+    for k, _, unit in delta_rows:
+        prior = priors[k]
+        usable = prior is not None and prior.delta is not None and prior.delta_n <= unit.size
+        new.append(unit[prior.delta_n :] if usable and prior is not None else unit)
+        starts.append(prior.delta if usable and prior is not None else None)
+    lows, highs, ends = continue_bounds(new, alphas, starts)
+    n_groups = len(value_parts)
+    delta_end = {k: (ends[n_groups + j], unit.size) for j, (k, _, unit) in enumerate(delta_rows)}
+    out: list[GroupBounds | None] = []
+    for k, part in enumerate(value_parts):
+        delta, delta_n = delta_end.get(k, (None, 0))
+        out.append(GroupBounds(n=part.size, values=ends[k], delta_n=delta_n, delta=delta))
+    return lows, highs, out
 
 
 def _verdict(
@@ -315,7 +362,7 @@ def gather(
     stored: Callable[[], Mapping[tuple[str, str], tuple[Hashable, Mapping[str, Any]]]] | None = None,
     computed: list[tuple[str, str]] | None = None,
     totals: Mapping[tuple[str, str], tuple[int, float]] | None = None,
-    series_cache: MutableMapping[Hashable, CaseSeries] | None = None,
+    series_cache: MutableMapping[Hashable, CachedSeries] | None = None,
     new_cases: Mapping[tuple[str, str], CaseSeries | None] | None = None,
 ) -> dict[tuple[str, str], GraderEvidence]:
     """Evidence for every (candidate, grader id) of ``task`` against ``baseline``, one ledger query.
@@ -332,7 +379,8 @@ def gather(
     With ``series_cache`` (kept by the caller between calls) and ``totals`` (each
     group's current count of grades and Σ quality, from the running totals), a group
     read before is brought up to date by reading only the cases that arrived since
-    (:func:`_read_series`); the evidence is computed from the whole series as always.
+    (:func:`~llm_connect.routing._series.read_series`), and its anytime bounds are
+    continued from their running sums; every figure equals a fresh computation's.
     ``new_cases`` holds such reads already made (pair -> the cases past the cached
     series' last one, ``None`` for none).
     """
@@ -371,18 +419,30 @@ def gather(
                 still.append(pair)
         missing = still
     series = (
-        _read_series(ledger, task, baseline, missing, totals, series_cache, new_cases or {})
-        if missing
-        else {}
+        read_series(ledger, task, baseline, missing, totals, series_cache, new_cases or {}) if missing else {}
     )
+    bounds_key = (alpha, confidence)
+    priors: list[GroupBounds | None] = []
+    for pair in missing:
+        entry = series.get(pair)
+        extends = None if entry is None else entry[1]
+        priors.append(None if extends is None else extends.bounds.get(bounds_key))
+    bounds: list[GroupBounds | None] = []
     assessed = assess_many(
-        [(series.get(pair), pair[1]) for pair in missing],
+        [(None if pair not in series else series[pair][0], pair[1]) for pair in missing],
         min_quality=min_quality,
         min_samples=min_samples,
         alpha=alpha,
         confidence=confidence,
         fixed_n=fixed_n,
+        priors=priors,
+        bounds_out=bounds,
     )
+    if series_cache is not None:  # the running bounds of each group's series as now cached
+        for pair, group_bounds in zip(missing, bounds, strict=True):
+            cached = series_cache.get((task, baseline, *pair))
+            if cached is not None and group_bounds is not None and pair in series:
+                cached.bounds = {bounds_key: group_bounds}
     for pair, ev in zip(missing, assessed, strict=True):
         out[pair] = ev
         if computed is not None:
@@ -391,96 +451,6 @@ def gather(
         if cache is not None and version is not None:
             cache[(*settings, *pair)] = (version, ev)
     return {pair: out[pair] for pair in ((m, g) for m in cands for g in graders)}
-
-
-def _read_series(
-    ledger: QualityLedger,
-    task: str,
-    baseline: str,
-    pairs: Sequence[tuple[str, str]],
-    totals: Mapping[tuple[str, str], tuple[int, float]] | None,
-    cache: MutableMapping[Hashable, CaseSeries] | None,
-    read: Mapping[tuple[str, str], CaseSeries | None],
-) -> dict[tuple[str, str], CaseSeries]:
-    """The case series of ``pairs``: for a pair in ``cache``, the cached series plus the cases
-    that arrived since (``read``, or one read of each such group's rows past its last known
-    case); for
-    the rest, and for any pair whose totals show a change other than new cases (a replicate
-    of a known case, a case that arrived out of order), a full read. Equal to a full read of
-    every pair: the running totals say whether the new rows account for every new grade.
-    """
-    out: dict[tuple[str, str], CaseSeries] = {}
-    full = list(pairs)
-    if cache is not None and totals is not None:
-        known: dict[tuple[str, str], CaseSeries] = {}
-        for p in pairs:
-            cached = cache.get((task, baseline, *p))
-            if cached is not None and cached.first_ids and p in totals:
-                known[p] = cached
-        # The new cases of each known group past its last one: read now unless already read.
-        unread = {p: c.first_ids[-1] for p, c in known.items() if p not in read}
-        new = dict(read)
-        if unread:
-            new.update(_series_of(ledger, task, baseline, list(unread), after=unread))
-        if known:
-            for p, cached in known.items():
-                merged = _extended(cached, new.get(p), totals[p])
-                if merged is not None:
-                    out[p] = merged
-            full = [p for p in pairs if p not in out]
-    if full:
-        out.update((p, s) for p, s in _series_of(ledger, task, baseline, full).items() if p in full)
-    if cache is not None:
-        for p, s in out.items():
-            cache[(task, baseline, *p)] = s
-        if len(cache) > 10_000:
-            cache.clear()
-    return out
-
-
-def _series_of(
-    ledger: QualityLedger,
-    task: str,
-    baseline: str,
-    pairs: Sequence[tuple[str, str]],
-    *,
-    after: Mapping[tuple[str, str], int] | None = None,
-) -> dict[tuple[str, str], CaseSeries]:
-    """``ledger.case_series`` of the (candidate, grader) ``pairs`` of one task and baseline."""
-    return {
-        (s.candidate_model, s.grader_id): s
-        for s in ledger.case_series(
-            task=task,
-            baseline_model=baseline,
-            candidate_model=list(dict.fromkeys(m for m, _ in pairs)),
-            grader_id=list(dict.fromkeys(g for _, g in pairs)),
-            after=after,
-        )
-    }
-
-
-def _extended(old: CaseSeries, new: CaseSeries | None, total: tuple[int, float]) -> CaseSeries | None:
-    """``old`` with the cases of ``new`` that arrived after its last one, or ``None`` when the
-    group's totals (grades, Σ quality) show more changed than those cases added."""
-    from bisect import bisect_right
-
-    cut = 0 if new is None else bisect_right(new.first_ids, old.first_ids[-1])
-    add_grades = 0 if new is None else sum(new.grades[cut:])
-    add_sum = 0.0 if new is None else math.fsum(new.sum_quality[cut:])
-    n, sum_quality = total
-    expected = math.fsum(old.sum_quality) + add_sum
-    if old.n_grades + add_grades != n or abs(expected - sum_quality) > 1e-9 * max(1.0, abs(sum_quality)):
-        return None
-    if new is None or cut == len(new.first_ids):
-        return old
-    return replace(
-        old,
-        grades=old.grades + new.grades[cut:],
-        sum_quality=old.sum_quality + new.sum_quality[cut:],
-        delta_n=old.delta_n + new.delta_n[cut:],
-        delta_sum=old.delta_sum + new.delta_sum[cut:],
-        first_ids=old.first_ids + new.first_ids[cut:],
-    )
 
 
 RULE_VERSION = 1

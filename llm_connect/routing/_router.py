@@ -13,6 +13,7 @@ from llm_connect.routing._evidence import (
     gather,
     snapshot_settings,
 )
+from llm_connect.routing._series import CachedSeries
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
@@ -78,8 +79,9 @@ class Router:
         # Evidence per group, reused while the group's running totals (count and sums, which
         # every write to the ledger changes, from any process) stay the same.
         self._evidence: dict[Any, Any] = {}
-        # Case series per group as last read: a group with new grades reads only its new cases.
-        self._series: dict[Any, Any] = {}
+        # Case series per group as last read (routing/_series.py): a group with new grades reads
+        # only its new cases, and its bounds continue from their running sums.
+        self._series: dict[Any, CachedSeries] = {}
         # (task, baseline) whose last decision found changed groups: grades are arriving, so the
         # next decision reads the new cases together with the totals.
         self._active: set[tuple[str, str]] = set()
@@ -187,10 +189,11 @@ class Router:
         # needs no read of its own; a quiet task reads the totals alone.
         after = (
             {
-                (m, g): series.first_ids[-1]
+                (m, g): cached.series.first_ids[-1]
                 for m in cands
                 for g in grader_ids
-                if (series := self._series.get((task, baseline, m, g))) is not None and series.first_ids
+                if (cached := self._series.get((task, baseline, m, g))) is not None
+                and cached.series.first_ids
             }
             if (task, baseline) in self._active
             else {}

@@ -18,6 +18,7 @@ from llm_connect.routing._bounds import (
     bounds_many,
     cases_needed,
     cases_needed_many,
+    continue_bounds,
     lower_bound,
     mean_interval,
     upper_bound,
@@ -197,3 +198,26 @@ def test_assess_many_equals_the_per_series_reference(seed: int, fixed_n: bool) -
         # one series alone through assess gives the same evidence
         assert assess(series, grader_id, **settings) == ev
     assert {PROVEN, RULED_OUT, UNDECIDED, INSUFFICIENT} <= statuses  # every branch was compared
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_continued_bounds_equal_the_whole_series_bit_for_bit(seed: int) -> None:
+    """A bound continued from running sums over a series fed in pieces (a routing loop: a few new
+    cases at a time) is the whole series' bound exactly, not approximately."""
+    rng = np.random.default_rng(seed)
+    series = _random_series(rng, 8)
+    alphas = [float(a) for a in rng.uniform(0.001, 0.2, len(series))]
+    lows, highs = bounds_many(series, alphas)
+    cuts = [np.sort(rng.integers(0, x.size + 1, 3)) for x in series]
+    starts: list[Any] = [None] * len(series)
+    for piece in range(4):
+        new = [
+            x[np.r_[0, c, x.size][piece] : np.r_[0, c, x.size][piece + 1]]
+            for x, c in zip(series, cuts, strict=True)
+        ]
+        got_lows, got_highs, starts = continue_bounds(new, alphas, starts)
+    assert got_lows == lows and got_highs == highs
+    assert [s[0].t for s in starts] == [x.size for x in series]
+    # Nothing new: the same bounds again, from the sums alone.
+    again = continue_bounds([x[:0] for x in series], alphas, starts)
+    assert again[0] == lows and again[1] == highs

@@ -13,7 +13,7 @@ from sqlalchemy import text
 from llm_connect.grading import GradingResult
 from llm_connect.ledger import CaseSeries, QualityLedger
 from llm_connect.routing import Router, RoutingDecision
-from llm_connect.routing._evidence import _extended
+from llm_connect.routing._series import CachedSeries, _extended
 
 MakeResult = Callable[..., GradingResult]
 CANDIDATES = ["mini", "nano"]
@@ -116,7 +116,7 @@ def _series(first_ids: tuple[int, ...], grades: tuple[int, ...], sums: tuple[flo
 
 
 def test_a_case_that_arrives_out_of_order_forces_a_full_read() -> None:
-    old = _series((1, 2, 5), (1, 1, 1), (1.0, 0.5, 1.0))
+    old = CachedSeries(_series((1, 2, 5), (1, 1, 1), (1.0, 0.5, 1.0)), 3, 2.5)
     # Case 4 committed after case 5 was read (concurrent writers): a read past id 5 misses it,
     # and the totals (4 grades, Σ 3.25) say so.
     assert _extended(old, None, (4, 3.25)) is None
@@ -124,14 +124,15 @@ def test_a_case_that_arrives_out_of_order_forces_a_full_read() -> None:
     new = _series((5, 7, 9), (1, 1, 2), (1.0, 0.25, 1.5))
     got = _extended(old, new, (6, 4.25))
     assert got is not None
-    assert got.first_ids == (1, 2, 5, 7, 9) and got.grades == (1, 1, 1, 1, 2)
-    assert got.sum_quality == (1.0, 0.5, 1.0, 0.25, 1.5)
+    series, total = got
+    assert series.first_ids == (1, 2, 5, 7, 9) and series.grades == (1, 1, 1, 1, 2)
+    assert series.sum_quality == (1.0, 0.5, 1.0, 0.25, 1.5) and total == 4.25
     # A replicate of a known case changes the totals beyond what the new rows add.
     assert _extended(old, new, (7, 5.0)) is None
     # Same count, different sum (a grade replaced): not absorbed either.
     assert _extended(old, new, (6, 4.0)) is None
     # Nothing new and the totals unchanged: the cached series stands.
-    assert _extended(old, None, (3, 2.5)) is old
+    assert _extended(old, None, (3, 2.5)) == (old.series, 2.5)
 
 
 def test_a_quiet_task_reads_its_totals_alone(
