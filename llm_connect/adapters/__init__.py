@@ -3,10 +3,12 @@
 * :class:`OpenAIAdapter` — chat completions through the official ``openai`` SDK
   (any OpenAI-compatible server via ``base_url``).
 * :class:`OpenAIEmbeddingAdapter` — embeddings through the same SDK.
-* :class:`SentenceTransformerEmbeddingAdapter` — local sentence-transformers
+* :class:`SentenceTransformerEmbeddingAdapter` — local sentence-transformers on PyTorch
   (the packaged, offline all-MiniLM-L6-v2 by default).
 * :class:`OnnxEmbeddingAdapter` — the same local model exported to ONNX and run
-  by ONNX Runtime (``pip install 'llm-connect[onnx]'``).
+  by ONNX Runtime (``pip install 'llm-connect[embeddings]'``).
+* :func:`default_embedding_adapter` — the default embedder: ONNX Runtime when it
+  can run here, else PyTorch (with one logged warning).
 * :class:`RecordedAdapter` — replays recorded responses, no model call.
 
 Importing this package imports neither ``openai`` nor ``torch`` (nor
@@ -21,7 +23,7 @@ from llm_connect.adapters._base import EmbeddingAdapter, LLMAdapter
 from llm_connect.adapters._recorded import RecordedAdapter
 
 if TYPE_CHECKING:
-    from llm_connect.adapters._onnx import OnnxEmbeddingAdapter
+    from llm_connect.adapters._onnx import OnnxEmbeddingAdapter, default_embedding_adapter
     from llm_connect.adapters._openai import OpenAIAdapter, OpenAIEmbeddingAdapter
     from llm_connect.adapters._sentence_transformers import SentenceTransformerEmbeddingAdapter
     from llm_connect.adapters._spec import adapter_from_spec
@@ -35,6 +37,7 @@ __all__ = [
     "RecordedAdapter",
     "SentenceTransformerEmbeddingAdapter",
     "adapter_from_spec",
+    "default_embedding_adapter",
 ]
 
 _LAZY = {
@@ -43,6 +46,7 @@ _LAZY = {
     "OpenAIEmbeddingAdapter": "llm_connect.adapters._openai",
     "SentenceTransformerEmbeddingAdapter": "llm_connect.adapters._sentence_transformers",
     "adapter_from_spec": "llm_connect.adapters._spec",
+    "default_embedding_adapter": "llm_connect.adapters._onnx",
 }
 
 

@@ -13,6 +13,10 @@ does what that backend does, with ``torch.onnx.export`` and ``onnxruntime.Infere
   padding, then the modules of ``modules.json`` (Transformer, mean Pooling, optional Normalize;
   anything else is a :class:`~llm_connect.errors.ConfigurationError`).
 
+It is the **default** backend (:func:`default_embedding_adapter`, used wherever llm-connect
+builds its default embedder) when :func:`onnx_unusable_reason` finds nothing against it here;
+otherwise the default is the PyTorch adapter, with one warning through the package's logging.
+
 ``onnxruntime`` and ``tokenizers`` are imported on first use; ``torch``, ``transformers`` and
 ``onnxscript`` only when a model must be exported.
 """
@@ -40,6 +44,7 @@ from llm_connect.adapters._activity import calls_in_flight
 from llm_connect.adapters._sentence_transformers import (
     AUTO_MIN_TEXTS,
     DEFAULT_EMBEDDING_MODEL,
+    SentenceTransformerEmbeddingAdapter,
     _no_progress_bars,
     _short_name,
     resolve_model_source,
@@ -51,13 +56,17 @@ __all__ = [
     "INSTALL_HINT",
     "ONNX_OPSET",
     "OnnxEmbeddingAdapter",
+    "default_embedding_adapter",
     "onnx_cache_dir",
+    "onnx_unusable_reason",
     "onnxruntime_available",
 ]
 
 CACHE_DIR_ENV = "LLM_CONNECT_CACHE_DIR"
 """llm-connect's cache directory; the exported models go to its ``onnx`` subdirectory."""
-INSTALL_HINT = "pip install 'llm-connect[onnx]'"
+INSTALL_HINT = "pip install 'llm-connect[embeddings]'"
+_EXPORT_NEEDS = ("onnx", "onnxscript", "torch", "transformers")
+"""What ``torch.onnx.export`` of a model needs beyond onnxruntime (checked without importing)."""
 ONNX_OPSET = 20
 """The ONNX opset the models are exported with (onnxruntime >= 1.17 runs it)."""
 _FORMAT = 1  # the exported graph's interface; part of the digest, so a change exports again
@@ -71,6 +80,8 @@ _runtimes: dict[tuple[str, str], _Runtime] = {}
 _digests: dict[tuple[str, int, int], str] = {}
 _exports = 0
 """Models exported by this process (read by the tests)."""
+_fallbacks_warned: set[tuple[str, str]] = set()
+"""``(model, reason)`` of every fallback to PyTorch this process has warned about."""
 
 
 def onnx_cache_dir() -> Path:
@@ -84,14 +95,30 @@ def onnx_cache_dir() -> Path:
     return base / "llm-connect" / "onnx"
 
 
-def onnxruntime_available() -> bool:
-    """Whether ``onnxruntime`` can be imported (checked without importing it)."""
+def _importable(name: str) -> bool:
+    """Whether the top-level module ``name`` can be imported (checked without importing it)."""
     import importlib.util
 
     try:
-        return importlib.util.find_spec("onnxruntime") is not None
+        return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):  # ValueError: sys.modules holds None (import blocked)
         return False
+
+
+def onnxruntime_available() -> bool:
+    """Whether ``onnxruntime`` can be imported (checked without importing it)."""
+    return _importable("onnxruntime")
+
+
+def _writable(directory: Path) -> bool:
+    """Whether ``directory`` can be created (or written, when it exists) by this process,
+    judged from its nearest existing ancestor; nothing is created."""
+    path = directory
+    while not path.exists():
+        if path.parent == path:
+            return False
+        path = path.parent
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
 
 
 def _read_json(path: Path, model: str) -> Any:
@@ -398,6 +425,12 @@ def _new_session(path: Path, threads: int) -> Any:
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+def _export_dir(model: str, source: Path, cache_dir: Path) -> Path:
+    """Where the export of ``model``'s weights (at ``source``) lives in ``cache_dir``."""
+    label = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(model).name) or "model"
+    return cache_dir / f"{label}-{_source_digest(source, model)[:16]}"
+
+
 def _runtime(model: str, cache_dir: Path) -> _Runtime:
     """The model's runtime, exporting it into ``cache_dir`` on first use (once per process)."""
     if not onnxruntime_available():
@@ -413,8 +446,7 @@ def _runtime(model: str, cache_dir: Path) -> _Runtime:
             raise ConfigurationError(f"the onnx embedding backend needs tokenizers: {INSTALL_HINT}") from exc
         pipeline = _read_pipeline(model, source)
         tokenizer = _tokenizer(pipeline)
-        label = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(model).name) or "model"
-        final = cache_dir / f"{label}-{_source_digest(source, model)[:16]}"
+        final = _export_dir(model, source, cache_dir)
         if not (final / "model.onnx").is_file() or not (final / "meta.json").is_file():
             _export_into(pipeline, tokenizer, final, replace=final.exists())
         try:
@@ -554,3 +586,71 @@ class OnnxEmbeddingAdapter:
                     vectors[i] = pooled[row].astype(np.float32)
         by_text = {text: vector.tolist() for text, vector in zip(unique, vectors, strict=True)}
         return [list(by_text[text]) for text in texts]
+
+
+def onnx_unusable_reason(
+    model: str = DEFAULT_EMBEDDING_MODEL, cache_dir: str | Path | None = None
+) -> str | None:
+    """Why the default backend cannot run ``model`` on ONNX Runtime here, or ``None`` when it can.
+
+    Checked without importing anything heavy or exporting: ``onnxruntime`` and ``tokenizers``
+    importable; the model a local sentence-transformers directory of modules the backend runs
+    (what :class:`OnnxEmbeddingAdapter` would refuse with a ``ConfigurationError``); and either an
+    export of its weights already in ``cache_dir`` (default :func:`onnx_cache_dir`) or both
+    what the export needs (``onnx``, ``onnxscript``, ``torch``, ``transformers``) importable and
+    ``cache_dir`` writable. An export that fails once started is not foreseen here: it raises.
+    """
+    if not onnxruntime_available():
+        return f"onnxruntime is not installed ({INSTALL_HINT})"
+    if not _importable("tokenizers"):
+        return f"tokenizers is not installed ({INSTALL_HINT})"
+    model = _short_name(model)
+    source = Path(resolve_model_source(model))
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else onnx_cache_dir()
+    try:
+        _read_pipeline(model, source)
+        missing = [name for name in _EXPORT_NEEDS if not _importable(name)]
+        if not missing and _writable(cache):
+            return None
+        with _load_lock:
+            if (str(source), str(cache)) in _runtimes:
+                return None  # exported or found earlier in this process
+        final = _export_dir(model, source, cache)
+    except ConfigurationError as exc:
+        return str(exc)
+    if (final / "model.onnx").is_file() and (final / "meta.json").is_file():
+        return None  # exported before: running it needs neither the exporter nor a writable cache
+    if missing:
+        return f"exporting the model needs {', '.join(missing)} ({INSTALL_HINT})"
+    return (
+        f"the ONNX model cache {str(cache)!r} cannot be written (set {CACHE_DIR_ENV} to a writable directory)"
+    )
+
+
+def default_embedding_adapter(
+    model: str = DEFAULT_EMBEDDING_MODEL,
+) -> OnnxEmbeddingAdapter | SentenceTransformerEmbeddingAdapter:
+    """The embedder llm-connect builds when no backend is asked for: ``model`` on ONNX Runtime
+    (:class:`OnnxEmbeddingAdapter`, exported on first use) when :func:`onnx_unusable_reason` has
+    nothing against it, else on PyTorch (:class:`SentenceTransformerEmbeddingAdapter`).
+
+    A fallback to PyTorch is logged once per process and model (and reason) as a warning on the
+    ``llm_connect.adapters.onnx`` logger; nothing is printed. The two backends have different
+    ``adapter_id`` values, so the embedding cache never hands one's vectors to the other.
+
+    Raises:
+        ConfigurationError: ``model`` is not a non-empty string.
+    """
+    onnx = OnnxEmbeddingAdapter(model)  # validates the name
+    reason = onnx_unusable_reason(onnx.model)
+    if reason is None:
+        return onnx
+    key = (onnx.model, reason)
+    if key not in _fallbacks_warned:
+        _fallbacks_warned.add(key)
+        _log.warning(
+            "embedding model %s runs on PyTorch, not on ONNX Runtime (the default backend): %s",
+            onnx.model,
+            reason,
+        )
+    return SentenceTransformerEmbeddingAdapter(model)

@@ -243,7 +243,7 @@ def _run(
     max_retries: int,
     store: tuple[str, str | None] | None = None,
 ) -> int:
-    from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
+    from llm_connect.adapters import default_embedding_adapter
     from llm_connect.errors import ConfigurationError
     from llm_connect.stability import analyze, load_query
     from llm_connect.types import RunConfig
@@ -265,7 +265,7 @@ def _run(
             raise ConfigurationError("--task must not be empty")
         ledger = open_ledger(db)
 
-    embedder: Any = SentenceTransformerEmbeddingAdapter(embedding_model)
+    embedder: Any = default_embedding_adapter(embedding_model)  # ONNX Runtime, else PyTorch
     if ledger is not None:  # vectors already in the ledger are not computed again
         from llm_connect.adapters._cached_embedder import CachedEmbedder
 
@@ -399,7 +399,8 @@ def stability(
         str,
         typer.Option(
             "--embedding-model",
-            help="The sentence-transformers model of the semantic metric (a name or a local path).",
+            help="The sentence-transformers model of the semantic metric (a name or a local path); "
+            "run by ONNX Runtime where it can, else PyTorch.",
             metavar="NAME",
         ),
     ] = "all-MiniLM-L6-v2",

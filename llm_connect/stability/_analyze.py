@@ -164,9 +164,9 @@ def _embed(embedder: EmbeddingAdapter, texts: list[str]) -> list[list[float]]:
 
 
 def _default_embedder() -> EmbeddingAdapter:
-    from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
+    from llm_connect.adapters import default_embedding_adapter
 
-    return SentenceTransformerEmbeddingAdapter()
+    return default_embedding_adapter()
 
 
 async def aanalyze(
@@ -194,7 +194,8 @@ async def aanalyze(
         runs: how many identical calls, 2..200.
         run_config: temperature, max tokens, system prompt... of every call.
         tools: OpenAI function tools to offer (when ``query`` has none).
-        embedder: the semantic metric's embedder (default: the offline all-MiniLM-L6-v2).
+        embedder: the semantic metric's embedder (default: the offline all-MiniLM-L6-v2, on
+            ONNX Runtime where it can run, else PyTorch: ``default_embedding_adapter``).
         concurrency: runs in flight at once.
         use_cache: answer runs from ``cache`` when it holds them (and store new answers).
         cache: a response cache (the ledger) for ``use_cache``.

@@ -22,9 +22,9 @@ def test_importing_the_package_and_adapters_loads_no_sdk():
 def test_naming_the_adapter_and_judge_classes_loads_no_sdk():
     code = (
         "from llm_connect.adapters import OpenAIAdapter, OpenAIEmbeddingAdapter, "
-        "SentenceTransformerEmbeddingAdapter, adapter_from_spec\n"
+        "SentenceTransformerEmbeddingAdapter, adapter_from_spec, default_embedding_adapter\n"
         "from llm_connect.grading.judges import EmbeddingSimilarityJudge, LLMJudge\n"
-        "SentenceTransformerEmbeddingAdapter()"
+        "SentenceTransformerEmbeddingAdapter(); default_embedding_adapter()"
     )
     assert _heavy_after(code) == []
 

@@ -1,13 +1,15 @@
 """OnnxEmbeddingAdapter (``embedding:backend=onnx``): the packaged all-MiniLM-L6-v2 exported to ONNX
 and run by onnxruntime, against the PyTorch (sentence-transformers) adapter.
 
-The model is exported once per test session into a temporary llm-connect cache directory
-(``LLM_CONNECT_CACHE_DIR``); only the corrupt-model test exports a second time.
+The model is exported once per test session into the session's llm-connect cache directory
+(``LLM_CONNECT_CACHE_DIR``, ``tests/conftest.py``); only the corrupt-model test exports a second
+time.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -36,18 +38,19 @@ MIN_COSINE = 0.999
 
 
 @pytest.fixture(scope="session")
-def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An llm-connect cache directory holding this session's one export of all-MiniLM-L6-v2."""
-    root = tmp_path_factory.mktemp("llm-connect-cache")
+def onnx_cache(llm_connect_cache_dir: Path) -> Path:
+    """The session's llm-connect cache directory, holding its one export of all-MiniLM-L6-v2
+    (made here, or by an earlier test that embedded with the default backend)."""
     before = onnx_module._exports
-    OnnxEmbeddingAdapter(cache_dir=root / "onnx").load()
-    assert onnx_module._exports == before + 1
-    return root
+    OnnxEmbeddingAdapter().load()
+    assert onnx_module._exports <= before + 1
+    assert len(list((llm_connect_cache_dir / "onnx").iterdir())) == 1
+    return llm_connect_cache_dir
 
 
 @pytest.fixture(autouse=True)
-def _cache_env(onnx_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LLM_CONNECT_CACHE_DIR", str(onnx_cache))
+def _exported(onnx_cache: Path) -> None:
+    assert os.environ["LLM_CONNECT_CACHE_DIR"] == str(onnx_cache)
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +122,9 @@ def test_building_the_adapter_and_the_judge_imports_nothing_heavy() -> None:
         "from llm_connect.adapters import OnnxEmbeddingAdapter\n"
         "from llm_connect.grading import JudgeContext, build_judge\n"
         "OnnxEmbeddingAdapter(); build_judge('embedding:backend=onnx', JudgeContext())\n"
+        "from llm_connect.adapters import default_embedding_adapter\n"
+        "assert default_embedding_adapter().provider == 'onnx'\n"
+        "assert build_judge('embedding', JudgeContext()).adapter.provider == 'onnx'\n"
         f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
@@ -354,7 +360,7 @@ def test_without_onnxruntime_backend_onnx_says_which_extra_to_install(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
-    hint = re.escape("pip install 'llm-connect[onnx]'")
+    hint = re.escape("pip install 'llm-connect[embeddings]'")
     with pytest.raises(ConfigurationError, match=hint):
         build_judge("embedding:backend=onnx", JudgeContext())
     with pytest.raises(ConfigurationError, match=hint):
@@ -378,12 +384,165 @@ def test_the_onnx_judge_scores_a_pair_as_the_torch_judge_does() -> None:
     onnx_result, torch_result, default_result = results
     assert 0.5 < torch_result.quality_score < 1.0
     assert abs(onnx_result.quality_score - torch_result.quality_score) < 1e-5
-    assert default_result.quality_score == torch_result.quality_score  # torch stays the default
+    assert default_result.quality_score == onnx_result.quality_score  # ONNX is the default
     assert onnx_result.grader_id == torch_result.grader_id == "embedding:all-MiniLM-L6-v2"
     assert onnx_result.details["embedding_adapter"] == "onnx:all-MiniLM-L6-v2"
+    assert default_result.details["embedding_adapter"] == "onnx:all-MiniLM-L6-v2"
     assert torch_result.details["embedding_adapter"] == "sentence-transformers:all-MiniLM-L6-v2"
-    spec = onnx_result.details["judge_spec"]
-    assert spec["args"] == {"model": "all-MiniLM-L6-v2", "backend": "onnx"}
-    rebuilt = build_judge(spec, JudgeContext())
-    assert rebuilt.adapter.adapter_id == "onnx:all-MiniLM-L6-v2"  # type: ignore[attr-defined]
-    assert torch_result.details["judge_spec"]["args"] == {"model": "all-MiniLM-L6-v2"}
+    specs = [r.details["judge_spec"] for r in results]
+    assert [s["args"] for s in specs] == [
+        {"model": "all-MiniLM-L6-v2", "backend": "onnx"},
+        {"model": "all-MiniLM-L6-v2", "backend": "torch"},
+        {"model": "all-MiniLM-L6-v2"},  # no backend asked for: rebuilds the default
+    ]
+    rebuilt = [build_judge(spec, JudgeContext()).adapter.adapter_id for spec in specs]  # type: ignore[attr-defined]
+    assert rebuilt == [
+        "onnx:all-MiniLM-L6-v2",
+        "sentence-transformers:all-MiniLM-L6-v2",
+        "onnx:all-MiniLM-L6-v2",
+    ]
+
+
+# --- ONNX Runtime is the default backend where it can run; PyTorch otherwise ------------------------
+
+ONNX_LOG = "llm_connect.adapters.onnx"
+
+
+@pytest.fixture
+def fresh_warnings(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> pytest.LogCaptureFixture:
+    """Fallback warnings captured, as if this process had given none yet."""
+    monkeypatch.setattr(onnx_module, "_fallbacks_warned", set())
+    caplog.set_level(logging.WARNING, logger=ONNX_LOG)
+    return caplog
+
+
+def _fallbacks(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == ONNX_LOG and r.levelno == logging.WARNING]
+
+
+def test_the_default_embedder_is_onnx_where_onnxruntime_is_available(
+    fresh_warnings: pytest.LogCaptureFixture, persona_file: Path
+) -> None:
+    from llm_connect.adapters import default_embedding_adapter
+    from llm_connect.stability._analyze import _default_embedder
+
+    assert onnx_module.onnx_unusable_reason() is None
+    assert isinstance(default_embedding_adapter(), OnnxEmbeddingAdapter)
+    assert _default_embedder().adapter_id == "onnx:all-MiniLM-L6-v2"  # stability's default
+    context = JudgeContext()
+    shared = context.embedding_adapter()
+    assert shared.adapter_id == "onnx:all-MiniLM-L6-v2"
+    judge = build_judge("embedding", context)
+    persona = build_judge(f"persona:{persona_file}", context)
+    assert judge.adapter is shared  # type: ignore[attr-defined]
+    assert persona.scorer.embedder is shared  # type: ignore[attr-defined]  # one embedder per context
+    assert build_judge("embedding:backend=onnx", context).adapter is shared  # type: ignore[attr-defined]
+    torch_judge = build_judge("embedding:backend=torch", context)
+    assert torch_judge.adapter.adapter_id == "sentence-transformers:all-MiniLM-L6-v2"  # type: ignore[attr-defined]
+    assert _fallbacks(fresh_warnings) == []
+
+
+@pytest.fixture
+def persona_file(tmp_path: Path) -> Path:
+    path = tmp_path / "voice.yaml"
+    path.write_text(
+        "name: support\nexamples:\n  - Happy to help! Let me look into that for you.\n"
+        "  - Thanks for reaching out, here is what I found.\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_without_onnxruntime_the_default_falls_back_to_pytorch_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, fresh_warnings: pytest.LogCaptureFixture
+) -> None:
+    from llm_connect.adapters import default_embedding_adapter
+
+    monkeypatch.setattr(onnx_module, "onnxruntime_available", lambda: False)
+    judges = [build_judge("embedding", JudgeContext()) for _ in range(3)]
+    assert {j.adapter.adapter_id for j in judges} == {"sentence-transformers:all-MiniLM-L6-v2"}  # type: ignore[attr-defined]
+    assert isinstance(default_embedding_adapter(), SentenceTransformerEmbeddingAdapter)
+    torch_judge = build_judge("embedding:backend=torch", JudgeContext())
+    assert torch_judge.adapter.adapter_id == "sentence-transformers:all-MiniLM-L6-v2"  # type: ignore[attr-defined]
+    (warning,) = _fallbacks(fresh_warnings)  # once per process, however many defaults are built
+    assert "all-MiniLM-L6-v2 runs on PyTorch, not on ONNX Runtime" in warning
+    assert "onnxruntime is not installed" in warning and "llm-connect[embeddings]" in warning
+    with pytest.raises(ConfigurationError, match="needs onnxruntime"):
+        build_judge("embedding:backend=onnx", JudgeContext())  # asked for: raises, never falls back
+    spec = (
+        judges[0]
+        .judge(_response("a"), _response("b"), prompt="p", run_config=RunConfig())
+        .details["judge_spec"]
+    )
+    assert spec["args"] == {"model": "all-MiniLM-L6-v2"}  # the default, not backend=torch
+
+
+def test_with_onnxruntime_unimportable_a_grade_runs_on_pytorch_and_says_so_once(tmp_path: Path) -> None:
+    suite = tmp_path / "suite.jsonl"
+    rows = [
+        {
+            "id": f"c{i}",
+            "prompt": f"question {i}",
+            "baseline_response": {"text": f"answer {i}", "model": "big"},
+            "candidate_response": {"text": f"other answer {i}", "model": "small"},
+        }
+        for i in range(3)
+    ]
+    suite.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code = (
+        "import sys\n"
+        "sys.modules['onnxruntime'] = None  # as if it were not installed\n"
+        "from llm_connect.cli import main\n"
+        f"sys.argv = ['llm-connect', 'grade', {str(suite)!r}, '--db', 'sqlite:///{tmp_path}/l.db', "
+        "'-b', 'recorded:baseline', '-c', 'recorded:candidate', '--judge', 'embedding', '--json']\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["embeddings"] == {"embedded": 6, "cached": 0}
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and "runs on PyTorch, not on ONNX Runtime" in lines[0], out.stderr
+    ledger = QualityLedger(f"sqlite:///{tmp_path}/l.db")
+    try:
+        (row, *_) = list(ledger.results(limit=1))
+        assert row.details["embedding_adapter"] == "sentence-transformers:all-MiniLM-L6-v2"
+    finally:
+        ledger.close()
+
+
+def test_a_refused_model_or_an_unwritable_cache_falls_back_to_pytorch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_warnings: pytest.LogCaptureFixture
+) -> None:
+    from llm_connect.adapters import default_embedding_adapter
+
+    dense = {"idx": 2, "path": "2_Dense", "type": "sentence_transformers.models.Dense"}
+    model = _model_dir(tmp_path, [TRANSFORMER, POOLING, dense], MEAN)
+    judge = build_judge(f"embedding:model={model}", JudgeContext())  # a model ONNX refuses
+    assert judge.adapter.adapter_id == f"sentence-transformers:{model}"  # type: ignore[attr-defined]
+    with pytest.raises(ConfigurationError, match="Dense"):
+        build_judge(f"embedding:model={model},backend=onnx", JudgeContext()).adapter.embed(["x"])  # type: ignore[attr-defined]
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("LLM_CONNECT_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    assert isinstance(default_embedding_adapter(), SentenceTransformerEmbeddingAdapter)
+    first, second = _fallbacks(fresh_warnings)
+    assert "Dense" in first
+    assert "cannot be written" in second and str(blocker) in second
+    assert not (tmp_path / "cache").exists()
+
+
+def test_an_existing_export_needs_no_exporter_and_no_writable_cache(
+    onnx_cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fresh_warnings: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setattr(onnx_module, "_EXPORT_NEEDS", ("no_such_exporter_module",))
+    monkeypatch.setattr(onnx_module, "_writable", lambda directory: False)
+    assert onnx_module.onnx_unusable_reason() is None  # the session's export is there
+    reason = onnx_module.onnx_unusable_reason(cache_dir=tmp_path / "empty")
+    assert reason is not None and "no_such_exporter_module" in reason
+    assert fresh_warnings.records == []

@@ -10,14 +10,16 @@ import numpy as np
 import pytest
 from sqlalchemy import create_engine, text
 
-from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
+from llm_connect.adapters import OnnxEmbeddingAdapter, SentenceTransformerEmbeddingAdapter
 from llm_connect.adapters._cached_embedder import CachedEmbedder, text_digest
 from llm_connect.errors import EmbeddingOutputError
 from llm_connect.grading import JudgeContext, build_judge
 from llm_connect.ledger import QualityLedger
 from tests.cli._util import invoke, pair_suite
 
-MODEL_ID = "sentence-transformers:all-MiniLM-L6-v2"
+TORCH_ID = "sentence-transformers:all-MiniLM-L6-v2"
+DEFAULT_ID = "onnx:all-MiniLM-L6-v2"
+"""The default embedder's cache id (ONNX Runtime; PyTorch was the default before)."""
 
 
 class Counting:
@@ -128,36 +130,47 @@ def test_the_judge_keeps_its_grader_id_and_counts_through_the_context(ledger: Qu
     assert context.embedding_counts() is not None
 
 
+def _counting(monkeypatch: pytest.MonkeyPatch, cls: type) -> list[list[str]]:
+    calls: list[list[str]] = []
+    real = cls.embed
+
+    def counting(self: object, texts: Sequence[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        return real(self, texts)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(cls, "embed", counting)
+    return calls
+
+
 @pytest.fixture
 def counting_minilm(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
-    """Every text the sentence-transformers adapter encodes, per call, in this process."""
-    calls: list[list[str]] = []
-    real = SentenceTransformerEmbeddingAdapter.embed
+    """Every text the sentence-transformers (PyTorch) adapter encodes, per call, in this process."""
+    yield _counting(monkeypatch, SentenceTransformerEmbeddingAdapter)
 
-    def counting(self: SentenceTransformerEmbeddingAdapter, texts: Sequence[str]) -> list[list[float]]:
-        calls.append(list(texts))
-        return real(self, texts)
 
-    monkeypatch.setattr(SentenceTransformerEmbeddingAdapter, "embed", counting)
-    yield calls
+@pytest.fixture
+def counting_onnx(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
+    """Every text the ONNX Runtime adapter (the default backend) encodes, per call, in this process."""
+    yield _counting(monkeypatch, OnnxEmbeddingAdapter)
 
 
 def test_a_second_grade_of_the_same_suite_encodes_nothing(
-    tmp_path: Path, counting_minilm: list[list[str]]
+    tmp_path: Path, counting_onnx: list[list[str]], counting_minilm: list[list[str]]
 ) -> None:
     db = f"sqlite:///{tmp_path / 'ledger.db'}"
     suite = pair_suite(tmp_path / "s.jsonl", 12, same=4)
     args = ["grade", str(suite), "--db", db, "-b", "recorded:baseline", "-c", "recorded:candidate"]
     first = invoke(*args, "--judge", "embedding", "--json")
     assert first.exit_code == 0, first.output
-    encoded = sum(len(c) for c in counting_minilm)
+    encoded = sum(len(c) for c in counting_onnx)
     assert encoded == 20  # 12 baseline answers + 8 distinct candidate answers
+    assert counting_minilm == []  # the default embeds on ONNX Runtime, not PyTorch
     assert json.loads(first.stdout)["embeddings"] == {"embedded": 20, "cached": 0}
 
-    counting_minilm.clear()
+    counting_onnx.clear()
     second = invoke(*args, "--judge", "embedding", "--json")
     assert second.exit_code == 0, second.output
-    assert counting_minilm == []  # zero encode calls
+    assert counting_onnx == []  # zero encode calls
     assert json.loads(second.stdout)["embeddings"] == {"embedded": 0, "cached": 20}
     scores = [
         [
@@ -171,10 +184,62 @@ def test_a_second_grade_of_the_same_suite_encodes_nothing(
     human = invoke(*args, "--judge", "embedding")
     assert "embeddings: 0 text(s) embedded, 20 from the cache" in human.stdout
 
-    counting_minilm.clear()
+    counting_onnx.clear()
     bypass = invoke(*args, "--judge", "embedding", "--no-cache", "--json")
-    assert sum(len(c) for c in counting_minilm) == 20
+    assert sum(len(c) for c in counting_onnx) == 20
     assert json.loads(bypass.stdout)["embeddings"] == {"embedded": 20, "cached": 0}
+    assert counting_minilm == []
+
+
+def test_regrading_a_suite_graded_with_the_old_default_encodes_once_under_the_onnx_id(
+    tmp_path: Path, counting_onnx: list[list[str]], counting_minilm: list[list[str]]
+) -> None:
+    """A ledger filled by the PyTorch default (``embedding`` before ONNX Runtime became the
+    default; ``embedding:backend=torch`` now) is re-graded with the ONNX default: every text is
+    encoded once more, under the ONNX cache id; no PyTorch vector reaches the ONNX judge."""
+    from llm_connect.grading.judges._fences import answer_material
+    from llm_connect.types import LLMResponse
+
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    suite = pair_suite(tmp_path / "s.jsonl", 12, same=4)
+    args = ["grade", str(suite), "--db", db, "-b", "recorded:baseline", "-c", "recorded:candidate", "--json"]
+    old = invoke(*args, "--judge", "embedding:backend=torch")
+    assert old.exit_code == 0, old.output
+    assert sum(len(c) for c in counting_minilm) == 20 and counting_onnx == []
+
+    counting_minilm.clear()
+    new = invoke(*args, "--judge", "embedding")
+    assert new.exit_code == 0, new.output
+    assert json.loads(new.stdout)["embeddings"] == {"embedded": 20, "cached": 0}  # nothing from PyTorch's
+    assert sum(len(c) for c in counting_onnx) == 20 and counting_minilm == []
+
+    counting_onnx.clear()
+    again = invoke(*args, "--judge", "embedding")
+    assert json.loads(again.stdout)["embeddings"] == {"embedded": 0, "cached": 20}
+    assert counting_onnx == [] and counting_minilm == []
+
+    texts = [
+        answer_material(LLMResponse(text=t, model="m", provider="p"))
+        for t in [f"answer {i}" for i in range(12)]
+    ]
+    texts += [answer_material(LLMResponse(text=f"other {i}", model="m", provider="p")) for i in range(4, 12)]
+    digests = [text_digest(t) for t in texts]
+    ledger = QualityLedger(db)
+    try:
+        by_torch = ledger.cached_embeddings(TORCH_ID, digests)
+        by_onnx = ledger.cached_embeddings(DEFAULT_ID, digests)
+        assert len(by_torch) == len(by_onnx) == 20
+        onnx_fresh = dict(zip(digests, OnnxEmbeddingAdapter().embed(texts), strict=True))
+        assert by_onnx == onnx_fresh  # the ONNX entries are ONNX's own vectors, bit for bit
+        assert all(by_onnx[d] != by_torch[d] for d in digests)
+        scores = [
+            {r.case_id: r.quality_score for r in ledger.results(run_id=json.loads(o.stdout)["run_id"])}
+            for o in (old, new)
+        ]
+        assert scores[0].keys() == scores[1].keys() and len(scores[0]) == 12
+        assert all(abs(scores[0][k] - scores[1][k]) < 1e-6 for k in scores[0])
+    finally:
+        ledger.close()
 
 
 def test_one_model_name_on_two_servers_is_cached_as_two_models() -> None:

@@ -64,11 +64,14 @@ def test_grader_id_names_the_embedding_model(minilm_judge):
     assert minilm_judge.grader_id == "embedding:all-MiniLM-L6-v2"
     result = _judge_texts(minilm_judge, "a", "b")
     assert result.grader_id == "embedding:all-MiniLM-L6-v2"
+    # a judge made on the PyTorch adapter names its backend: the spec rebuilds PyTorch, not the default
     assert dict(result.details)["judge_spec"] == {
         "name": "embedding",
-        "args": {"model": "all-MiniLM-L6-v2"},
+        "args": {"model": "all-MiniLM-L6-v2", "backend": "torch"},
         "asks_llm": False,
     }
+    rebuilt = build_judge(dict(result.details)["judge_spec"], JudgeContext())
+    assert rebuilt.adapter.adapter_id == "sentence-transformers:all-MiniLM-L6-v2"
     json.dumps(dict(result.details))
 
 
@@ -89,8 +92,10 @@ def test_registry_builds_the_default_embedding_judge():
     judge = build_judge("embedding", JudgeContext())
     assert isinstance(judge, EmbeddingSimilarityJudge)
     assert judge.grader_id == "embedding:all-MiniLM-L6-v2"
+    assert judge.adapter.adapter_id == "onnx:all-MiniLM-L6-v2"  # ONNX Runtime is the default backend
     rebuilt = build_judge({"name": "embedding", "args": {"model": "all-MiniLM-L6-v2"}}, JudgeContext())
     assert rebuilt.grader_id == judge.grader_id
+    assert rebuilt.adapter.adapter_id == "onnx:all-MiniLM-L6-v2"
 
 
 # -- the contract, with scripted vectors ------------------------------------------------
@@ -199,4 +204,8 @@ def test_openai_embeddings_through_the_loopback_server(openai_server):
     (req,) = openai_server.requests
     assert req.body["input"] == ["yes indeed", "no way"]
     spec = dict(result.details)["judge_spec"]
-    assert spec == {"name": "embedding", "args": {"model": "openai:text-embedding-3-small"}, "asks_llm": False}
+    assert spec == {
+        "name": "embedding",
+        "args": {"model": "openai:text-embedding-3-small"},
+        "asks_llm": False,
+    }

@@ -152,8 +152,13 @@ def test_judge_grades_candidate_relative_to_baseline(persona_file: Path) -> None
     )
     details = dict(result.details)
     assert result.quality_score == pytest.approx(details["candidate_score"] / details["baseline_score"])
-    assert details["judge_spec"] == {"name": "persona", "args": {"persona": str(persona_file)}, "asks_llm": False}
+    assert details["judge_spec"] == {
+        "name": "persona",
+        "args": {"persona": str(persona_file)},
+        "asks_llm": False,
+    }
     assert result.asks_llm is False and judge.asks_llm is False
+    assert judge.scorer.embedder.adapter_id == "onnx:all-MiniLM-L6-v2"  # the default backend, ONNX Runtime
 
 
 def test_persona_from_the_case(persona_file: Path) -> None:

@@ -76,6 +76,7 @@ def test_json_output_and_report_file(openai_server, minilm, query, tmp_path):
     assert "FORMAT_INCONSISTENCY" in [f["name"] for f in data["fingerprints"]]
     assert json.loads(report_path.read_text(encoding="utf-8")) == data
     assert len(data["runs"]) == 6 and data["runs"][0]["response"]["text"]
+    assert data["embedder_id"] == "onnx:all-MiniLM-L6-v2"  # the default backend, ONNX Runtime
     assert result.stderr == ""  # no progress bar, no messages
 
 

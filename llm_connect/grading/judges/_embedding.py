@@ -25,11 +25,22 @@ if TYPE_CHECKING:
     from llm_connect.adapters import EmbeddingAdapter
     from llm_connect.grading.judges._registry import JudgeContext
 
-__all__ = ["EMBEDDING_BACKENDS", "EmbeddingSimilarityJudge", "cosine_score", "make_embedding_judge"]
+__all__ = [
+    "DEFAULT_BACKEND",
+    "EMBEDDING_BACKENDS",
+    "EmbeddingSimilarityJudge",
+    "cosine_score",
+    "make_embedding_judge",
+]
 
 EMBEDDING_BACKENDS = ("torch", "onnx")
-"""``embedding:backend=...``: where a local model runs (PyTorch, the default, or ONNX Runtime)."""
+"""``embedding:backend=...``: where a local model runs (PyTorch, or ONNX Runtime). Without a
+backend, ONNX Runtime where it can run the model, else PyTorch
+(:func:`~llm_connect.adapters.default_embedding_adapter`)."""
 _BACKEND_OF_PROVIDER = {"sentence-transformers": "torch", "onnx": "onnx"}
+DEFAULT_BACKEND = "default"
+"""``EmbeddingSimilarityJudge(..., backend=DEFAULT_BACKEND)``: no backend was asked for, so the
+judge's spec names none (and rebuilds the default, whichever backend that is where it is rebuilt)."""
 
 
 def _model_name(adapter: EmbeddingAdapter) -> str:
@@ -94,13 +105,21 @@ class EmbeddingSimilarityJudge:
     asks_llm = False
     """Embeddings and a cosine give the grade; no LLM is asked."""
 
-    def __init__(self, adapter: EmbeddingAdapter) -> None:
+    def __init__(self, adapter: EmbeddingAdapter, *, backend: str | None = None) -> None:
+        """``backend``: what the judge's spec records as ``backend``: ``None`` (the default) the
+        adapter's own (``onnx`` for an ONNX Runtime adapter, ``torch`` for a sentence-transformers
+        one, nothing for others); :data:`DEFAULT_BACKEND` nothing (the registry's default judge);
+        ``"onnx"``/``"torch"`` that backend."""
+        if backend not in (None, DEFAULT_BACKEND, *EMBEDDING_BACKENDS):
+            raise ConfigurationError(f"embedding judge: unknown backend {backend!r}")
         self.adapter = adapter
         self.model = _model_name(adapter)
         self.grader_id = f"embedding:{self.model}"
         args = {"model": self._spec_model()}
-        if getattr(adapter, "provider", None) == "onnx":
-            args["backend"] = "onnx"
+        if backend is None:
+            backend = _BACKEND_OF_PROVIDER.get(str(getattr(adapter, "provider", "")))
+        if backend is not None and backend != DEFAULT_BACKEND:
+            args["backend"] = backend
         self._spec = judge_spec("embedding", asks_llm=self.asks_llm, **args)
 
     def _spec_model(self) -> str:
@@ -206,15 +225,18 @@ def make_embedding_judge(
     context: JudgeContext, *, model: str | None = None, backend: str | None = None
 ) -> EmbeddingSimilarityJudge:
     """Registry factory for ``embedding`` (``embedding:model=NAME`` picks the model,
-    ``embedding:backend=onnx`` runs a local model on ONNX Runtime).
+    ``embedding:backend=onnx|torch`` where a local model runs).
 
     Without ``model`` (or when it names the context's embedding model) and without a
     ``backend`` other than the shared adapter's, the context's shared embedding adapter
-    is used; ``model="openai:NAME"`` uses the OpenAI embeddings API; any other name is a
-    local sentence-transformers model, run by PyTorch (``backend="torch"``, the default)
-    or by ONNX Runtime (``backend="onnx"``, :class:`~llm_connect.adapters.OnnxEmbeddingAdapter`).
-    The adapter is wrapped with the context's embedding cache (the ledger's, when the
-    context has one).
+    is used (by default all-MiniLM-L6-v2 on ONNX Runtime, or on PyTorch where ONNX Runtime
+    cannot run it); ``model="openai:NAME"`` uses the OpenAI embeddings API; any other name is a
+    local sentence-transformers model, run by the default backend (ONNX Runtime when
+    :func:`~llm_connect.adapters.default_embedding_adapter` finds it usable, else PyTorch, with
+    one logged warning), by PyTorch (``backend="torch"``) or by ONNX Runtime (``backend="onnx"``,
+    :class:`~llm_connect.adapters.OnnxEmbeddingAdapter`, never falling back). The adapter is
+    wrapped with the context's embedding cache (the ledger's, when the context has one). The
+    judge's spec records ``backend`` only when one was asked for.
 
     Raises:
         ConfigurationError: an unknown ``backend``; a backend for an OpenAI model;
@@ -229,7 +251,7 @@ def make_embedding_judge(
     if (model is None or model in (_model_name(adapter), adapter.adapter_id)) and (
         backend is None or backend == shared_backend
     ):
-        return EmbeddingSimilarityJudge(adapter)
+        return EmbeddingSimilarityJudge(adapter, backend=backend or DEFAULT_BACKEND)
     if model is not None and model.startswith("openai:"):
         if backend is not None:
             raise ConfigurationError(
@@ -243,12 +265,19 @@ def make_embedding_judge(
         from llm_connect.adapters._sentence_transformers import DEFAULT_EMBEDDING_MODEL
 
         model = _model_name(adapter) if shared_backend else DEFAULT_EMBEDDING_MODEL
+    local: EmbeddingAdapter
     if backend == "onnx":
         from llm_connect.adapters._onnx import INSTALL_HINT, OnnxEmbeddingAdapter, onnxruntime_available
 
         if not onnxruntime_available():
             raise ConfigurationError(f"embedding:backend=onnx needs onnxruntime: {INSTALL_HINT}")
-        return EmbeddingSimilarityJudge(context.cached_embedder(OnnxEmbeddingAdapter(model)))
-    from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
+        local = OnnxEmbeddingAdapter(model)
+    elif backend == "torch":
+        from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
 
-    return EmbeddingSimilarityJudge(context.cached_embedder(SentenceTransformerEmbeddingAdapter(model)))
+        local = SentenceTransformerEmbeddingAdapter(model)
+    else:
+        from llm_connect.adapters import default_embedding_adapter
+
+        local = default_embedding_adapter(model)
+    return EmbeddingSimilarityJudge(context.cached_embedder(local), backend=backend or DEFAULT_BACKEND)

@@ -95,14 +95,15 @@ class JudgeContext:
         return self.make_llm_adapter(spec)
 
     def embedding_adapter(self) -> EmbeddingAdapter:
-        """The shared embedding adapter (the packaged all-MiniLM-L6-v2 by default), wrapped
-        with the embedding cache; every call returns the same one."""
+        """The shared embedding adapter, wrapped with the embedding cache; every call returns
+        the same one. By default the packaged all-MiniLM-L6-v2 on ONNX Runtime, or on PyTorch
+        where ONNX Runtime cannot run it (:func:`~llm_connect.adapters.default_embedding_adapter`)."""
         if self._shared_embedder is not None:
             return self._shared_embedder
         if self.make_embedding_adapter is None:
-            from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
+            from llm_connect.adapters import default_embedding_adapter
 
-            made: EmbeddingAdapter = SentenceTransformerEmbeddingAdapter()
+            made: EmbeddingAdapter = default_embedding_adapter()
         else:
             made = self.make_embedding_adapter()
         self._shared_embedder = self.cached_embedder(made)
