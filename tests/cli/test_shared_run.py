@@ -43,9 +43,13 @@ def worker(
 
 
 def calls_per_case(server: OpenAIServer) -> collections.Counter[tuple[str, str]]:
-    """(model, prompt) -> number of chat requests."""
+    """(model, prompt) -> number of chat requests. A request cut off mid-body (a worker killed
+    while sending it) reached the server without a parsable body and never got an answer: it is
+    not a call made."""
     return collections.Counter(
-        (r.body["model"], r.body["messages"][-1]["content"]) for r in server.requests_to("/chat/completions")
+        (r.body["model"], r.body["messages"][-1]["content"])
+        for r in server.requests_to("/chat/completions")
+        if r.body is not None
     )
 
 
