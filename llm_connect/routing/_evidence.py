@@ -438,11 +438,10 @@ def gather(
         priors=priors,
         bounds_out=bounds,
     )
-    if series_cache is not None:  # the running bounds of each group's series as now cached
-        for pair, group_bounds in zip(missing, bounds, strict=True):
-            cached = series_cache.get((task, baseline, *pair))
-            if cached is not None and group_bounds is not None and pair in series:
-                cached.bounds = {bounds_key: group_bounds}
+    for pair, group_bounds in zip(missing, bounds, strict=True):  # each new cache entry's bounds
+        entry = series.get(pair)
+        if entry is not None and entry[2] is not None and group_bounds is not None:
+            entry[2].bounds = {bounds_key: group_bounds}
     for pair, ev in zip(missing, assessed, strict=True):
         out[pair] = ev
         if computed is not None:

@@ -59,16 +59,18 @@ def read_series(
     totals: Mapping[tuple[str, str], tuple[int, float]] | None,
     cache: MutableMapping[Hashable, CachedSeries] | None,
     read: Mapping[tuple[str, str], CaseSeries | None],
-) -> dict[tuple[str, str], tuple[CaseSeries, CachedSeries | None]]:
-    """The case series of ``pairs``, each with the cache entry it extends (``None``: read in full).
+) -> dict[tuple[str, str], tuple[CaseSeries, CachedSeries | None, CachedSeries | None]]:
+    """The case series of ``pairs``, each with the cache entry it extends (``None``: read in full)
+    and the new cache entry made for it (``None`` without a cache).
 
     A pair in ``cache`` gets the cached series plus the cases that arrived since (``read``,
     or one read of each such group's rows past its last known case); the rest, and any pair
     whose totals (grades, Σ quality) show a change other than new cases, are read in full.
-    Equal to a full read of every pair. The cache is updated to the series returned (bounds
-    to be filled in by the caller).
+    Equal to a full read of every pair. The cache is updated to the series returned; the
+    caller fills in each new entry's bounds (on that entry: a Router shared by threads may
+    have put a newer one in the cache meanwhile, and bounds belong to their own series).
     """
-    out: dict[tuple[str, str], tuple[CaseSeries, CachedSeries | None]] = {}
+    out: dict[tuple[str, str], tuple[CaseSeries, CachedSeries | None, CachedSeries | None]] = {}
     extended: dict[tuple[str, str], tuple[int, float]] = {}
     full = list(pairs)
     if cache is not None and totals is not None:
@@ -85,21 +87,25 @@ def read_series(
         for p, cached in known.items():
             merged = _extended(cached, new.get(p), totals[p])
             if merged is not None:
-                out[p] = (merged[0], cached)
+                out[p] = (merged[0], cached, None)
                 extended[p] = totals[p][0], merged[1]
         full = [p for p in pairs if p not in out]
     if full:
-        out.update((p, (s, None)) for p, s in _series_of(ledger, task, baseline, full).items() if p in full)
+        out.update(
+            (p, (s, None, None)) for p, s in _series_of(ledger, task, baseline, full).items() if p in full
+        )
     if cache is not None:
-        for p, (s, _) in out.items():
+        if len(cache) > _MAX_GROUPS:
+            cache.clear()
+        for p, (s, extends, _) in list(out.items()):
             known_total = extended.get(p)
-            cache[(task, baseline, *p)] = (
+            entry = (
                 CachedSeries(s, s.n_grades, math.fsum(s.sum_quality))
                 if known_total is None
                 else CachedSeries(s, *known_total)
             )
-        if len(cache) > _MAX_GROUPS:
-            cache.clear()
+            cache[(task, baseline, *p)] = entry
+            out[p] = (s, extends, entry)
     return out
 
 

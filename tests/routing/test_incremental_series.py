@@ -183,3 +183,60 @@ def test_a_quiet_task_reads_its_totals_alone(
     assert calls == [("routing_read", False), ("case_series", True)]
     fresh = _fresh(ledger)
     assert changed.candidates == fresh.candidates
+
+
+def test_a_router_shared_by_threads_stays_exact(ledger: QualityLedger, make_result: MakeResult) -> None:
+    """Threads deciding on one Router while grades arrive: every cached bound belongs to its own
+    series, so once the grades stop, the shared Router decides as a fresh one does."""
+    import threading
+
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    router = Router(ledger)
+    rng = random.Random(7)
+
+    def writer() -> None:
+        try:
+            for batch in range(40):
+                ledger.record_many(
+                    [
+                        make_result(
+                            rng.betavariate(9, 1), candidate_model=m, grader_id=g, prompt=f"case {batch}-{i}"
+                        )
+                        for i in range(3)
+                        for m in CANDIDATES
+                        for g in GRADERS
+                    ],
+                    task="support",
+                )
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    def decider() -> None:
+        try:
+            while not stop.is_set():
+                _decide(router)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer)] + [threading.Thread(target=decider) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors
+    shared = _decide(router)
+    assert shared.candidates == _fresh(ledger).candidates
+    # and after more grades, still exact (the cached bounds extend correctly)
+    ledger.record_many(
+        [
+            make_result(0.95, candidate_model=m, grader_id=g, prompt=f"late {i}")
+            for i in range(4)
+            for m in CANDIDATES
+            for g in GRADERS
+        ],
+        task="support",
+    )
+    assert _decide(router).candidates == _fresh(ledger).candidates
