@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from llm_connect._secrets import get_logger
-from llm_connect.adapters._activity import calls_in_flight
+from llm_connect.adapters._activity import check_num_threads, distinct_texts, threads_for
+from llm_connect.adapters._onnx_pipeline import Pipeline, batch_arrays, load_tokenizer, read_pipeline
 from llm_connect.adapters._sentence_transformers import (
-    AUTO_MIN_TEXTS,
     DEFAULT_EMBEDDING_MODEL,
     SentenceTransformerEmbeddingAdapter,
     _no_progress_bars,
@@ -72,7 +72,6 @@ ONNX_OPSET = 20
 _FORMAT = 1  # the exported graph's interface; part of the digest, so a change exports again
 _EXPORT_TOLERANCE = 1e-3  # largest |onnx - torch| token-embedding difference accepted at export
 _OUTPUT = "token_embeddings"
-_MODULE_PREFIX = "sentence_transformers."
 
 _log = get_logger("llm_connect.adapters.onnx")
 _load_lock = threading.Lock()
@@ -121,98 +120,6 @@ def _writable(directory: Path) -> bool:
     return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
 
 
-def _read_json(path: Path, model: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigurationError(f"onnx backend: cannot read {path} of model {model!r}: {exc}") from exc
-
-
-@dataclass
-class _Pipeline:
-    """What a sentence-transformers model directory says about encoding a text."""
-
-    model: str
-    source: Path
-    max_length: int
-    pad_token: str
-    normalize: bool
-
-
-def _module_kind(entry: Any, model: str) -> tuple[str, str]:
-    kind = entry.get("type") if isinstance(entry, dict) else None
-    if not isinstance(kind, str) or not kind.startswith(_MODULE_PREFIX):
-        raise ConfigurationError(
-            f"onnx backend: model {model!r} has a module the backend does not support: {kind!r} "
-            "(supported: Transformer, mean Pooling, Normalize); use backend=torch"
-        )
-    return kind.rpartition(".")[2], str(entry.get("path") or "")
-
-
-def _check_pooling(source: Path, path: str, model: str) -> None:
-    config = _read_json(source / path / "config.json", model)
-    mode = config.get("pooling_mode")
-    if mode is None:
-        modes = sorted(
-            k.removeprefix("pooling_mode_") for k, v in config.items() if k.startswith("pooling_mode_") and v
-        )
-        mode = modes[0] if len(modes) == 1 else "+".join(modes) or "none"
-    if mode not in ("mean", "mean_tokens"):
-        raise ConfigurationError(
-            f"onnx backend: model {model!r} pools with {mode!r}; only mean pooling is supported "
-            "(use backend=torch)"
-        )
-
-
-def _read_pipeline(model: str, source: Path) -> _Pipeline:
-    """The model's modules (Transformer, mean Pooling, optional Normalize) and tokenizer settings."""
-    if not (source / "modules.json").is_file():
-        raise ConfigurationError(
-            f"onnx backend: {str(source)!r} (model {model!r}) is not a local sentence-transformers "
-            "model directory with a modules.json; the backend exports only local weights, never "
-            "downloads"
-        )
-    modules = _read_json(source / "modules.json", model)
-    if not isinstance(modules, list):
-        raise ConfigurationError(f"onnx backend: modules.json of model {model!r} is not a list")
-    kinds = [_module_kind(m, model) for m in sorted(modules, key=lambda m: m.get("idx", 0))]
-    names = [kind for kind, _ in kinds]
-    if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]) or kinds[0][1]:
-        raise ConfigurationError(
-            f"onnx backend: model {model!r} is made of {names}; the backend supports a Transformer "
-            "at the model's root, mean Pooling and an optional Normalize (use backend=torch)"
-        )
-    _check_pooling(source, kinds[1][1], model)
-    sbert_path = source / "sentence_bert_config.json"
-    sbert = _read_json(sbert_path, model) if sbert_path.is_file() else {}
-    if sbert.get("do_lower_case"):
-        raise ConfigurationError(f"onnx backend: model {model!r} sets do_lower_case; use backend=torch")
-    if not (source / "tokenizer.json").is_file():
-        raise ConfigurationError(f"onnx backend: model {model!r} has no tokenizer.json (a fast tokenizer)")
-    tokenizer_path = source / "tokenizer_config.json"
-    tokenizer_config = _read_json(tokenizer_path, model) if tokenizer_path.is_file() else {}
-    if tokenizer_config.get("padding_side", "right") != "right":
-        raise ConfigurationError(f"onnx backend: model {model!r} pads on the left; use backend=torch")
-    config = _read_json(source / "config.json", model)
-    # As sentence-transformers: max_seq_length (else the tokenizer's limit), capped by the positions.
-    limits = [
-        sbert.get("max_seq_length") or tokenizer_config.get("model_max_length"),
-        config.get("max_position_embeddings"),
-    ]
-    usable = [v for v in limits if isinstance(v, int) and not isinstance(v, bool) and 0 < v < 1_000_000]
-    if not usable:
-        raise ConfigurationError(f"onnx backend: model {model!r} names no maximum sequence length")
-    pad = tokenizer_config.get("pad_token", "[PAD]")
-    pad_token = pad.get("content") if isinstance(pad, dict) else pad
-    return _Pipeline(
-        model=model,
-        source=source,
-        max_length=min(usable),
-        pad_token=str(pad_token),
-        normalize=names[-1] == "Normalize",
-    )
-
-
 def _source_digest(source: Path, model: str) -> str:
     """SHA-256 of the weights and ``config.json`` (plus the export format and opset)."""
     files = [source / "config.json"] + [
@@ -235,35 +142,6 @@ def _source_digest(source: Path, model: str) -> str:
     return _digests[key]
 
 
-def _tokenizer(pipeline: _Pipeline) -> Any:
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(pipeline.source / "tokenizer.json"))
-    tokenizer.no_padding()  # tokenizer.json may pad to a fixed width; batches are padded here
-    tokenizer.enable_truncation(max_length=pipeline.max_length)
-    if tokenizer.token_to_id(pipeline.pad_token) is None:
-        raise ConfigurationError(
-            f"onnx backend: model {pipeline.model!r} has no pad token {pipeline.pad_token!r}"
-        )
-    return tokenizer
-
-
-def _batch_arrays(encodings: Sequence[Any], pad_id: int) -> dict[str, Any]:
-    """Right-padded ``input_ids``, ``attention_mask`` and ``token_type_ids`` of one batch."""
-    import numpy as np
-
-    width = max(len(e.ids) for e in encodings)
-    ids = np.full((len(encodings), width), pad_id, dtype=np.int64)
-    mask = np.zeros((len(encodings), width), dtype=np.int64)
-    types = np.zeros((len(encodings), width), dtype=np.int64)
-    for row, e in enumerate(encodings):
-        n = len(e.ids)
-        ids[row, :n] = e.ids
-        mask[row, :n] = e.attention_mask
-        types[row, :n] = e.type_ids
-    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-
-
 _CHECK_TEXTS = (
     "a",
     "The exported graph must give the PyTorch model's token embeddings, padded or not.",
@@ -271,7 +149,7 @@ _CHECK_TEXTS = (
 )
 
 
-def _export(pipeline: _Pipeline, tokenizer: Any, target: Path) -> dict[str, Any]:
+def _export(pipeline: Pipeline, tokenizer: Any, target: Path) -> dict[str, Any]:
     """Export the transformer to ``target/model.onnx``, check it against PyTorch, write ``meta.json``."""
     global _exports
     started = time.perf_counter()
@@ -311,7 +189,7 @@ def _export(pipeline: _Pipeline, tokenizer: Any, target: Path) -> dict[str, Any]
     wrapper = TokenEmbeddings(model).eval()
     pad_id = tokenizer.token_to_id(pipeline.pad_token)
     # The example batch must hold padding: from an all-ones mask the exporter drops the mask.
-    example = _batch_arrays(tokenizer.encode_batch(list(_CHECK_TEXTS[:2])), pad_id)
+    example = batch_arrays(tokenizer.encode_batch(list(_CHECK_TEXTS[:2])), pad_id)
     batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=pipeline.max_length)
     path = target / "model.onnx"
     exporter_log = logging.getLogger("torch.onnx")
@@ -341,7 +219,7 @@ def _export(pipeline: _Pipeline, tokenizer: Any, target: Path) -> dict[str, Any]
     session = _new_session(path, 0)
     worst = 0.0
     for texts in (_CHECK_TEXTS, _CHECK_TEXTS[1:2]):  # other batch sizes and lengths than the example
-        arrays = _batch_arrays(tokenizer.encode_batch(list(texts)), pad_id)
+        arrays = batch_arrays(tokenizer.encode_batch(list(texts)), pad_id)
         got = session.run([_OUTPUT], {n: arrays[n] for n in names})[0]
         with torch.no_grad():
             want = wrapper(*(torch.from_numpy(arrays[n]) for n in names)).numpy()
@@ -374,7 +252,7 @@ def _export(pipeline: _Pipeline, tokenizer: Any, target: Path) -> dict[str, Any]
     return meta
 
 
-def _export_into(pipeline: _Pipeline, tokenizer: Any, final: Path, *, replace: bool) -> None:
+def _export_into(pipeline: Pipeline, tokenizer: Any, final: Path, *, replace: bool) -> None:
     """Export to a temporary directory beside ``final`` and rename it into place (atomically).
 
     ``replace``: ``final`` holds a model that failed to load; it is moved aside first. When another
@@ -405,7 +283,7 @@ def _export_into(pipeline: _Pipeline, tokenizer: Any, final: Path, *, replace: b
 class _Runtime:
     """One model's pipeline, tokenizer, exported file and sessions (by thread count)."""
 
-    pipeline: _Pipeline
+    pipeline: Pipeline
     tokenizer: Any
     pad_id: int
     path: Path
@@ -444,8 +322,8 @@ def _runtime(model: str, cache_dir: Path) -> _Runtime:
             import tokenizers  # noqa: F401
         except ImportError as exc:
             raise ConfigurationError(f"the onnx embedding backend needs tokenizers: {INSTALL_HINT}") from exc
-        pipeline = _read_pipeline(model, source)
-        tokenizer = _tokenizer(pipeline)
+        pipeline = read_pipeline(model, source)
+        tokenizer = load_tokenizer(pipeline)
         final = _export_dir(model, source, cache_dir)
         if not (final / "model.onnx").is_file() or not (final / "meta.json").is_file():
             _export_into(pipeline, tokenizer, final, replace=final.exists())
@@ -517,12 +395,7 @@ class OnnxEmbeddingAdapter:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"embedding model must be a non-empty string, not {model!r}")
-        if (
-            num_threads is not None
-            and num_threads != "auto"
-            and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1)
-        ):
-            raise ConfigurationError(f"num_threads must be an int >= 1, 'auto' or None, not {num_threads!r}")
+        check_num_threads(num_threads)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigurationError(f"batch_size must be an int >= 1, not {batch_size!r}")
         self.model = _short_name(model)
@@ -537,11 +410,7 @@ class OnnxEmbeddingAdapter:
     def threads_for(self, n_texts: int) -> int | None:
         """The onnxruntime thread count an encode of ``n_texts`` distinct texts runs with now
         (``None``: onnxruntime's default, one per core)."""
-        if self.num_threads != "auto":
-            return self.num_threads
-        if n_texts < AUTO_MIN_TEXTS or calls_in_flight() > 0:
-            return 1
-        return None
+        return threads_for(self.num_threads, n_texts)
 
     def _runtime(self) -> _Runtime:
         return _runtime(self.model, self.cache_dir if self.cache_dir is not None else onnx_cache_dir())
@@ -557,15 +426,11 @@ class OnnxEmbeddingAdapter:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order; each distinct text is encoded once."""
-        texts = list(texts)
+        texts, unique = distinct_texts(texts)
         if not texts:
             return []
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"embed() text {i} must be a str, not {type(text).__name__}")
         import numpy as np
 
-        unique = list(dict.fromkeys(texts))
         runtime = self._runtime()
         threads = self.threads_for(len(unique))
         session = _session(runtime, 0 if threads is None else threads)
@@ -575,7 +440,7 @@ class OnnxEmbeddingAdapter:
             order = sorted(range(len(unique)), key=lambda i: -len(encodings[i].ids))  # less padding
             for start in range(0, len(order), self.batch_size):
                 rows = order[start : start + self.batch_size]
-                arrays = _batch_arrays([encodings[i] for i in rows], runtime.pad_id)
+                arrays = batch_arrays([encodings[i] for i in rows], runtime.pad_id)
                 hidden = session.run([_OUTPUT], {name: arrays[name] for name in runtime.inputs})[0]
                 mask = arrays["attention_mask"].astype(np.float32)[:, :, None]
                 pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), np.float32(1e-9))
@@ -608,7 +473,7 @@ def onnx_unusable_reason(
     source = Path(resolve_model_source(model))
     cache = Path(cache_dir).expanduser() if cache_dir is not None else onnx_cache_dir()
     try:
-        _read_pipeline(model, source)
+        read_pipeline(model, source)
         missing = [name for name in _EXPORT_NEEDS if not _importable(name)]
         if not missing and _writable(cache):
             return None

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from llm_connect.adapters._activity import calls_in_flight
+from llm_connect.adapters._activity import AUTO_MIN_TEXTS, check_num_threads, distinct_texts, threads_for
 from llm_connect.errors import ConfigurationError
 
 __all__ = [
@@ -24,8 +24,6 @@ __all__ = [
 ]
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-AUTO_MIN_TEXTS = 64
-"""``num_threads="auto"``: encodes of fewer distinct texts than this stay on one thread."""
 _MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
 
 _models: dict[tuple[str, str], Any] = {}
@@ -145,12 +143,7 @@ class SentenceTransformerEmbeddingAdapter:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"embedding model must be a non-empty string, not {model!r}")
-        if (
-            num_threads is not None
-            and num_threads != "auto"
-            and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1)
-        ):
-            raise ConfigurationError(f"num_threads must be an int >= 1, 'auto' or None, not {num_threads!r}")
+        check_num_threads(num_threads)
         self.model = _short_name(model)
         self.device = device
         self.batch_size = batch_size
@@ -163,11 +156,7 @@ class SentenceTransformerEmbeddingAdapter:
     def threads_for(self, n_texts: int) -> int | None:
         """The torch thread count an encode of ``n_texts`` distinct texts runs with now
         (``None``: torch's own setting)."""
-        if self.num_threads != "auto":
-            return self.num_threads
-        if n_texts < AUTO_MIN_TEXTS or calls_in_flight() > 0:
-            return 1
-        return None
+        return threads_for(self.num_threads, n_texts)
 
     def load(self) -> None:
         """Load the model now (otherwise the first :meth:`embed` does)."""
@@ -175,13 +164,9 @@ class SentenceTransformerEmbeddingAdapter:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order; each distinct text is encoded once."""
-        texts = list(texts)
+        texts, unique = distinct_texts(texts)
         if not texts:
             return []
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"embed() text {i} must be a str, not {type(text).__name__}")
-        unique = list(dict.fromkeys(texts))
         st_model, lock = _load(self.model, self.device)
         with lock, _torch_threads(self.threads_for(len(unique))):
             encoded = st_model.encode(

@@ -23,6 +23,7 @@ import pytest
 from llm_connect.adapters import OnnxEmbeddingAdapter, SentenceTransformerEmbeddingAdapter
 from llm_connect.adapters import _onnx as onnx_module
 from llm_connect.adapters._cached_embedder import CachedEmbedder
+from llm_connect.adapters._onnx_pipeline import batch_arrays
 from llm_connect.errors import ConfigurationError
 from llm_connect.grading import JudgeContext, build_judge
 from llm_connect.ledger import QualityLedger
@@ -108,7 +109,7 @@ def test_tokenization_is_the_sentence_transformers_models(
     prepare = getattr(st_model, "preprocess", None) or st_model.tokenize
     want = prepare(AGREEMENT_TEXTS)
     runtime = onnx_module._runtime("all-MiniLM-L6-v2", onnx_module.onnx_cache_dir())
-    got = onnx_module._batch_arrays(runtime.tokenizer.encode_batch(AGREEMENT_TEXTS), runtime.pad_id)
+    got = batch_arrays(runtime.tokenizer.encode_batch(AGREEMENT_TEXTS), runtime.pad_id)
     for name in ("input_ids", "attention_mask", "token_type_ids"):
         np.testing.assert_array_equal(got[name], want[name].numpy(), err_msg=name)
     assert got["input_ids"].shape[1] == 256 == runtime.pipeline.max_length  # truncated as the model
