@@ -212,7 +212,8 @@ def _export(pipeline: Pipeline, tokenizer: Any, target: Path) -> dict[str, Any]:
             )
     except Exception as exc:
         raise ConfigurationError(
-            f"onnx backend: exporting model {pipeline.model!r} failed: {type(exc).__name__}: {exc}"
+            f"onnx backend: exporting model {pipeline.model!r} failed: {type(exc).__name__}: {exc}; "
+            "use backend=torch (e.g. --judge embedding:backend=torch)"
         ) from exc
     finally:
         exporter_log.setLevel(level)

@@ -547,3 +547,22 @@ def test_an_existing_export_needs_no_exporter_and_no_writable_cache(
     reason = onnx_module.onnx_unusable_reason(cache_dir=tmp_path / "empty")
     assert reason is not None and "no_such_exporter_module" in reason
     assert fresh_warnings.records == []
+
+
+@pytest.mark.embeddings
+def test_a_failed_export_names_the_model_and_the_way_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An exporter that fails (a torch/onnxscript mismatch on some machine) is a ConfigurationError
+    naming the model and pointing to backend=torch, and leaves nothing under the cache dir."""
+    import torch
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("exporter exploded")
+
+    monkeypatch.setattr(torch.onnx, "export", broken)
+    adapter = OnnxEmbeddingAdapter(cache_dir=tmp_path / "cache")
+    with pytest.raises(ConfigurationError, match=r"exporting model 'all-MiniLM-L6-v2' failed.*backend=torch"):
+        adapter.embed(["a text"])
+    leftovers = list((tmp_path / "cache").rglob("model.onnx")) if (tmp_path / "cache").exists() else []
+    assert leftovers == []
