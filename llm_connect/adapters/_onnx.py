@@ -53,10 +53,12 @@ from llm_connect.errors import ConfigurationError
 
 __all__ = [
     "CACHE_DIR_ENV",
+    "EMBEDDING_BACKENDS",
     "INSTALL_HINT",
     "ONNX_OPSET",
     "OnnxEmbeddingAdapter",
     "default_embedding_adapter",
+    "local_embedding_adapter",
     "onnx_cache_dir",
     "onnx_unusable_reason",
     "onnxruntime_available",
@@ -520,3 +522,32 @@ def default_embedding_adapter(
             reason,
         )
     return SentenceTransformerEmbeddingAdapter(model)
+
+
+EMBEDDING_BACKENDS = ("torch", "onnx")
+"""The local embedding backends a user can ask for by name (none asked: the default)."""
+
+
+def local_embedding_adapter(
+    model: str = DEFAULT_EMBEDDING_MODEL, backend: str | None = None
+) -> OnnxEmbeddingAdapter | SentenceTransformerEmbeddingAdapter:
+    """``model`` (the packaged all-MiniLM-L6-v2 or a local sentence-transformers directory) on
+    ``backend``: ``None`` the default (:func:`default_embedding_adapter`: ONNX Runtime, else
+    PyTorch with one logged warning), ``"torch"`` PyTorch, ``"onnx"`` ONNX Runtime, never
+    falling back.
+
+    Raises:
+        ConfigurationError: an unknown ``backend`` (naming the allowed ones); ``"onnx"`` without
+            onnxruntime installed.
+    """
+    if backend is None:
+        return default_embedding_adapter(model)
+    if backend == "torch":
+        return SentenceTransformerEmbeddingAdapter(model)
+    if backend == "onnx":
+        if not onnxruntime_available():
+            raise ConfigurationError(f"the onnx embedding backend needs onnxruntime: {INSTALL_HINT}")
+        return OnnxEmbeddingAdapter(model)
+    raise ConfigurationError(
+        f"unknown embedding backend {backend!r} (allowed: {', '.join(EMBEDDING_BACKENDS)})"
+    )

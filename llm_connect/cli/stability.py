@@ -238,12 +238,13 @@ def _run(
     config_path: Path | None,
     embedding_model: str,
     run_config_args: dict[str, Any],
+    embedding_backend: str | None = None,
     base_url: str | None,
     api_key: str | None,
     max_retries: int,
     store: tuple[str, str | None] | None = None,
 ) -> int:
-    from llm_connect.adapters import default_embedding_adapter
+    from llm_connect.adapters._onnx import local_embedding_adapter
     from llm_connect.errors import ConfigurationError
     from llm_connect.stability import analyze, load_query
     from llm_connect.types import RunConfig
@@ -265,7 +266,10 @@ def _run(
             raise ConfigurationError("--task must not be empty")
         ledger = open_ledger(db)
 
-    embedder: Any = default_embedding_adapter(embedding_model)  # ONNX Runtime, else PyTorch
+    try:  # no backend asked for: ONNX Runtime, else PyTorch
+        embedder: Any = local_embedding_adapter(embedding_model, embedding_backend)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"--embedding-backend: {exc}") from None
     if ledger is not None:  # vectors already in the ledger are not computed again
         from llm_connect.adapters._cached_embedder import CachedEmbedder
 
@@ -404,6 +408,16 @@ def stability(
             metavar="NAME",
         ),
     ] = "all-MiniLM-L6-v2",
+    embedding_backend: Annotated[
+        str | None,
+        typer.Option(
+            "--embedding-backend",
+            help="Run the embedding model on 'onnx' (ONNX Runtime, no fallback) or 'torch' "
+            "(PyTorch); default: ONNX Runtime where it can run the model, else PyTorch.",
+            metavar="onnx|torch",
+            show_default=False,
+        ),
+    ] = None,
     temperature: float | None = TemperatureOption,
     max_tokens: int | None = MaxTokensOption,
     seed: int | None = SeedOption,
@@ -442,6 +456,7 @@ def stability(
             concurrency=concurrency,
             config_path=config_path,
             embedding_model=embedding_model,
+            embedding_backend=embedding_backend,
             run_config_args={
                 "temperature": temperature,
                 "max_tokens": max_tokens,

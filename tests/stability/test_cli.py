@@ -207,6 +207,7 @@ def test_help_lists_the_options():
         "--output",
         "--json",
         "--concurrency",
+        "--embedding-backend",
     ):
         assert option in result.stdout
 
@@ -240,3 +241,22 @@ def test_an_unusable_ledger_exits_3_before_any_call(openai_server, query, tmp_pa
     result = stability(openai_server, "--input", str(query), "--runs", "3", "--db", "nosuchdb://x")
     assert result.exit_code == 3
     assert openai_server.requests == []
+
+
+def test_the_embedding_backend_can_be_chosen(openai_server, minilm, query):
+    script(openai_server, identical)
+    torch_run = stability(
+        openai_server, "--input", str(query), "--runs", "3", "--json", "--embedding-backend", "torch"
+    )
+    assert torch_run.exit_code == 0, torch_run.output
+    assert json.loads(torch_run.stdout)["embedder_id"] == "sentence-transformers:all-MiniLM-L6-v2"
+    onnx_run = stability(
+        openai_server, "--input", str(query), "--runs", "3", "--json", "--embedding-backend", "onnx"
+    )
+    assert onnx_run.exit_code == 0, onnx_run.output
+    assert json.loads(onnx_run.stdout)["embedder_id"] == "onnx:all-MiniLM-L6-v2"
+    calls = len(openai_server.requests)
+    bad = stability(openai_server, "--input", str(query), "--runs", "3", "--embedding-backend", "tpu")
+    assert bad.exit_code == 3 and "--embedding-backend: unknown embedding backend 'tpu'" in bad.stderr
+    assert "allowed: torch, onnx" in bad.stderr
+    assert len(openai_server.requests) == calls  # refused before any call

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from llm_connect.adapters._onnx import EMBEDDING_BACKENDS
 from llm_connect.errors import ConfigurationError, EmbeddingOutputError
 from llm_connect.grading._protocols import Case, JudgePair, judge_spec
 from llm_connect.grading._results import GradingResult
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from llm_connect.adapters import EmbeddingAdapter
     from llm_connect.grading.judges._registry import JudgeContext
 
+
 __all__ = [
     "DEFAULT_BACKEND",
     "EMBEDDING_BACKENDS",
@@ -33,10 +35,8 @@ __all__ = [
     "make_embedding_judge",
 ]
 
-EMBEDDING_BACKENDS = ("torch", "onnx")
-"""``embedding:backend=...``: where a local model runs (PyTorch, or ONNX Runtime). Without a
-backend, ONNX Runtime where it can run the model, else PyTorch
-(:func:`~llm_connect.adapters.default_embedding_adapter`)."""
+# ``embedding:backend=...`` takes EMBEDDING_BACKENDS (PyTorch or ONNX Runtime, from the adapters'
+# local_embedding_adapter); without a backend, ONNX Runtime where it can run the model, else PyTorch.
 _BACKEND_OF_PROVIDER = {"sentence-transformers": "torch", "onnx": "onnx"}
 DEFAULT_BACKEND = "default"
 """``EmbeddingSimilarityJudge(..., backend=DEFAULT_BACKEND)``: no backend was asked for, so the
@@ -265,19 +265,10 @@ def make_embedding_judge(
         from llm_connect.adapters._sentence_transformers import DEFAULT_EMBEDDING_MODEL
 
         model = _model_name(adapter) if shared_backend else DEFAULT_EMBEDDING_MODEL
-    local: EmbeddingAdapter
-    if backend == "onnx":
-        from llm_connect.adapters._onnx import INSTALL_HINT, OnnxEmbeddingAdapter, onnxruntime_available
+    from llm_connect.adapters._onnx import local_embedding_adapter
 
-        if not onnxruntime_available():
-            raise ConfigurationError(f"embedding:backend=onnx needs onnxruntime: {INSTALL_HINT}")
-        local = OnnxEmbeddingAdapter(model)
-    elif backend == "torch":
-        from llm_connect.adapters import SentenceTransformerEmbeddingAdapter
-
-        local = SentenceTransformerEmbeddingAdapter(model)
-    else:
-        from llm_connect.adapters import default_embedding_adapter
-
-        local = default_embedding_adapter(model)
+    try:
+        local: EmbeddingAdapter = local_embedding_adapter(model, backend)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"embedding:backend={backend}: {exc}") from None
     return EmbeddingSimilarityJudge(context.cached_embedder(local), backend=backend or DEFAULT_BACKEND)
