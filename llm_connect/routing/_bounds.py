@@ -167,13 +167,14 @@ def _eb_lower_rows(
         return np.fromiter((getattr(s, field) for s in starts), dtype=float, count=k)
 
     t = t0 + np.arange(1, width + 1, dtype=float)
-    sum_x = running(column("sum_x"), x)
+    sum_x0, sum_sq0 = column("sum_x"), column("sum_sq")
+    sum_x = running(sum_x0, x)
     mu_hat = (0.5 + sum_x) / (t + 1.0)
-    sum_sq = running(column("sum_sq"), (x - mu_hat) ** 2)
+    sum_sq = running(sum_sq0, (x - mu_hat) ** 2)
     sigma2 = (0.25 + sum_sq) / (t + 1.0)
-    fresh = t0 == 0.0
-    mu_start = np.where(fresh, 0.5, (0.5 + column("sum_x")[:, None]) / (t0 + 1.0))
-    sigma2_start = np.where(fresh, 0.25, (0.25 + column("sum_sq")[:, None]) / (t0 + 1.0))
+    # The estimates before each row's first new observation (a fresh row: exactly 0.5 and 0.25).
+    mu_start = (0.5 + sum_x0[:, None]) / (t0 + 1.0)
+    sigma2_start = (0.25 + sum_sq0[:, None]) / (t0 + 1.0)
     mu_prev = np.concatenate((mu_start, mu_hat[:, :-1]), axis=1)
     sigma2_prev = np.concatenate((sigma2_start, sigma2[:, :-1]), axis=1)
     scale = lengths[:, None].astype(float) if fixed_n else t * np.log1p(t)

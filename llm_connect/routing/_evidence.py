@@ -246,14 +246,20 @@ def _continued(
     new: list[Any] = []
     starts: list[Any] = []
     for part, prior in zip(value_parts, priors, strict=True):
-        usable = prior is not None and prior.n <= part.size
-        new.append(part[prior.n :] if usable and prior is not None else part)
-        starts.append(prior.values if usable and prior is not None else None)
+        if prior is not None and prior.n <= part.size:
+            new.append(part[prior.n :])
+            starts.append(prior.values)
+        else:
+            new.append(part)
+            starts.append(None)
     for k, _, unit in delta_rows:
         prior = priors[k]
-        usable = prior is not None and prior.delta is not None and prior.delta_n <= unit.size
-        new.append(unit[prior.delta_n :] if usable and prior is not None else unit)
-        starts.append(prior.delta if usable and prior is not None else None)
+        if prior is not None and prior.delta is not None and prior.delta_n <= unit.size:
+            new.append(unit[prior.delta_n :])
+            starts.append(prior.delta)
+        else:
+            new.append(unit)
+            starts.append(None)
     lows, highs, ends = continue_bounds(new, alphas, starts)
     n_groups = len(value_parts)
     delta_end = {k: (ends[n_groups + j], unit.size) for j, (k, _, unit) in enumerate(delta_rows)}
@@ -424,12 +430,11 @@ def gather(
     bounds_key = (alpha, confidence)
     priors: list[GroupBounds | None] = []
     for pair in missing:
-        entry = series.get(pair)
-        extends = None if entry is None else entry[1]
+        extends = series[pair][1] if pair in series else None
         priors.append(None if extends is None else extends.bounds.get(bounds_key))
     bounds: list[GroupBounds | None] = []
     assessed = assess_many(
-        [(None if pair not in series else series[pair][0], pair[1]) for pair in missing],
+        [(series[pair][0].series if pair in series else None, pair[1]) for pair in missing],
         min_quality=min_quality,
         min_samples=min_samples,
         alpha=alpha,
@@ -439,9 +444,8 @@ def gather(
         bounds_out=bounds,
     )
     for pair, group_bounds in zip(missing, bounds, strict=True):  # each new cache entry's bounds
-        entry = series.get(pair)
-        if entry is not None and entry[2] is not None and group_bounds is not None:
-            entry[2].bounds = {bounds_key: group_bounds}
+        if pair in series and group_bounds is not None:
+            series[pair][0].bounds = {bounds_key: group_bounds}
     for pair, ev in zip(missing, assessed, strict=True):
         out[pair] = ev
         if computed is not None:

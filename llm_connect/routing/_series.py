@@ -59,20 +59,18 @@ def read_series(
     totals: Mapping[tuple[str, str], tuple[int, float]] | None,
     cache: MutableMapping[Hashable, CachedSeries] | None,
     read: Mapping[tuple[str, str], CaseSeries | None],
-) -> dict[tuple[str, str], tuple[CaseSeries, CachedSeries | None, CachedSeries | None]]:
-    """The case series of ``pairs``, each with the cache entry it extends (``None``: read in full)
-    and the new cache entry made for it (``None`` without a cache).
+) -> dict[tuple[str, str], tuple[CachedSeries, CachedSeries | None]]:
+    """The case series of ``pairs`` as new cache entries, each with the entry it extends
+    (``None``: read in full).
 
     A pair in ``cache`` gets the cached series plus the cases that arrived since (``read``,
     or one read of each such group's rows past its last known case); the rest, and any pair
     whose totals (grades, Σ quality) show a change other than new cases, are read in full.
-    Equal to a full read of every pair. The cache is updated to the series returned; the
-    caller fills in each new entry's bounds (on that entry: a Router shared by threads may
-    have put a newer one in the cache meanwhile, and bounds belong to their own series).
+    Equal to a full read of every pair. The new entries go into the cache; the caller fills
+    in each one's bounds (on that entry: a Router shared by threads may have put a newer one
+    in the cache meanwhile, and bounds belong to their own series).
     """
-    out: dict[tuple[str, str], tuple[CaseSeries, CachedSeries | None, CachedSeries | None]] = {}
-    extended: dict[tuple[str, str], tuple[int, float]] = {}
-    full = list(pairs)
+    out: dict[tuple[str, str], tuple[CachedSeries, CachedSeries | None]] = {}
     if cache is not None and totals is not None:
         known: dict[tuple[str, str], CachedSeries] = {}
         for p in pairs:
@@ -87,25 +85,17 @@ def read_series(
         for p, cached in known.items():
             merged = _extended(cached, new.get(p), totals[p])
             if merged is not None:
-                out[p] = (merged[0], cached, None)
-                extended[p] = totals[p][0], merged[1]
-        full = [p for p in pairs if p not in out]
+                out[p] = (merged, cached)
+    full = [p for p in pairs if p not in out]
     if full:
-        out.update(
-            (p, (s, None, None)) for p, s in _series_of(ledger, task, baseline, full).items() if p in full
-        )
+        for p, s in _series_of(ledger, task, baseline, full).items():
+            if p in full:
+                out[p] = (CachedSeries(s, s.n_grades, math.fsum(s.sum_quality)), None)
     if cache is not None:
         if len(cache) > _MAX_GROUPS:
             cache.clear()
-        for p, (s, extends, _) in list(out.items()):
-            known_total = extended.get(p)
-            entry = (
-                CachedSeries(s, s.n_grades, math.fsum(s.sum_quality))
-                if known_total is None
-                else CachedSeries(s, *known_total)
-            )
+        for p, (entry, _) in out.items():
             cache[(task, baseline, *p)] = entry
-            out[p] = (s, extends, entry)
     return out
 
 
@@ -130,11 +120,9 @@ def _series_of(
     }
 
 
-def _extended(
-    old: CachedSeries, new: CaseSeries | None, total: tuple[int, float]
-) -> tuple[CaseSeries, float] | None:
-    """``old``'s series with the cases of ``new`` that arrived after its last one, and Σ quality
-    over them; ``None`` when the group's totals (grades, Σ quality) show more changed than those
+def _extended(old: CachedSeries, new: CaseSeries | None, total: tuple[int, float]) -> CachedSeries | None:
+    """``old``'s series with the cases of ``new`` that arrived after its last one (the group's
+    grades and Σ quality being ``total``); ``None`` when ``total`` shows more changed than those
     cases added."""
     series = old.series
     cut = 0 if new is None else bisect_right(new.first_ids, series.first_ids[-1])
@@ -144,7 +132,7 @@ def _extended(
     if old.n_grades + add_grades != n or abs(expected - sum_quality) > 1e-9 * max(1.0, abs(sum_quality)):
         return None
     if new is None or cut == len(new.first_ids):
-        return series, old.sum_quality
+        return CachedSeries(series, n, old.sum_quality)
     merged = replace(
         series,
         grades=series.grades + new.grades[cut:],
@@ -153,4 +141,4 @@ def _extended(
         delta_sum=series.delta_sum + new.delta_sum[cut:],
         first_ids=series.first_ids + new.first_ids[cut:],
     )
-    return merged, expected
+    return CachedSeries(merged, n, expected)

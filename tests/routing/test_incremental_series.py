@@ -124,15 +124,16 @@ def test_a_case_that_arrives_out_of_order_forces_a_full_read() -> None:
     new = _series((5, 7, 9), (1, 1, 2), (1.0, 0.25, 1.5))
     got = _extended(old, new, (6, 4.25))
     assert got is not None
-    series, total = got
+    series, total = got.series, got.sum_quality
     assert series.first_ids == (1, 2, 5, 7, 9) and series.grades == (1, 1, 1, 1, 2)
-    assert series.sum_quality == (1.0, 0.5, 1.0, 0.25, 1.5) and total == 4.25
+    assert series.sum_quality == (1.0, 0.5, 1.0, 0.25, 1.5) and total == 4.25 and got.n_grades == 6
     # A replicate of a known case changes the totals beyond what the new rows add.
     assert _extended(old, new, (7, 5.0)) is None
     # Same count, different sum (a grade replaced): not absorbed either.
     assert _extended(old, new, (6, 4.0)) is None
     # Nothing new and the totals unchanged: the cached series stands.
-    assert _extended(old, None, (3, 2.5)) == (old.series, 2.5)
+    unchanged = _extended(old, None, (3, 2.5))
+    assert unchanged is not None and (unchanged.series, unchanged.sum_quality) == (old.series, 2.5)
 
 
 def test_a_quiet_task_reads_its_totals_alone(
