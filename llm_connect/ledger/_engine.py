@@ -193,17 +193,19 @@ def _is_locked(exc: BaseException) -> bool:
 
 @contextmanager
 def ledger_errors(what: str, url: URL) -> Iterator[None]:
-    """Translate SQLAlchemy errors raised inside the block into :class:`LedgerError`."""
+    """Translate SQLAlchemy errors, and the database driver's own, raised inside the block into
+    :class:`LedgerError`."""
     try:
         yield
-    except SQLAlchemyError as exc:
-        orig = exc.orig if isinstance(exc, DBAPIError) else exc
-        detail = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-        raise LedgerError(f"{what} failed on {display_url(url)}: {detail}") from exc
     except Exception as exc:
-        if not _driver_error(exc):
+        # SQLAlchemy's errors, and the driver's own for statements sent past SQLAlchemy
+        if isinstance(exc, SQLAlchemyError):
+            orig: object = exc.orig if isinstance(exc, DBAPIError) else exc
+        elif _driver_error(exc):
+            orig = exc
+        else:
             raise
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
         raise LedgerError(f"{what} failed on {display_url(url)}: {detail}") from exc
 
 

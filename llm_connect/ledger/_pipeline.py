@@ -15,43 +15,49 @@ import json
 import random
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine
+from sqlalchemy import JSON, Engine, Table
 
+from llm_connect.ledger._cases import _SNAP, _SNAP_KEY, _SNAP_VALUES
 from llm_connect.ledger._engine import WRITE_ATTEMPTS, read_connection
+from llm_connect.ledger._models import RoutingDecisionRecord
 
 __all__ = ["pg_record_decision"]
 
-_DECISION_COLUMNS = (
-    "created_at",
-    "task",
-    "baseline_model",
-    "chosen_model",
-    "reason",
-    "grader_ids",
-    "parameters",
-    "evidence",
-    "llm_connect_version",
-)
-_DECISION_JSON = frozenset({"grader_ids", "parameters", "evidence"})
-_SNAPSHOT_KEY = ("task", "baseline_model", "grader_id", "candidate_model", "settings")
-_SNAPSHOT_VALUES = ("version_n", "version_sum", "version_sum_sq", "evidence", "updated_at")
+_DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
+_DECISION_COLUMNS = tuple(c.name for c in _DECISIONS.columns if c.name != "id")
+_SNAPSHOT_COLUMNS = (*_SNAP_KEY, *_SNAP_VALUES)
+
+
+def _json_columns(table: Table) -> frozenset[str]:
+    return frozenset(c.name for c in table.columns if isinstance(c.type, JSON))
+
+
+_DECISION_JSON = _json_columns(_DECISIONS)
+_SNAPSHOT_JSON = _json_columns(_SNAP)
 
 
 def _placeholders(columns: Sequence[str], json_columns: frozenset[str]) -> str:
     return ", ".join("%s::json" if c in json_columns else "%s" for c in columns)
 
 
+def _values(row: Mapping[str, Any], columns: Sequence[str], json_columns: frozenset[str]) -> tuple[Any, ...]:
+    """``row``'s values in ``columns`` order, JSON columns serialised (as the ORM's JSON type does)."""
+    return tuple(json.dumps(row[c], allow_nan=False) if c in json_columns else row[c] for c in columns)
+
+
+# The tables' own column lists (the models, and the snapshot upsert's key and values in _cases):
+# a column added to either table is written here too.
 _INSERT_DECISION = (
     f"INSERT INTO routing_decisions ({', '.join(_DECISION_COLUMNS)}) "
     f"VALUES ({_placeholders(_DECISION_COLUMNS, _DECISION_JSON)}) RETURNING id"
 )
 _UPSERT_SNAPSHOT = (
-    f"INSERT INTO evidence_snapshots ({', '.join((*_SNAPSHOT_KEY, *_SNAPSHOT_VALUES))}) "
-    f"VALUES ({_placeholders((*_SNAPSHOT_KEY, *_SNAPSHOT_VALUES), frozenset({'evidence'}))}) "
-    f"ON CONFLICT ({', '.join(_SNAPSHOT_KEY)}) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _SNAPSHOT_VALUES)
+    f"INSERT INTO evidence_snapshots ({', '.join(_SNAPSHOT_COLUMNS)}) "
+    f"VALUES ({_placeholders(_SNAPSHOT_COLUMNS, _SNAPSHOT_JSON)}) "
+    f"ON CONFLICT ({', '.join(_SNAP_KEY)}) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _SNAP_VALUES)
 )
 
 
@@ -71,18 +77,10 @@ def pg_record_decision(
     rows go in key order, so it needs a writer that does not). Driver errors propagate (the
     caller's :func:`~llm_connect.ledger._engine.ledger_errors` names them).
     """
-    decision_params = tuple(
-        json.dumps(decision[c], allow_nan=False) if c in _DECISION_JSON else decision[c]
-        for c in _DECISION_COLUMNS
-    )
+    decision_params = _values(decision, _DECISION_COLUMNS, _DECISION_JSON)
     snapshot_params = [
-        (
-            *(row[c] for c in _SNAPSHOT_KEY),
-            *(row[c] for c in _SNAPSHOT_VALUES[:3]),
-            json.dumps(row["evidence"], allow_nan=False),
-            row["updated_at"],
-        )
-        for row in sorted(snapshots, key=lambda r: tuple(r[c] for c in _SNAPSHOT_KEY))
+        _values(row, _SNAPSHOT_COLUMNS, _SNAPSHOT_JSON)
+        for row in sorted(snapshots, key=lambda r: tuple(r[c] for c in _SNAP_KEY))
     ]
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         with read_connection(engine) as conn:  # autocommit: the transaction is spelled out below
