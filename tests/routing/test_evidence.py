@@ -27,7 +27,15 @@ def _record(
 ) -> None:
     ledger.record_batch(
         [
-            _item(make_result, model, s, i + first_case, run_id, grader_id, None if details is None else details[i])
+            _item(
+                make_result,
+                model,
+                s,
+                i + first_case,
+                run_id,
+                grader_id,
+                None if details is None else details[i],
+            )
             for i, s in enumerate(scores)
         ]
     )
@@ -72,8 +80,14 @@ def test_a_case_averages_its_grades_before_the_bound(ledger: QualityLedger, make
     _record(ledger, make_result, "m", [1.0, 0.0], run_id="r1")
     _record(ledger, make_result, "m", [0.0, 0.0], run_id="r2")
     (ev,) = gather(
-        ledger, "support", baseline="gpt-4o", candidates=["m"], grader_ids=["exact"],
-        min_quality=0.9, confidence=0.95, min_samples=2,
+        ledger,
+        "support",
+        baseline="gpt-4o",
+        candidates=["m"],
+        grader_ids=["exact"],
+        min_quality=0.9,
+        confidence=0.95,
+        min_samples=2,
     ).values()
     assert ev.n == 2 and ev.mean == pytest.approx(0.25)  # case means 0.5 and 0.0
 
@@ -122,8 +136,14 @@ def test_paired_differences_for_single_response_scorers(
     ]
     _record(ledger, make_result, "m", np.minimum(1.0, cand / base), grader_id="vrty", details=details)
     (ev,) = gather(
-        ledger, "support", baseline="gpt-4o", candidates=["m"], grader_ids=["vrty"],
-        min_quality=0.9, confidence=0.95, min_samples=30,
+        ledger,
+        "support",
+        baseline="gpt-4o",
+        candidates=["m"],
+        grader_ids=["vrty"],
+        min_quality=0.9,
+        confidence=0.95,
+        min_samples=30,
     ).values()
     assert ev.delta_cases == 400 and ev.delta_mean == pytest.approx(float((cand - base).mean()))
     assert ev.delta_low < ev.delta_mean < ev.delta_high < 0.0
@@ -132,38 +152,68 @@ def test_paired_differences_for_single_response_scorers(
 
 def test_decisions_stored_before_case_level_evidence_still_load() -> None:
     old = {
-        "model": "gpt-4o", "reason": "r", "task": "t", "baseline": "gpt-4o",
-        "candidates": [{
-            "model": "m", "passed": False, "mean_cost_usd": None, "mean_latency_ms": None,
-            "cost_ratio": None, "latency_ratio": None,
-            "graders": [{"grader_id": "exact", "n": 3, "mean": 0.5, "lower_bound": 0.1, "passed": False, "why": "w"}],
-        }],
-        "grader_ids": ["exact"], "used_grader_ids": ["exact"], "ignored_graders": [],
-        "parameters": {"min_quality": 0.9, "confidence": 0.95, "min_samples": 30, "allow_uncalibrated": False},
-        "baseline_mean_cost_usd": None, "baseline_mean_latency_ms": None,
+        "model": "gpt-4o",
+        "reason": "r",
+        "task": "t",
+        "baseline": "gpt-4o",
+        "candidates": [
+            {
+                "model": "m",
+                "passed": False,
+                "mean_cost_usd": None,
+                "mean_latency_ms": None,
+                "cost_ratio": None,
+                "latency_ratio": None,
+                "graders": [
+                    {
+                        "grader_id": "exact",
+                        "n": 3,
+                        "mean": 0.5,
+                        "lower_bound": 0.1,
+                        "passed": False,
+                        "why": "w",
+                    }
+                ],
+            }
+        ],
+        "grader_ids": ["exact"],
+        "used_grader_ids": ["exact"],
+        "ignored_graders": [],
+        "parameters": {
+            "min_quality": 0.9,
+            "confidence": 0.95,
+            "min_samples": 30,
+            "allow_uncalibrated": False,
+        },
+        "baseline_mean_cost_usd": None,
+        "baseline_mean_latency_ms": None,
         "created_at": "2026-11-01T00:00:00+00:00",
     }
     decision = RoutingDecision.from_dict(old)
     assert decision.candidates[0].graders[0].n_grades is None and not decision.fixed_n
 
 
-def test_monitored_runs_stay_under_the_nominal_rate(sqlite_url: str, make_result: MakeResult) -> None:
+def test_monitored_runs_stay_under_the_nominal_rate(ledger_url: str, make_result: MakeResult) -> None:
     # The scenario through the real Router: a candidate whose true mean is exactly
     # min_quality (Beta(9, 1)), graded in batches of 10 with decide() after each batch.
     # 40 seeded runs of up to 200 cases; the t-interval rule routed in ~20% of such runs, the
     # nominal rate is 5%; the anytime bound's own rate is far below (see test_bounds.py), so
-    # allowing 4 of 40 (10%) cannot flake while 8 (the old rule's expectation) fails.
+    # allowing 4 of 40 (10%) cannot flake while 8 (the old rule's expectation) fails. One Router
+    # throughout, so every decision after the first continues its bounds over the new cases (and
+    # on PostgreSQL reads them with the totals): on both backends.
     rng = np.random.default_rng(2026)
     routed = 0
-    with QualityLedger(sqlite_url) as ledger:
+    with QualityLedger(ledger_url) as ledger:
         router = Router(ledger)
         for run in range(40):
             task = f"run-{run}"
             scores = rng.beta(9.0, 1.0, 200)
             for start in range(0, 200, 10):
                 ledger.record_many(
-                    [make_result(float(s), candidate_model="m", prompt=f"{task} case {start + i}")
-                     for i, s in enumerate(scores[start : start + 10])],
+                    [
+                        make_result(float(s), candidate_model="m", prompt=f"{task} case {start + i}")
+                        for i, s in enumerate(scores[start : start + 10])
+                    ],
                     task=task,
                 )
                 if router.decide(task, baseline="gpt-4o", candidates=["m"], grader_id="exact").routed:
@@ -183,7 +233,9 @@ def test_one_router_sees_grades_recorded_after_its_last_decision(
     _record(ledger, make_result, "m", [1.0] * 60, first_case=20)  # e.g. from another process
     later = router.decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact")
     assert later.evidence_for("m").n == 80 and later.routed
-    stricter = router.decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact", min_quality=0.99)
+    stricter = router.decide(
+        "support", baseline="gpt-4o", candidates=["m"], grader_id="exact", min_quality=0.99
+    )
     assert not stricter.routed  # other settings are computed afresh, not taken from the cache
 
 
@@ -217,4 +269,7 @@ def test_usable_graders_says_what_decide_would_use(ledger: QualityLedger, make_r
     router = Router(ledger)
     used, ignored = router.usable_graders("support", ["exact", "acme"])
     assert used == ["exact"] and [g.grader_id for g in ignored] == ["acme"]
-    assert router.usable_graders("support", ["exact", "acme"], allow_uncalibrated=True)[0] == ["exact", "acme"]
+    assert router.usable_graders("support", ["exact", "acme"], allow_uncalibrated=True)[0] == [
+        "exact",
+        "acme",
+    ]
