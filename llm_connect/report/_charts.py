@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from llm_connect.report._decide import TaskReport
 
-__all__ = ["cost_quality_svg", "scatter_svg"]
+__all__ = ["Y_LIMITS_PAD", "cost_quality_figure", "cost_quality_svg", "scatter_svg"]
+
+Y_LIMITS_PAD = 0.03
+"""The quality axis reaches this far beyond the data (at most -0.03..1.03), so a point at 0.0 or
+1.0 and its marker stay inside the axes."""
 
 _PROLOG = re.compile(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<metadata>.*?</metadata>", re.DOTALL)
 _ROOT = re.compile(r"<svg\b")
@@ -40,10 +44,19 @@ def _svg(fig: Any, salt: str, label: str) -> str:
 
 
 def cost_quality_svg(report: TaskReport, *, salt: str) -> str:
-    """Cost (x) against mean quality (y) of every candidate x routing judge of a task.
+    """:func:`cost_quality_figure` as inline SVG (``salt`` keeps its element ids unique on the page)."""
+    return _svg(cost_quality_figure(report), salt, f"cost against quality for task {report.decision.task}")
+
+
+def cost_quality_figure(report: TaskReport) -> Any:
+    """Cost (x) against mean quality (y) of every candidate x routing judge of a task (a matplotlib
+    ``Figure``, not drawn yet).
 
     Bars span each mean's confidence bounds; the baseline is a black star at
-    quality 1 (it is its own reference); a dashed line marks ``min_quality``;
+    quality 1 (it is its own reference); a dashed line marks ``min_quality``,
+    labelled in the right margin outside the data; the legend sits below the
+    axes, never over a point; the quality axis is padded (:data:`Y_LIMITS_PAD`)
+    and markers are not clipped, so a mean of 0.0 stays visible;
     the step line is the cheapest-passing frontier (over the candidates proven on
     every routing judge, and the baseline: no cheaper one of them is at least as
     good), and the routed candidate is ringed. Without any recorded
@@ -64,7 +77,7 @@ def cost_quality_svg(report: TaskReport, *, salt: str) -> str:
     else:
         xs = [float(i + 1) for i in range(len(cands))]
         base_x = 0.0
-    fig = Figure(figsize=(6.6, 3.4))
+    fig = Figure(figsize=(7.2, 4.2))
     ax = fig.subplots()
     values = [*(x for x in xs if x is not None), *([base_x] if base_x is not None else [])]
     log = by_cost and len(values) > 1 and max(values) / min(values) > 20
@@ -99,17 +112,19 @@ def cost_quality_svg(report: TaskReport, *, salt: str) -> str:
                 capsize=3,
                 markersize=6,
                 label=gid,
+                clip_on=False,
             )
     for c, x in zip(cands, xs, strict=True):
         if x is not None and c.mean is not None:
             ax.annotate(c.model, (x, c.mean), textcoords="offset points", xytext=(6, 6), fontsize=8)
     if base_x is not None:
         ax.plot([base_x], [1.0], marker="*", markersize=13, color="black", linestyle="none",
-                label=f"baseline {decision.baseline}")  # fmt: skip
+                label=f"baseline {decision.baseline}", clip_on=False)  # fmt: skip
     ax.axhline(decision.min_quality, color="0.45", linestyle="--", linewidth=1)
-    ax.annotate(f"min_quality {decision.min_quality:g}", (0.01, decision.min_quality),
-                xycoords=("axes fraction", "data"), xytext=(0, -11), textcoords="offset points",
-                fontsize=7, color="0.35")  # fmt: skip
+    ax.annotate(f"min_quality\n{decision.min_quality:g}", (1.0, decision.min_quality),
+                xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points",
+                ha="left", va="center", fontsize=7, color="0.35", annotation_clip=False,
+                gid="min-quality-label")  # fmt: skip
     frontier = _frontier(
         [
             (x, c.mean)
@@ -126,7 +141,7 @@ def cost_quality_svg(report: TaskReport, *, salt: str) -> str:
             if c.model == decision.model and x is not None and c.mean is not None:
                 ax.plot([x], [c.mean], marker="o", markersize=16, markerfacecolor="none",
                         markeredgecolor="#2ca02c", markeredgewidth=2, linestyle="none",
-                        label=f"routed: {c.model}")  # fmt: skip
+                        label=f"routed: {c.model}", clip_on=False)  # fmt: skip
     ax.set_ylabel("mean quality [bounds]", fontsize=8)
     if by_cost:
         ax.set_xlabel("mean cost per call (USD)" + (", log scale" if log else ""), fontsize=8)
@@ -134,14 +149,22 @@ def cost_quality_svg(report: TaskReport, *, salt: str) -> str:
         ax.set_xlabel("costs unknown: candidates in the order given", fontsize=8)
         ticks = [0.0, *(x for x in xs if x is not None)]
         ax.set_xticks(ticks, ["baseline", *[c.model for c in cands]], fontsize=7)
-    low = min([decision.min_quality, *[g.evidence.lower_bound or 1.0 for g in report.groups]])
-    ax.set_ylim(max(0.0, low - 0.05), 1.03)
+    lows = [g.evidence.lower_bound for g in report.groups if g.evidence.lower_bound is not None]
+    lows += [g.evidence.mean for g in report.groups if g.evidence.mean is not None]
+    low = min([decision.min_quality, *lows])
+    ax.set_ylim(max(-Y_LIMITS_PAD, low - 0.05), 1.0 + Y_LIMITS_PAD)
     ax.tick_params(labelsize=7)
     ax.grid(True, linewidth=0.3, alpha=0.5)
-    ax.legend(fontsize=7, loc="lower right", framealpha=0.85)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:  # below the axes, outside the data: it never covers a point
+        fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=min(3, len(handles)),
+                   frameon=False, bbox_to_anchor=(0.5, 0.0))  # fmt: skip
     ax.set_title(f"{decision.task}: cost against quality", fontsize=9)
-    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.14, top=0.91)  # fixed: tight_layout lays out twice
-    return _svg(fig, salt, f"cost against quality for task {decision.task}")
+    rows = max(1, math.ceil(len(handles) / 3))
+    # fixed margins (tight_layout lays out twice): the right one holds the min_quality label,
+    # the bottom one the x label and the legend's rows
+    fig.subplots_adjust(left=0.08, right=0.88, bottom=0.15 + 0.04 * rows, top=0.92)
+    return fig
 
 
 def _frontier(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:

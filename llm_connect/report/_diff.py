@@ -3,9 +3,11 @@
 The diff is computed here, in Python (:class:`difflib.SequenceMatcher` over
 words and the whitespace between them), and handed to the page as segments
 ``[op, text]``: ``"="`` text both answers share, ``"-"`` text only the
-baseline has, ``"+"`` text only the candidate has. The page builds ``<del>``
-and ``<ins>`` elements from them with ``textContent``; :func:`diff_html`
-renders the same segments as escaped HTML for a page without JavaScript.
+baseline has, ``"+"`` text only the candidate has. The page marks the words
+that differ on both sides alike, neither as wrong: ``<mark class="diff-base">``
+in the baseline's column (soft amber), ``<mark class="diff-cand">`` in the
+candidate's (soft blue), no strikethrough, built with ``textContent``;
+:func:`diff_html` renders the same segments as escaped HTML.
 """
 
 from __future__ import annotations
@@ -71,12 +73,12 @@ def word_diff(baseline: str, candidate: str) -> list[list[str]]:
 
 def diff_html(segments: list[list[str]], side: str) -> str:
     """One side (``"baseline"`` or ``"candidate"``) of ``segments`` as escaped HTML with
-    ``<del>`` / ``<ins>`` around the words only that side has."""
-    own, tag = ("-", "del") if side == "baseline" else ("+", "ins")
+    ``<mark class="diff-base">`` / ``<mark class="diff-cand">`` around the words only that side has."""
+    own, cls = ("-", "diff-base") if side == "baseline" else ("+", "diff-cand")
     parts = []
     for op, text in segments:
         if op == "=":
             parts.append(html.escape(text))
         elif op == own:
-            parts.append(f"<{tag}>{html.escape(text)}</{tag}>")
+            parts.append(f'<mark class="{cls}">{html.escape(text)}</mark>')
     return "".join(parts)

@@ -29,6 +29,7 @@ from llm_connect.report._cases import (
 )
 from llm_connect.report._decide import TaskReport, check_settings, decide_task, task_sides
 from llm_connect.report._select import Selection, select
+from llm_connect.report._summary import check_gate, decision_sentence, failures, more_cases
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -87,6 +88,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(num=_num, signed=_signed, ratio=_ratio, money=_money, ms=_ms)
+    env.filters.update(sentence=decision_sentence, more=more_cases)
     return env
 
 
@@ -263,6 +265,9 @@ def _render(
     truncated: bool,
     cases_embedded: int,
     per_side: int,
+    run_ids: Sequence[str] = (),
+    since: datetime | None = None,
+    gate: Mapping[str, Any] | None = None,
 ) -> str:
     from markupsafe import Markup
 
@@ -270,6 +275,7 @@ def _render(
     from llm_connect.report._charts import cost_quality_svg
 
     charts = {r.task: Markup(cost_quality_svg(r, salt=f"task{i}")) for i, r in enumerate(reports)}
+    failed, n_failed = failures(ledger, run_ids=run_ids, tasks=tasks_filter, since=since)
     return (
         _environment()
         .get_template("report.html.j2")
@@ -298,6 +304,9 @@ def _render(
             truncated=truncated,
             cases_embedded=cases_embedded,
             per_side=per_side,
+            gate=check_gate(gate),
+            failures=failed,
+            n_failures=n_failed,
         )
     )
 
@@ -313,8 +322,10 @@ def _build(
     confidence: float,
     max_cases: int | None,
     route_on: Sequence[str],
+    gate: Mapping[str, Any] | None = None,
 ) -> _Built:
     check_settings(min_quality, min_samples, confidence)
+    check_gate(gate)
     limit = DEFAULT_MAX_CASES if max_cases is None else max_cases
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ConfigurationError(f"max_cases must be a positive int, not {max_cases!r}")
@@ -361,6 +372,9 @@ def _build(
         truncated=truncated,
         cases_embedded=len(kept),
         per_side=max(1, limit // (2 * groups)),
+        run_ids=sel.run_ids,
+        since=sel.since,
+        gate=gate,
     )
     return _Built(html, len(rows), len(kept), truncated, tuple(reports))
 
@@ -380,6 +394,7 @@ def render_report(
     confidence: float = 0.95,
     max_cases: int | None = None,
     route_on: Sequence[str] = (),
+    gate: Mapping[str, Any] | None = None,
 ) -> str:
     """The self-contained HTML report of the selected grades, as a string (see :func:`write_report`)."""
     return _build(
@@ -392,6 +407,7 @@ def render_report(
         confidence=confidence,
         max_cases=max_cases,
         route_on=route_on,
+        gate=gate,
     ).html
 
 
@@ -407,6 +423,7 @@ def write_report(
     confidence: float = 0.95,
     max_cases: int | None = None,
     route_on: Sequence[str] = (),
+    gate: Mapping[str, Any] | None = None,
 ) -> ReportInfo:
     """Write one self-contained HTML report of the selected grades to ``path``.
 
@@ -416,6 +433,11 @@ def write_report(
     does. ``route_on`` narrows the judges that decide routing (default: all).
     At most ``max_cases`` grades (default 5,000) are embedded in the case
     browser: above it, the worst and best per task x candidate x judge.
+    The cases of the selection that could not be graded (``ledger.failures``)
+    are listed whole in ``#failures``. ``gate`` (optional) is the run's quality
+    gate as the caller computed it, ``{"outcome": "passed" | "failed" |
+    "not settled", "min_quality": Q, "lines": [str, ...]}``: shown as the
+    banner ``#gate`` at the top with exactly that outcome (nothing recomputed).
 
     Raises :class:`~llm_connect.errors.ConfigurationError` for an unknown run id,
     an empty selection or bad settings, before anything is written; the file is
@@ -433,6 +455,7 @@ def write_report(
         confidence=confidence,
         max_cases=max_cases,
         route_on=route_on,
+        gate=gate,
     )
     data = built.html.encode("utf-8")
     directory = target.parent if str(target.parent) else Path(".")

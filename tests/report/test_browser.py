@@ -23,6 +23,7 @@ from tests.report.conftest import (
     GOOD_FAILS,
     JUDGES,
     PWNED_CASE,
+    RUN_ID,
     TASKS,
     add_calibration_and_stability,
     assert_no_console_errors,
@@ -62,8 +63,19 @@ return Array.from(document.querySelectorAll('#cases .case-row'))
 """
 
 
+_RUNS_JS = """
+return Array.from(document.querySelectorAll('#cases .case-row .case-run'))
+  .filter(function (r) { return r.getClientRects().length > 0; }).length;
+"""
+
+
+def visible_runs(driver: Any) -> int:
+    """How many grades (``.case-run``, one per run of a case) the shown cards hold."""
+    return int(driver.execute_script(_RUNS_JS))
+
+
 def visible_rows(driver: Any) -> list[dict[str, Any]]:
-    """Every shown ``.case-row`` of ``#cases`` with its data attributes (score as a float)."""
+    """Every shown case card (``.case-row`` of ``#cases``) with its data attributes (score as a float)."""
     rows = driver.execute_script(_ROWS_JS)
     for row in rows:
         row["score"] = float(row["score"])
@@ -75,7 +87,7 @@ def case_count(driver: Any) -> int:
 
 
 def rows_settled(driver: Any, check: Any) -> list[dict[str, Any]]:
-    """Wait until the shown rows pass ``check`` and ``#case-count`` says how many there are."""
+    """Wait until the shown cards pass ``check`` and ``#case-count`` says how many grades they hold."""
     state: dict[str, Any] = {}
 
     def ready(d: Any) -> bool:
@@ -85,7 +97,7 @@ def rows_settled(driver: Any, check: Any) -> list[dict[str, Any]]:
             count = case_count(d)
         except ValueError:
             return False
-        return bool(rows) and count == len(rows) and bool(check(rows))
+        return bool(rows) and count == visible_runs(d) and bool(check(rows))
 
     wait_for(driver, ready, "the case rows did not settle", timeout=20)
     return state["rows"]  # type: ignore[no-any-return]
@@ -235,6 +247,16 @@ def test_the_summary_is_in_the_static_html(
     url = open_file(driver, report_file)
     decisions = by_css(driver, "section#decisions")
     assert decisions.is_displayed() and f"route to {GOOD}" in decisions.text
+    # one sentence per decision; the long reason is behind a closed disclosure that opens without JS
+    sentences = decisions.find_elements("css selector", "p.sentence")
+    assert len(sentences) == len(TASKS)
+    assert all(s.text.startswith(f"Route to {GOOD} instead of") and s.text.endswith(".") for s in sentences)
+    assert not any(". " in s.text or ";" in s.text for s in sentences)
+    reason = decisions.find_element("css selector", "details.reason")
+    assert reason.get_attribute("open") is None and "anytime-valid" not in decisions.text
+    reason.find_element("css selector", "summary").click()
+    wait_for(driver, lambda d: "anytime-valid" in reason.text, "the disclosure did not open")
+    assert "anytime-valid" not in by_css(driver, "section#evidence").text  # never repeated there
     assert by_css(driver, "section#evidence").text.count("ruled out") >= len(TASKS) * len(JUDGES)
     for name in SECTIONS:
         assert by_css(driver, f"section#{name}").text.strip(), f"section#{name} is empty without JavaScript"
@@ -276,7 +298,19 @@ def test_a_case_shows_both_answers_with_the_diff_tool_calls_and_served_models(
     text = row.text
     assert "lookup_order" in text and "A-1011" in text
     assert "gpt-4o-2024-08-06" in text and "gpt-4o-mini-2024-07-18" in text  # served model names
-    assert row.find_elements("css selector", "del") and row.find_elements("css selector", "ins")
+    # the words that differ are marked on both sides alike, neither struck through nor red
+    assert not row.find_elements("css selector", "del, ins, s, strike")
+    base = row.find_elements("css selector", ".side:first-child mark.diff-base")
+    cand = row.find_elements("css selector", ".side:last-child mark.diff-cand")
+    assert base and cand
+    for mark in (*base, *cand):
+        assert mark.value_of_css_property("text-decoration-line") == "none"
+        assert mark.value_of_css_property("color") == row.value_of_css_property("color")
+    assert base[0].value_of_css_property("background-color") != cand[0].value_of_css_property(
+        "background-color"
+    )
+    assert "highlighted: words that differ" in row.text
+    assert [r.get_attribute("data-run") for r in row.find_elements("css selector", ".case-run")] == [RUN_ID]
     screenshot(page, tmp_path, "file-case-tools", "#cases")
     assert_no_console_errors(page)
     assert_offline(page, [url])

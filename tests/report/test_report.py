@@ -250,8 +250,11 @@ def test_word_diff_round_trips() -> None:
     assert "".join(t for op, t in segments if op != "+") == a
     assert "".join(t for op, t in segments if op != "-") == b
     assert ["-", "quick "] in segments and ["+", "slow "] in segments
-    assert diff_html(segments, "baseline") == "the <del>quick </del>brown fox &lt;jumps&gt;"
-    assert diff_html(segments, "candidate") == "the <ins>slow </ins>brown fox &lt;jumps&gt;<ins> high</ins>"
+    base, cand = '<mark class="diff-base">', '<mark class="diff-cand">'
+    assert diff_html(segments, "baseline") == f"the {base}quick </mark>brown fox &lt;jumps&gt;"
+    assert (
+        diff_html(segments, "candidate") == f"the {cand}slow </mark>brown fox &lt;jumps&gt;{cand} high</mark>"
+    )
 
 
 def test_all_is_sorted_and_importable() -> None:
