@@ -30,6 +30,7 @@ def write_artifacts(
     threshold: float,
     min_samples: int,
     route_on: list[str] | None = None,
+    gate: Any = None,
 ) -> None:
     """Write the JUnit XML and the HTML report of the run just made (each only when asked).
 
@@ -40,7 +41,7 @@ def write_artifacts(
         from llm_connect.cli._junit import write_junit
 
         try:
-            write_junit(junit, stats, failures=report.failures, elapsed_s=report.elapsed_s)
+            write_junit(junit, stats, failures=report.failures, elapsed_s=report.elapsed_s, gate=gate)
         except OSError as exc:
             echo_err(f"--junit {junit}: cannot write ({exc.strerror or exc})")
     if report_path is not None and report.run_id is not None:
@@ -53,6 +54,9 @@ def write_artifacts(
                 run_ids=[str(report.run_id)],
                 min_quality=threshold,
                 min_samples=min_samples,
+                gate=None
+                if gate is None
+                else {"outcome": gate.outcome, "min_quality": gate.min_quality, "lines": gate.lines()},
             )
         except Exception as exc:  # the grades are committed: the report is a view of them
             echo_err(f"--report {report_path}: not written ({type(exc).__name__}: {exc})")

@@ -20,6 +20,7 @@ __all__ = [
     "EXIT_GATE",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
+    "EXIT_NOT_SETTLED",
     "EXIT_OK",
     "EXIT_USAGE",
     "ApiKeyOption",
@@ -48,6 +49,10 @@ EXIT_FAILURES = 3
 """Some cases could not be graded after retries (listed; the rest recorded)."""
 EXIT_INTERNAL = 4
 """An unexpected error (a bug): one line, rerun with ``--debug`` for the traceback."""
+EXIT_NOT_SETTLED = 5
+"""``grade --min-quality``: no candidate is ruled out, but the evidence does not prove the
+threshold for every one yet (``--allow-unsettled`` turns this into 0). Not 4: a crash must
+never pass for "not settled" in a CI script that allows unsettled runs."""
 EXIT_INTERRUPTED = 130
 """Interrupted by Ctrl-C; everything finished was committed."""
 
@@ -86,26 +91,38 @@ DbOption: Any = typer.Option(
     help="Ledger database URL (default: sqlite:///llm_connect.db).",
     show_envvar=True,
     metavar="URL",
+    rich_help_panel="Runs and the ledger",
 )
-JsonOption: Any = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+JsonOption: Any = typer.Option(
+    False, "--json", help="Print machine-readable JSON on stdout.", rich_help_panel="Output"
+)
 
 # The model-call options every command that calls a model takes, spelled once.
 BaseUrlOption: Any = typer.Option(
     None, "--base-url", help="OpenAI-compatible server URL (default: $OPENAI_BASE_URL).", show_default=False,
-    metavar="URL",
+    metavar="URL", rich_help_panel="Model calls",
 )  # fmt: skip
 ApiKeyOption: Any = typer.Option(
     None, "--api-key", help="API key (default: $OPENAI_API_KEY). Never printed or stored.",
-    show_default=False, metavar="KEY",
+    show_default=False, metavar="KEY", rich_help_panel="Model calls",
 )  # fmt: skip
-TemperatureOption: Any = typer.Option(None, "--temperature", min=0.0, show_default=False, metavar="T")
-MaxTokensOption: Any = typer.Option(None, "--max-tokens", min=1, show_default=False, metavar="N")
+TemperatureOption: Any = typer.Option(
+    None, "--temperature", min=0.0, show_default=False, metavar="T",
+    help="Sampling temperature sent with every model call (default: the provider's).",
+    rich_help_panel="Model calls",
+)  # fmt: skip
+MaxTokensOption: Any = typer.Option(
+    None, "--max-tokens", min=1, show_default=False, metavar="N",
+    help="Most tokens one answer may generate (default: the provider's).", rich_help_panel="Model calls",
+)  # fmt: skip
 SeedOption: Any = typer.Option(
-    None, "--seed", help="Sent as model_params.seed.", show_default=False, metavar="N"
-)
+    None, "--seed", help="Sent as model_params.seed (servers that support it answer more repeatably).",
+    show_default=False, metavar="N", rich_help_panel="Model calls",
+)  # fmt: skip
 TimeoutOption: Any = typer.Option(
-    None, "--timeout", min=0.001, help="Per-call timeout in seconds.", show_default=False, metavar="SECONDS"
-)
+    None, "--timeout", min=0.001, help="Per-call timeout in seconds.", show_default=False, metavar="SECONDS",
+    rich_help_panel="Model calls",
+)  # fmt: skip
 
 
 def set_debug(value: bool) -> None:
@@ -197,7 +214,11 @@ def stdout_is_tty() -> bool:
 
 
 def open_ledger(db: str | None) -> Any:
-    """Open the ledger at ``db`` (LedgerError -> exit 2 through :func:`handle_errors`)."""
-    from llm_connect.ledger import QualityLedger
+    """Open the ledger at ``db`` (LedgerError -> exit 2 through :func:`handle_errors`).
 
-    return QualityLedger(db)
+    A ``db`` that is ``$LLM_CONNECT_DATABASE_URL`` (``--db``'s environment variable) is left for
+    the ledger to read, so that an error about it names the variable.
+    """
+    from llm_connect.ledger import ENV_VAR, QualityLedger
+
+    return QualityLedger(None if db and db == os.environ.get(ENV_VAR) else db)

@@ -11,7 +11,7 @@ import typer
 
 from llm_connect.cli._common import stdout_is_tty
 
-__all__ = ["print_human"]
+__all__ = ["grade_json", "print_human"]
 
 
 class _Out:
@@ -40,12 +40,17 @@ def print_human(
     stats: list[Any],
     decisions: list[Any],
     routing_error: str | None,
-    gate_failed: list[Any],
-    min_quality: float | None,
+    gate: Any,
     show_cases: bool,
     single: bool,
     sessions: Any = None,
+    *,
+    verbose: bool = False,
+    allow_unsettled: bool = False,
+    formats: dict[str, Any] | None = None,
 ) -> None:
+    """The grade report for a person: per-case lines (asked, or one prompt), the statistics,
+    one short routing line per task (the full reason with ``verbose``), the quality gate."""
     from llm_connect.cli import _report
 
     report = outcome.report
@@ -78,10 +83,15 @@ def print_human(
         out.line((title, None))
         for text in _report.stats_lines(stats, confidence=0.95):
             out.line((text, None))
+    if stats:
+        out.line((_report.CASES_NOTE, "dim"))
     from llm_connect.cli._embeddings import embedding_line
 
     if (embedded := embedding_line(outcome)) is not None:
         out.line((embedded, "dim"))
+    for gid, used in (formats or {}).items():
+        shown = ", ".join(f"{fmt} ({where})" for where, fmt in sorted(used.items()))
+        out.line((f"judge {gid}", "dim"), (f" asked for structured output as {shown}", "dim"))
     if sessions is not None:
         from llm_connect.cli._sessions import session_lines
 
@@ -107,19 +117,105 @@ def print_human(
             out.line((f"{cand}", "bold"), (f": settled early, not graded on {where}", None))
     if stopped:
         out.line((f"--until-decided saved {getattr(report, 'calls_saved', 0)} model call(s)", "green"))
-    for d in decisions:
-        arrow = "route to" if d.routed else "keep baseline"
-        out.line(
-            (f"task {d.task}", "bold"), (f": {arrow} ", None), (d.model, "bold"), (f". {d.reason}", None)
-        )
+    _print_decisions(out, decisions, verbose)
     if routing_error:
         out.line((f"routing skipped: {routing_error}", None))
-    if min_quality is not None:
-        if gate_failed:
-            names = ", ".join(
-                f"{s.candidate} on {s.grader_id} in {s.task} (upper bound {s.evidence.upper_bound:.3f})"
-                for s in gate_failed
-            )
-            out.line((f"quality gate FAILED (min {min_quality:g}): ", "bold red"), (names, None))
-        else:
-            out.line((f"quality gate passed (min {min_quality:g})", "green"))
+    if gate is not None:
+        _print_gate(out, gate, allow_unsettled)
+
+
+def _print_decisions(out: _Out, decisions: list[Any], verbose: bool) -> None:
+    """One short line per task; the router's whole reason, wrapped, with ``verbose``."""
+    import textwrap
+
+    from llm_connect.routing import decision_sentence
+
+    for d in decisions:
+        arrow = "route to" if d.routed else "keep baseline"
+        out.line((f"task {d.task}", "bold"), (f": {arrow} ", None), (d.model, "bold"))
+        for text in textwrap.wrap(decision_sentence(d), width=100):
+            out.line(("    " + text, None))
+        if verbose:
+            for text in textwrap.wrap(d.reason, width=100):
+                out.line(("    " + text, "dim"))
+    if decisions and not verbose:
+        out.line(("(--verbose prints each decision's full reason)", "dim"))
+
+
+def _print_gate(out: _Out, gate: Any, allow_unsettled: bool) -> None:
+    from llm_connect.routing import GATE_FAILED, GATE_PASSED
+
+    style = {GATE_PASSED: "green", GATE_FAILED: "bold red"}.get(gate.outcome, "bold yellow")
+    out.line((gate.headline(), style))
+    for text in gate.lines() if gate.outcome != GATE_PASSED else []:
+        out.line(("  " + text, None))
+    if gate.outcome not in (GATE_PASSED, GATE_FAILED):
+        tail = (
+            " (--allow-unsettled: exit 0)" if allow_unsettled else " (exit 5; --allow-unsettled makes it 0)"
+        )
+        out.line(("not settled is neither a pass nor a failure: grade more cases" + tail, "dim"))
+
+
+def grade_json(
+    outcome: Any,
+    stats: list[Any],
+    decisions: list[Any],
+    routing_error: str | None,
+    gate: Any,
+    *,
+    sessions: Any,
+    code: int,
+    resume: str,
+    formats: dict[str, Any] | None,
+    min_quality: float | None,
+    show_cases: bool,
+) -> dict[str, Any]:
+    """What ``grade --json`` prints: the run, its statistics, routing, the gate, failures."""
+    from llm_connect.cli._embeddings import embedding_json
+
+    report = outcome.report
+    payload = {
+        "run_id": report.run_id,
+        "suite": report.suite,
+        "cases": report.cases_total,
+        "cases_done": report.cases_done,
+        "cases_skipped": report.cases_skipped,
+        "model_calls": report.model_calls,
+        "cache_hits": report.cache_hits,
+        "elapsed_s": round(report.elapsed_s, 3),
+        "interrupted": report.interrupted,
+        "min_quality": min_quality,
+        "gate": None if gate is None else gate.outcome,
+        "gate_detail": None if gate is None else gate.to_dict(),
+        "stats": [s.to_dict() for s in stats],
+        "routing": [d.to_dict() for d in decisions],
+        "routing_error": routing_error,
+        "served_as": report.served_as(),
+        "stopped": getattr(report, "stopped", {}),
+        "calls_saved": getattr(report, "calls_saved", 0),
+        "embeddings": embedding_json(outcome),
+        "response_formats": formats or {},
+        "failures": [f.__dict__ for f in report.failures],
+        "not_applicable": [
+            {"grader_id": gid, **info} for gid, info in report.not_applicable_by_judge().items()
+        ],
+        "gate_failed": []
+        if gate is None
+        else [f"{i.task} / {i.candidate} / {i.evidence.grader_id}" for i in gate.ruled_out],
+        "sessions": None if sessions is None else sessions.to_dict(),
+        "resume": resume,
+        "exit_code": code,
+    }
+    if show_cases:
+        payload["case_results"] = [
+            {
+                "case_id": r.case_id,
+                "task": r.task,
+                "candidate": r.candidate,
+                "grader_id": r.result.grader_id,
+                "quality_score": r.result.quality_score,
+                "notes": r.result.notes,
+            }
+            for r in report.results
+        ]
+    return payload

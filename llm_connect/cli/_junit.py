@@ -11,6 +11,11 @@ in the suite ``llm-connect``:
   ``insufficient``, ``no grades``), with how many more cases would settle it;
 * passed when the candidate is proven on that judge.
 
+With ``--min-quality`` the suite carries the quality gate's outcome as the
+property ``gate`` (``passed``, ``failed`` or ``not settled``, the same word as
+``--json``'s ``gate``) and ``min_quality``; a CI system that counts skipped
+cases as green still sees the gate in the step's exit code (5 when not settled).
+
 Cases that failed after retries add one ``<testcase name="cases">`` with an
 ``<error>`` listing them, so a CI run shows them too. The XML is built with
 :mod:`xml.etree.ElementTree` (it escapes every text and attribute).
@@ -58,14 +63,22 @@ def _case(stat: Any, elapsed: float) -> ET.Element:
             case, "failure", {"message": f"ruled out: {ev.why}", "type": "QualityGate"}
         ).text = ev.why
     elif stat.verdict != "proven":
-        ET.SubElement(case, "skipped", {"message": f"{stat.verdict}: {ev.why}"})
+        from llm_connect.routing import more_cases
+
+        more = more_cases(ev)
+        settle = "" if more is None else f" (about {more} more cases would settle it)"
+        ET.SubElement(case, "skipped", {"message": f"{stat.verdict}, not settled{settle}: {ev.why}"})
     return case
 
 
-def junit_xml(stats: Sequence[Any], *, failures: Sequence[Any] = (), elapsed_s: float = 0.0) -> bytes:
+def junit_xml(
+    stats: Sequence[Any], *, failures: Sequence[Any] = (), elapsed_s: float = 0.0, gate: Any = None
+) -> bytes:
     """The JUnit XML document (UTF-8 bytes) for ``stats`` (the grade report's rows).
 
-    Only rows whose judge decides routing (``routes``) become test cases.
+    Only rows whose judge decides routing (``routes``) become test cases; ``gate``
+    (a :class:`~llm_connect.routing.GateResult`) adds the suite properties ``gate``
+    and ``min_quality``.
     """
     routing = [s for s in stats if s.routes]
     per = elapsed_s / max(1, len(routing))
@@ -88,6 +101,10 @@ def junit_xml(stats: Sequence[Any], *, failures: Sequence[Any] = (), elapsed_s: 
             "time": f"{elapsed_s:.3f}",
         },
     )
+    if gate is not None:
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", {"name": "gate", "value": gate.outcome})
+        ET.SubElement(props, "property", {"name": "min_quality", "value": f"{gate.min_quality:g}"})
     suite.extend(cases)
     root = ET.Element("testsuites", {"name": _SUITE})
     root.append(suite)
@@ -96,10 +113,15 @@ def junit_xml(stats: Sequence[Any], *, failures: Sequence[Any] = (), elapsed_s: 
 
 
 def write_junit(
-    path: Path, stats: Sequence[Any], *, failures: Sequence[Any] = (), elapsed_s: float = 0.0
+    path: Path,
+    stats: Sequence[Any],
+    *,
+    failures: Sequence[Any] = (),
+    elapsed_s: float = 0.0,
+    gate: Any = None,
 ) -> None:
     """Write :func:`junit_xml` to ``path`` atomically (a temp file in the same folder, renamed)."""
-    data = junit_xml(stats, failures=failures, elapsed_s=elapsed_s)
+    data = junit_xml(stats, failures=failures, elapsed_s=elapsed_s, gate=gate)
     folder = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
     try:

@@ -14,7 +14,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RunStats", "run_stats", "task_sides"]
+__all__ = ["CASES_NOTE", "RunStats", "run_stats", "task_sides"]
+
+CASES_NOTE = (
+    "cases: distinct cases of the task in the ledger (every run, not only this one), the unit of "
+    "evidence; (N grades) when a case has several (replicates, re-runs, --samples)"
+)
+"""What the ``cases`` figures mean, printed under the statistics."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +203,7 @@ def _cases(s: RunStats) -> str:
     ev = s.evidence
     text = str(ev.n)
     if ev.n_grades is not None and ev.n_grades != ev.n:
-        text += f" ({ev.n_grades})"
+        text += f" ({ev.n_grades} grades)"
     return text
 
 
@@ -211,8 +217,11 @@ def _delta(s: RunStats) -> str:
 def _verdict_text(s: RunStats) -> str:
     ev = s.evidence
     text = s.verdict
-    if ev.status in ("undecided", "insufficient") and ev.cases_needed is not None:
-        text += f" (~{max(0, ev.cases_needed - ev.n)} more cases)"
+    from llm_connect.routing import more_cases
+
+    more = more_cases(ev)
+    if more is not None:
+        text += f" (~{more} more cases)"
     if not s.routes:
         text += " (diagnostic)"
     return text
@@ -228,7 +237,7 @@ def stats_table(stats: Sequence[RunStats], *, title: str, confidence: float) -> 
         ("task", "left"),
         ("candidate", "left"),
         ("judge", "left"),
-        ("cases (grades)", "right"),
+        ("cases", "right"),
         ("mean [bounds]", "right"),
         ("Δ vs baseline", "right"),
         ("cost vs baseline", "right"),

@@ -61,10 +61,21 @@ class GradeOptions:
     min_samples: int = 30
     confidence: float = 0.95
     allow_uncalibrated: bool = False
+    gate: bool = False
+    """Whether ``--min-quality`` was given: the quality gate decides the exit code."""
+    given: set[str] = field(default_factory=set)
+    """The fields set on the command line (``--resume`` restores the others from the run)."""
 
     def run_info(self, grader_ids: list[str]) -> dict[str, Any]:
-        """What is stored with the run (never the API key or the base URL's credentials)."""
+        """What is stored with the run (never the API key or the base URL's credentials).
+
+        ``settings`` holds everything ``--resume`` restores (``cli/_settings.py``);
+        the other keys are kept for readers of older runs.
+        """
+        from llm_connect.cli._settings import settings_of
+
         return {
+            "settings": settings_of(self),
             "baseline": self.baseline,
             "candidates": list(self.candidates),
             "judges": list(self.judges),
@@ -255,6 +266,19 @@ def execute(
     from llm_connect.grading import BatchGrader, JudgeContext, Suite, build_judge, load_suite, side_from_spec
     from llm_connect.grading._retry import CallLimit, RateLimiter, ResilientAdapter, RetryPolicy
 
+    # 0. a resumed run's stored settings (a changed pinned setting -> exit 2, before any call)
+    ledger: Any = None
+    if opts.resume and not opts.shared:
+        from llm_connect.cli._common import open_ledger
+        from llm_connect.cli._settings import restore_settings
+
+        assert opts.run_id is not None
+        ledger = open_ledger(opts.db)
+        stored = ledger.run(opts.run_id)
+        if stored is None:
+            fail(f"--resume {opts.run_id}: no such run in {ledger.url}")
+        restore_settings(opts, opts.run_id, stored.config, opts.given)
+
     # 1. the suite (SuiteError -> exit 2, before anything else)
     if opts.prompt is not None:
         suite = Suite.single(opts.prompt, task=opts.task)
@@ -297,14 +321,13 @@ def execute(
     # 3. the ledger (LedgerError -> exit 2)
     from llm_connect.cli._common import open_ledger
 
-    ledger = shared_ledger if shared_ledger is not None else open_ledger(opts.db)
+    if shared_ledger is not None:
+        ledger = shared_ledger
+    elif ledger is None:
+        ledger = open_ledger(opts.db)
     context.use_embedding_store(ledger if opts.use_cache else None)  # --no-cache: embed every text
-    if opts.shared:
-        pass  # joining the run is the point: every worker names the same run id
-    elif opts.resume:
-        assert opts.run_id is not None
-        if ledger.run(opts.run_id) is None:
-            fail(f"--resume {opts.run_id}: no such run in {ledger.url}")
+    if opts.shared or opts.resume:
+        pass  # a shared run is joined by every worker; a resumed run was checked above
     elif opts.run_id is not None and ledger.run(opts.run_id) is not None:
         fail(f"run {opts.run_id} already exists in {ledger.url}; continue it with --resume {opts.run_id}")
 

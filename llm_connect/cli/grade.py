@@ -16,6 +16,7 @@ from llm_connect.cli._common import (
     EXIT_FAILURES,
     EXIT_GATE,
     EXIT_INTERRUPTED,
+    EXIT_NOT_SETTLED,
     EXIT_OK,
     ApiKeyOption,
     BaseUrlOption,
@@ -30,6 +31,7 @@ from llm_connect.cli._common import (
     handle_errors,
     stdout_is_tty,
 )
+from llm_connect.cli._settings import given_fields, resume_hint
 
 __all__ = ["DEFAULT_JUDGE", "DEFAULT_MIN_QUALITY", "grade"]
 
@@ -86,50 +88,15 @@ def _pick_sides(
     return baseline, candidates
 
 
-def _resume_hint(opts: Any, run_id: str) -> str:
-    """The command that continues this run: same suite, sides, judges and database
-    (never the API key; a database password shows masked)."""
-    import shlex
-
-    parts: list[str] = ["llm-connect", "grade"]
-    if opts.suite_path is not None:
-        parts.append(opts.suite_path)
-    else:
-        parts += ["--prompt", opts.prompt or ""]
-    parts += ["-b", opts.baseline]
-    for cand in opts.candidates:
-        parts += ["-c", cand]
-    for spec in opts.judges:
-        parts += ["-j", spec]
-    for flag, value in (
-        ("--judge-model", opts.judge_model),
-        ("--task", opts.task),
-        ("--base-url", opts.base_url),
-        ("--db", _masked_db(opts.db)),
-    ):
-        if value is not None:
-            parts += [flag, value]
-    return " ".join(shlex.quote(p) for p in parts) + f" --resume {shlex.quote(run_id)}"
-
-
-def _masked_db(db: str | None) -> str | None:
-    if db is None:
-        return None
-    try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(db).render_as_string(hide_password=True)
-    except Exception:
-        return db
-
-
 @handle_errors
 def grade(
+    ctx: typer.Context,
     suite_path: Annotated[
         Path | None,
         typer.Argument(
             help="Suite file (JSONL or YAML). Omit with --prompt / --prompt-file.",
             show_default=False,
+            rich_help_panel="Suite and models",
         ),
     ] = None,
     baseline: Annotated[
@@ -140,6 +107,7 @@ def grade(
             help=f"Baseline: {_SPEC_HELP}. Default: recorded:baseline.",
             show_default=False,
             metavar="SPEC",
+            rich_help_panel="Suite and models",
         ),
     ] = None,
     candidate: Annotated[
@@ -150,6 +118,7 @@ def grade(
             help=f"Candidate (repeatable): {_SPEC_HELP}. Default: recorded:candidate.",
             show_default=False,
             metavar="SPEC",
+            rich_help_panel="Suite and models",
         ),
     ] = None,
     judge: Annotated[
@@ -161,6 +130,7 @@ def grade(
             "schema, correctness, length, relevance, completeness, persona, safety, plugins. Default: exact.",
             show_default=False,
             metavar="JUDGE",
+            rich_help_panel="Judges and the gate",
         ),
     ] = None,
     judge_model: Annotated[
@@ -170,6 +140,7 @@ def grade(
             help="Model for LLM judges that name none (provider:model).",
             show_default=False,
             metavar="SPEC",
+            rich_help_panel="Judges and the gate",
         ),
     ] = None,
     task: Annotated[
@@ -180,11 +151,18 @@ def grade(
             help="Task of cases that name none (default: the suite's, else 'default').",
             show_default=False,
             metavar="TASK",
+            rich_help_panel="Suite and models",
         ),
     ] = None,
     prompt: Annotated[
         str | None,
-        typer.Option("--prompt", "-p", help="Grade this one prompt instead of a suite.", metavar="TEXT"),
+        typer.Option(
+            "--prompt",
+            "-p",
+            help="Grade this one prompt instead of a suite.",
+            metavar="TEXT",
+            rich_help_panel="Suite and models",
+        ),
     ] = None,
     prompt_file: Annotated[
         str | None,
@@ -193,6 +171,7 @@ def grade(
             help="Grade the prompt in this file ('-' reads stdin).",
             show_default=False,
             metavar="PATH",
+            rich_help_panel="Suite and models",
         ),
     ] = None,
     system_prompt: Annotated[
@@ -202,10 +181,19 @@ def grade(
             help="System prompt for cases that set none.",
             show_default=False,
             metavar="TEXT",
+            rich_help_panel="Suite and models",
         ),
     ] = None,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, max=1024, help="Model calls in flight.", metavar="N")
+        int,
+        typer.Option(
+            "--concurrency",
+            min=1,
+            max=1024,
+            help="Model calls in flight.",
+            metavar="N",
+            rich_help_panel="Model calls",
+        ),
     ] = 8,
     rpm: Annotated[
         float | None,
@@ -215,6 +203,7 @@ def grade(
             help="At most this many model calls start per minute (with --shared: for the whole fleet).",
             show_default=False,
             metavar="N",
+            rich_help_panel="Model calls",
         ),
     ] = None,
     tpm: Annotated[
@@ -226,6 +215,7 @@ def grade(
             "with --shared: for the whole fleet).",
             show_default=False,
             metavar="N",
+            rich_help_panel="Model calls",
         ),
     ] = None,
     shared: Annotated[
@@ -234,6 +224,7 @@ def grade(
             "--shared",
             help="Grade run --run-id together with every other worker given the same run id and suite "
             "(PostgreSQL ledger): each claims cases with a lease, a killed worker's cases go to the others.",
+            rich_help_panel="Runs and the ledger",
         ),
     ] = False,
     lease_s: Annotated[
@@ -243,6 +234,7 @@ def grade(
             min=1.0,
             help="With --shared: seconds a claimed case stays a worker's without a renewal.",
             metavar="SECONDS",
+            rich_help_panel="Runs and the ledger",
         ),
     ] = 60.0,
     run_id: Annotated[
@@ -252,6 +244,7 @@ def grade(
             help="Id of this run (default: a fresh run-DATE-TIME-xxxxxx).",
             show_default=False,
             metavar="ID",
+            rich_help_panel="Runs and the ledger",
         ),
     ] = None,
     resume: Annotated[
@@ -261,6 +254,7 @@ def grade(
             help="Continue this run: grade only what it is missing.",
             show_default=False,
             metavar="RUN_ID",
+            rich_help_panel="Runs and the ledger",
         ),
     ] = None,
     db: str | None = DbOption,
@@ -275,6 +269,7 @@ def grade(
             f"default {DEFAULT_MIN_QUALITY}).",
             show_default=False,
             metavar="Q",
+            rich_help_panel="Judges and the gate",
         ),
     ] = None,
     min_samples: Annotated[
@@ -286,6 +281,7 @@ def grade(
             f"(default {DEFAULT_MIN_SAMPLES}; a smaller suite is reported as insufficient evidence).",
             show_default=False,
             metavar="N",
+            rich_help_panel="Judges and the gate",
         ),
     ] = None,
     route_on: Annotated[
@@ -296,16 +292,24 @@ def grade(
             "its --judge spec or grader id). Default: every judge; the others are then diagnostics.",
             show_default=False,
             metavar="JUDGE",
+            rich_help_panel="Judges and the gate",
         ),
     ] = None,
     allow_uncalibrated: Annotated[
         bool,
         typer.Option(
-            "--allow-uncalibrated", help="Let routing use LLM judges without a passing calibration."
+            "--allow-uncalibrated",
+            help="Let routing use LLM judges without a passing calibration.",
+            rich_help_panel="Judges and the gate",
         ),
     ] = False,
     no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Neither read nor fill the response and embedding caches.")
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Neither read nor fill the response and embedding caches.",
+            rich_help_panel="Model calls",
+        ),
     ] = False,
     until_decided: Annotated[
         bool,
@@ -313,10 +317,17 @@ def grade(
             "--until-decided",
             help="Grade the cases in a seeded random order and stop calling a candidate once it is "
             "proven or ruled out on every routing judge (valid: the bounds hold at every look).",
+            rich_help_panel="Judges and the gate",
         ),
     ] = False,
     order_seed: Annotated[
-        int, typer.Option("--order-seed", help="Seed of the --until-decided order.", metavar="N")
+        int,
+        typer.Option(
+            "--order-seed",
+            help="Seed of the --until-decided order.",
+            metavar="N",
+            rich_help_panel="Judges and the gate",
+        ),
     ] = 0,
     samples: Annotated[
         int,
@@ -327,6 +338,7 @@ def grade(
             metavar="K",
             min=1,
             max=100,
+            rich_help_panel="Model calls",
         ),
     ] = 1,
     junit: Annotated[
@@ -337,6 +349,7 @@ def grade(
             "(failure: ruled out; skipped: not settled).",
             metavar="FILE.xml",
             show_default=False,
+            rich_help_panel="Output",
         ),
     ] = None,
     report_file: Annotated[
@@ -346,10 +359,31 @@ def grade(
             help="Also write the run's offline HTML report (as `llm-connect report --run RUN_ID`).",
             metavar="FILE.html",
             show_default=False,
+            rich_help_panel="Output",
         ),
     ] = None,
+    allow_unsettled: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unsettled",
+            help="With --min-quality: exit 0 when the gate is NOT SETTLED (no candidate ruled out, not "
+            "every one proven yet); the message is the same.",
+            rich_help_panel="Judges and the gate",
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Print each routing decision's full reason (every judge's evidence), not one short line.",
+            rich_help_panel="Output",
+        ),
+    ] = False,
     json_out: bool = JsonOption,
-    cases: Annotated[bool, typer.Option("--cases", help="Also print each case's scores.")] = False,
+    cases: Annotated[
+        bool, typer.Option("--cases", help="Also print each case's scores.", rich_help_panel="Output")
+    ] = False,
     base_url: str | None = BaseUrlOption,
     api_key: str | None = ApiKeyOption,
     price: Annotated[
@@ -360,6 +394,7 @@ def grade(
             help="Price of a model in USD per 1M input and output tokens (repeatable), "
             "e.g. gpt-4o-mini=0.15,0.6; live responses then carry their cost.",
             show_default=False,
+            rich_help_panel="Model calls",
         ),
     ] = None,
     temperature: float | None = TemperatureOption,
@@ -373,23 +408,27 @@ def grade(
             min=0,
             help="Retries of a failed call (429, timeouts, connection errors, 5xx).",
             metavar="N",
+            rich_help_panel="Model calls",
         ),
     ] = 4,
 ) -> None:
     """Grade candidates against a baseline on a suite; store every grade; route.
 
-    Exit codes: 0 ok, 1 quality gate failed, 2 usage or input error, 3 some cases
-    failed after retries, 130 interrupted (resume with --resume RUN_ID).
+    Exit codes: 0 ok (and, with --min-quality, the gate passed), 1 quality gate
+    FAILED (a candidate is ruled out), 2 usage or input error, 3 some cases failed
+    after retries, 4 unexpected error, 5 quality gate NOT SETTLED (0 with
+    --allow-unsettled), 130 interrupted (continue with --resume RUN_ID).
     """
     from llm_connect.cli._run import GradeOptions, execute
 
+    given = given_fields(ctx)
     if prompt is not None and prompt_file is not None:
         fail("give --prompt or --prompt-file, not both")
     single = prompt if prompt is not None else (_read_prompt_file(prompt_file) if prompt_file else None)
     if single is not None and suite_path is not None:
         fail("give a SUITE file or --prompt/--prompt-file, not both")
-    if single is None and suite_path is None:
-        fail("missing SUITE (a JSONL or YAML file), or use --prompt TEXT")
+    if single is None and suite_path is None and resume is None:
+        fail("missing SUITE (a JSONL or YAML file), or use --prompt TEXT (or --resume RUN_ID)")
     pricing = _parse_prices(price or [])
     from llm_connect.cli._artifacts import check_output_path, write_artifacts
 
@@ -431,15 +470,16 @@ def grade(
         allow_uncalibrated=allow_uncalibrated,
         min_quality=DEFAULT_MIN_QUALITY if min_quality is None else min_quality,
         min_samples=DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
+        gate=min_quality is not None,
+        given=given,
     )
     show_progress = stdout_is_tty() and not json_out
     outcome = execute(opts, pick_sides=_pick_sides, progress=show_progress)
     report = outcome.report
-    threshold = DEFAULT_MIN_QUALITY if min_quality is None else min_quality
+    threshold, needed = opts.min_quality, opts.min_samples
 
     from llm_connect.cli import _report
 
-    needed = DEFAULT_MIN_SAMPLES if min_samples is None else min_samples
     stats = _report.run_stats(
         outcome.rows, outcome.ledger, threshold=threshold, min_samples=needed, routing_ids=outcome.gating_ids
     )
@@ -457,79 +497,56 @@ def grade(
     if not report.interrupted and stats:
         try:
             decisions = outcome.route(
-                threshold=threshold, min_samples=needed, allow_uncalibrated=allow_uncalibrated
+                threshold=threshold, min_samples=needed, allow_uncalibrated=opts.allow_uncalibrated
             )
         except Exception as exc:  # routing is advice: a failure there does not lose the grades
             routing_error = f"{type(exc).__name__}: {exc}"
-    # The gate fails on evidence that a candidate is below the threshold (ruled out on a routing
-    # judge: its upper confidence bound is below min_quality), the same rule the table prints.
-    gate_failed = [s for s in stats if min_quality is not None and s.routes and s.verdict == "ruled out"]
+    from llm_connect.routing import GATE_FAILED, GATE_NOT_SETTLED, quality_gate
+
+    # The gate reads the statuses the evidence module computed: passed only when every candidate
+    # is proven on every routing judge, failed when one is ruled out, not settled otherwise.
+    gate = (
+        quality_gate(((s.task, s.candidate, s.evidence) for s in stats if s.routes), min_quality=threshold)
+        if opts.gate
+        else None
+    )
 
     code = EXIT_OK
     if report.interrupted:
         code = EXIT_INTERRUPTED
     elif report.failures:
         code = EXIT_FAILURES
-    elif gate_failed:
+    elif gate is not None and gate.outcome == GATE_FAILED:
         code = EXIT_GATE
+    elif gate is not None and gate.outcome == GATE_NOT_SETTLED and not allow_unsettled:
+        code = EXIT_NOT_SETTLED
 
     write_artifacts(
         junit=junit, report_path=report_file, stats=stats, report=report, ledger=outcome.ledger,
-        threshold=threshold, min_samples=needed, route_on=list(outcome.gating_ids),
+        threshold=threshold, min_samples=needed, route_on=list(outcome.gating_ids), gate=gate,
     )  # fmt: skip
-    from llm_connect.cli import _embeddings
 
     if json_out:
-        payload = {
-            "run_id": report.run_id,
-            "suite": report.suite,
-            "cases": report.cases_total,
-            "cases_done": report.cases_done,
-            "cases_skipped": report.cases_skipped,
-            "model_calls": report.model_calls,
-            "cache_hits": report.cache_hits,
-            "elapsed_s": round(report.elapsed_s, 3),
-            "interrupted": report.interrupted,
-            "min_quality": min_quality,
-            "stats": [s.to_dict() for s in stats],
-            "routing": [d.to_dict() for d in decisions],
-            "routing_error": routing_error,
-            "served_as": report.served_as(),
-            "stopped": getattr(report, "stopped", {}),
-            "calls_saved": getattr(report, "calls_saved", 0),
-            "embeddings": _embeddings.embedding_json(outcome),
-            "failures": [f.__dict__ for f in report.failures],
-            "not_applicable": [
-                {"grader_id": gid, **info} for gid, info in report.not_applicable_by_judge().items()
-            ],
-            "gate_failed": [f"{s.task} / {s.candidate} / {s.grader_id}" for s in gate_failed],
-            "sessions": None if sessions is None else sessions.to_dict(),
-            "exit_code": code,
-        }
-        if cases:
-            payload["case_results"] = [
-                {
-                    "case_id": r.case_id,
-                    "task": r.task,
-                    "candidate": r.candidate,
-                    "grader_id": r.result.grader_id,
-                    "quality_score": r.result.quality_score,
-                    "notes": r.result.notes,
-                }
-                for r in report.results
-            ]
+        from llm_connect.cli._grade_output import grade_json
+
+        payload = grade_json(
+            outcome, stats, decisions, routing_error, gate, sessions=sessions, code=code,
+            resume=resume_hint(opts, str(report.run_id)), formats=_response_formats(outcome),
+            min_quality=threshold if opts.gate else None, show_cases=cases,
+        )  # fmt: skip
         typer.echo(json.dumps(payload, indent=2, default=str))
     else:
         from llm_connect.cli._grade_output import print_human
 
         print_human(
-            outcome, stats, decisions, routing_error, gate_failed, min_quality, cases, single is not None,
-            sessions=sessions,
+            outcome, stats, decisions, routing_error, gate, cases, single is not None,
+            sessions=sessions, verbose=verbose, allow_unsettled=allow_unsettled,
+            formats=_response_formats(outcome),
         )  # fmt: skip
 
     if report.interrupted:
         echo_err(f"interrupted: {report.cases_done - report.cases_skipped} case(s) committed.")
-        echo_err("resume with: " + _resume_hint(opts, str(report.run_id)))
+        echo_err("continue it with: " + resume_hint(opts, str(report.run_id)))
     elif report.failures:
         echo_err(f"{len(report.failures)} failure(s); the other grades are recorded. Failed cases:")
         for f in report.failures[:50]:
@@ -537,5 +554,17 @@ def grade(
             echo_err(f"  {f.case_id}{where} [{f.stage} {f.adapter_id}] {f.error_type}: {f.message}")
         if len(report.failures) > 50:
             echo_err(f"  ... and {len(report.failures) - 50} more (llm-connect ledger failures)")
-        echo_err("retry them with: " + _resume_hint(opts, str(report.run_id)))
+        echo_err("retry them with: " + resume_hint(opts, str(report.run_id)))
     raise typer.Exit(code)
+
+
+def _response_formats(outcome: Any) -> dict[str, Any]:
+    """Which structured-output format each LLM judge used, by grader id (empty without any)."""
+    found: dict[str, Any] = {}
+    for judge in outcome.judges:
+        used = getattr(judge, "formats_used", None)
+        if callable(used):
+            formats = used()
+            if formats:
+                found[str(judge.grader_id)] = formats
+    return found

@@ -1,9 +1,9 @@
 """What the report says in words: the decision in one sentence, the quality gate, the run's failures.
 
 The long reason of a decision (:attr:`RoutingDecision.reason`) stays on the
-page behind a ``<details>`` disclosure; :func:`decision_sentence` is the one
-plain sentence shown above it. :func:`check_gate` accepts the quality gate a
-caller computed (the report never computes or softens it: the banner shows
+page behind a ``<details>`` disclosure; :func:`decision_sentence` (from ``routing``,
+which the CLI prints too) is the one plain sentence shown above it. :func:`check_gate`
+accepts the quality gate a caller computed (the report never computes or softens it: the banner shows
 exactly the outcome it is given). :func:`failures` reads the cases of the
 selection that could not be graded.
 """
@@ -15,80 +15,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError
+from llm_connect.routing import GATE_FAILED, GATE_NOT_SETTLED, GATE_PASSED, decision_sentence, more_cases
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
-    from llm_connect.values import CandidateEvidence, GraderEvidence, RoutingDecision
 
 __all__ = ["GATE_OUTCOMES", "MAX_FAILURES", "check_gate", "decision_sentence", "failures", "more_cases"]
 
-GATE_OUTCOMES = ("passed", "failed", "not settled")
+GATE_OUTCOMES = (GATE_PASSED, GATE_FAILED, GATE_NOT_SETTLED)
 """The quality gate's outcomes: every candidate proven on every routing judge / one ruled out / otherwise."""
 
 MAX_FAILURES = 500
 """At most this many failures are listed (the newest); the section says how many more there are."""
-
-
-def more_cases(ev: GraderEvidence, min_samples: int) -> int | None:
-    """About how many more cases would settle ``ev`` (``None``: settled, or too close to call).
-
-    ``GraderEvidence.cases_needed`` is a total over all cases; this is what is
-    still missing. An ``insufficient`` figure needs at least ``min_samples``.
-    """
-    if ev.status not in ("undecided", "insufficient"):
-        return None
-    total = ev.cases_needed
-    if ev.status == "insufficient":
-        total = max(min_samples, total or 0)
-    return None if total is None else max(0, total - ev.n)
-
-
-def _candidate_more(cand: CandidateEvidence, min_samples: int) -> int | None:
-    needed = [more_cases(g, min_samples) for g in cand.graders if g.status != "proven"]
-    known = [n for n in needed if n is not None]
-    return max(known) if known and len(known) == len(needed) else None
-
-
-def _join(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def decision_sentence(decision: RoutingDecision) -> str:
-    """The decision in one plain sentence, e.g. ``Keep gpt-4o: no candidate is proven at 0.9 yet;
-    gpt-4o-mini needs about 60 more cases.`` (the full reason is ``decision.reason``)."""
-    d = decision
-    q = f"{d.min_quality:g}"
-    if d.routed:
-        chosen = d.evidence_for(d.model)
-        n = len(d.used_grader_ids)
-        on = "its routing judge" if n == 1 else "both routing judges" if n == 2 else f"all {n} routing judges"
-        cost = "" if chosen.cost_ratio is None else f", at {chosen.cost_ratio:.2f}x the baseline's cost"
-        return f"Route to {d.model} instead of {d.baseline}: proven at {q} on {on}{cost}."
-    if not d.candidates:
-        return f"Keep {d.baseline}: there is no candidate to compare with it."
-    if not d.used_grader_ids:
-        return f"Keep {d.baseline}: no routing judge is usable (an LLM judge needs a passing calibration)."
-    ruled = [c.model for c in d.candidates if c.status == "ruled out"]
-    parts = []
-    unsettled = False
-    for c in d.candidates:
-        if c.status == "ruled out":
-            continue
-        if c.status == "proven":
-            parts.append(f"{c.model} is proven but fails its stability check")
-            continue
-        unsettled = True
-        if c.status in ("no grades", "no graders"):
-            parts.append(f"{c.model} has no grades on a routing judge")
-            continue
-        more = _candidate_more(c, d.min_samples)
-        parts.append(
-            f"{c.model} is too close to call" if more is None else f"{c.model} needs about {more} more cases"
-        )
-    if ruled:
-        parts.append(f"{_join(ruled)} {'is' if len(ruled) == 1 else 'are'} ruled out")
-    head = f"no candidate is proven at {q}" + (" yet" if unsettled else "")
-    return f"Keep {d.baseline}: {head}; {', '.join(parts)}."
 
 
 def check_gate(gate: Mapping[str, Any] | None) -> dict[str, Any] | None:

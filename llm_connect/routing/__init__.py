@@ -10,14 +10,28 @@ comes from them.
 
 from __future__ import annotations
 
-from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, explain_decision
+from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, decision_sentence, explain_decision
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import assess, candidate_alpha, gather
+from llm_connect.routing._gate import (
+    GATE_FAILED,
+    GATE_NOT_SETTLED,
+    GATE_PASSED,
+    GateItem,
+    GateResult,
+    more_cases,
+    quality_gate,
+)
 from llm_connect.routing._router import Router
 
 __all__ = [
+    "GATE_FAILED",
+    "GATE_NOT_SETTLED",
+    "GATE_PASSED",
     "STABILITY_ORDER",
     "CandidateEvidence",
+    "GateItem",
+    "GateResult",
     "GraderEvidence",
     "IgnoredGrader",
     "Router",
@@ -25,6 +39,9 @@ __all__ = [
     "assess",
     "candidate_alpha",
     "cheapest_proven",
+    "decision_sentence",
     "explain_decision",
     "gather",
+    "more_cases",
+    "quality_gate",
 ]

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from llm_connect.routing._decision import CandidateEvidence, IgnoredGrader
+from llm_connect.routing._decision import CandidateEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import method_name
+from llm_connect.routing._gate import more_cases
 from llm_connect.values import STABILITY_VERDICTS
 
-__all__ = ["STABILITY_ORDER", "cheapest_proven", "explain_decision"]
+__all__ = ["STABILITY_ORDER", "cheapest_proven", "decision_sentence", "explain_decision"]
 
 STABILITY_ORDER = STABILITY_VERDICTS
 """Stability verdicts, best first (``min_stability="RISKY"`` accepts SAFE and RISKY)."""
@@ -94,3 +95,53 @@ def explain_decision(
         f"Routed to {chosen.model} instead of {baseline}: the cheapest proven candidate ({rule}): "
         f"{proof}; {cost}.{also}{notes}"
     )
+
+
+def _candidate_more(candidate: CandidateEvidence) -> int | None:
+    """The most cases any unproven judge of ``candidate`` still needs (``None``: one is too close)."""
+    needed = [more_cases(g) for g in candidate.graders if g.status != "proven"]
+    known = [n for n in needed if n is not None]
+    return max(known) if known and len(known) == len(needed) else None
+
+
+def _join(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def decision_sentence(decision: RoutingDecision) -> str:
+    """The decision in one plain sentence, e.g. ``Keep gpt-4o: no candidate is proven at 0.9 yet;
+    gpt-4o-mini needs about 60 more cases.`` (the full reason is ``decision.reason``; the CLI and
+    the report both print this sentence)."""
+    d = decision
+    q = f"{d.min_quality:g}"
+    if d.routed:
+        chosen = d.evidence_for(d.model)
+        n = len(d.used_grader_ids)
+        on = "its routing judge" if n == 1 else "both routing judges" if n == 2 else f"all {n} routing judges"
+        cost = "" if chosen.cost_ratio is None else f", at {chosen.cost_ratio:.2f}x the baseline's cost"
+        return f"Route to {d.model} instead of {d.baseline}: proven at {q} on {on}{cost}."
+    if not d.candidates:
+        return f"Keep {d.baseline}: there is no candidate to compare with it."
+    if not d.used_grader_ids:
+        return f"Keep {d.baseline}: no routing judge is usable (an LLM judge needs a passing calibration)."
+    ruled = [c.model for c in d.candidates if c.status == "ruled out"]
+    parts = []
+    unsettled = False
+    for c in d.candidates:
+        if c.status == "ruled out":
+            continue
+        if c.status == "proven":
+            parts.append(f"{c.model} is proven but fails its stability check")
+            continue
+        unsettled = True
+        if c.status in ("no grades", "no graders"):
+            parts.append(f"{c.model} has no grades on a routing judge")
+            continue
+        more = _candidate_more(c)
+        parts.append(
+            f"{c.model} is too close to call" if more is None else f"{c.model} needs about {more} more cases"
+        )
+    if ruled:
+        parts.append(f"{_join(ruled)} {'is' if len(ruled) == 1 else 'are'} ruled out")
+    head = f"no candidate is proven at {q}" + (" yet" if unsettled else "")
+    return f"Keep {d.baseline}: {head}; {', '.join(parts)}."

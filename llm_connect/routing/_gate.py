@@ -1,0 +1,162 @@
+"""The quality gate: one run's verdict for CI, with three outcomes.
+
+``passed`` only when the evidence proves the threshold for every candidate on
+every routing judge; ``failed`` when it rules one out (its upper bound is below
+``min_quality``); ``not settled`` otherwise. "Passed" never describes evidence
+that does not prove the threshold: a small suite whose bounds straddle it is
+*not settled*, never *passed*.
+
+The gate reads the statuses that ``routing/_evidence.py`` computed (the same
+the router and every table print), so it cannot disagree with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_connect.values._decision import PROVEN, RULED_OUT, GraderEvidence
+
+__all__ = [
+    "GATE_FAILED",
+    "GATE_NOT_SETTLED",
+    "GATE_PASSED",
+    "GateItem",
+    "GateResult",
+    "more_cases",
+    "quality_gate",
+]
+
+GATE_PASSED = "passed"
+GATE_FAILED = "failed"
+GATE_NOT_SETTLED = "not settled"
+
+
+@dataclass(frozen=True)
+class GateItem:
+    """One (task, candidate, routing judge) the gate looked at."""
+
+    task: str
+    candidate: str
+    """The candidate as the run named it (its adapter id)."""
+    evidence: GraderEvidence
+    """The judge's evidence about the candidate (status, mean, bounds, cases)."""
+
+    def describe(self, min_quality: float) -> str:
+        """One short line: candidate, judge, task, the mean against the threshold, and what is missing."""
+        ev = self.evidence
+        head = f"{self.candidate} on {ev.grader_id} in {self.task}"
+        if ev.mean is None or ev.lower_bound is None or ev.upper_bound is None:
+            return f"{head}: no grades"
+        where = f"mean {ev.mean:.3f} vs {min_quality:g}, bounds [{ev.lower_bound:.3f}, {ev.upper_bound:.3f}]"
+        if ev.status == RULED_OUT:
+            return f"{head}: {where}, ruled out (upper bound below {min_quality:g})"
+        if ev.status == PROVEN:
+            return f"{head}: {where}, proven"
+        more = more_cases(ev)
+        if more is None:
+            settle = "too close to call at any practical number of cases"
+        else:
+            settle = f"about {more} more case{'s' if more != 1 else ''} would settle it"
+        return f"{head}: {where}, {ev.n} case{'s' if ev.n != 1 else ''}; {settle}"
+
+
+def more_cases(evidence: GraderEvidence) -> int | None:
+    """How many cases beyond the ``n`` graded would settle an unsettled judge (``None``: settled,
+    or too close to call). ``GraderEvidence.cases_needed`` is the total; this is the difference."""
+    if evidence.cases_needed is None or evidence.settled:
+        return None
+    return max(0, evidence.cases_needed - evidence.n)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gate's outcome and the items behind it."""
+
+    outcome: str
+    """``passed``, ``failed`` or ``not settled``."""
+    min_quality: float
+    ruled_out: tuple[GateItem, ...] = ()
+    """The items that fail the gate."""
+    unsettled: tuple[GateItem, ...] = ()
+    """The items neither proven nor ruled out (what keeps a gate from passing)."""
+    proven: tuple[GateItem, ...] = ()
+    checked: int = field(default=0)
+    """How many (task, candidate, routing judge) items were looked at."""
+
+    @property
+    def passed(self) -> bool:
+        """Whether the outcome is ``passed``."""
+        return self.outcome == GATE_PASSED
+
+    def lines(self) -> list[str]:
+        """One line per item that keeps the gate from passing (ruled out first)."""
+        if self.checked == 0:
+            return ["no routing judge has grades for any candidate: nothing proves the threshold"]
+        return [item.describe(self.min_quality) for item in (*self.ruled_out, *self.unsettled)]
+
+    def headline(self) -> str:
+        """``quality gate passed (min 0.9)`` and the like, in plain words."""
+        word = {GATE_PASSED: "passed", GATE_FAILED: "FAILED", GATE_NOT_SETTLED: "NOT SETTLED"}[self.outcome]
+        tail = {
+            GATE_PASSED: f": every candidate is proven on every routing judge ({self.checked} checked)",
+            GATE_FAILED: f": {len(self.ruled_out)} ruled out",
+            GATE_NOT_SETTLED: (
+                f": {len(self.unsettled)} not proven yet and none ruled out; more cases would settle it"
+            ),
+        }[self.outcome]
+        return f"quality gate {word} (min {self.min_quality:g}){tail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON: the outcome, the threshold and the items that keep it from passing."""
+
+        def item(i: GateItem) -> dict[str, Any]:
+            ev = i.evidence
+            return {
+                "task": i.task,
+                "candidate": i.candidate,
+                "grader_id": ev.grader_id,
+                "status": ev.status,
+                "cases": ev.n,
+                "mean": ev.mean,
+                "lower_bound": ev.lower_bound,
+                "upper_bound": ev.upper_bound,
+                "more_cases_needed": more_cases(ev),
+            }
+
+        return {
+            "outcome": self.outcome,
+            "min_quality": self.min_quality,
+            "checked": self.checked,
+            "ruled_out": [item(i) for i in self.ruled_out],
+            "not_settled": [item(i) for i in self.unsettled],
+            "lines": self.lines() if self.outcome != GATE_PASSED else [],
+        }
+
+
+def quality_gate(items: Iterable[tuple[str, str, GraderEvidence]], *, min_quality: float) -> GateResult:
+    """The gate over ``(task, candidate, evidence)`` of every routing judge.
+
+    ``failed`` when any item is ruled out; ``passed`` when there is at least one
+    item and every one is proven; ``not settled`` otherwise (including when no
+    routing judge has evidence at all: nothing proves the threshold).
+    """
+    found = [GateItem(task, cand, ev) for task, cand, ev in items]
+    ruled = tuple(i for i in found if i.evidence.status == RULED_OUT)
+    proven = tuple(i for i in found if i.evidence.status == PROVEN)
+    unsettled = tuple(i for i in found if i.evidence.status not in (PROVEN, RULED_OUT))
+    if ruled:
+        outcome = GATE_FAILED
+    elif found and not unsettled:
+        outcome = GATE_PASSED
+    else:
+        outcome = GATE_NOT_SETTLED
+    return GateResult(
+        outcome=outcome,
+        min_quality=min_quality,
+        ruled_out=ruled,
+        unsettled=unsettled,
+        proven=proven,
+        checked=len(found),
+    )
