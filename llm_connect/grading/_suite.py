@@ -34,7 +34,11 @@ mapping with ``cases:`` plus an optional default ``task:`` and free-form
 Everything is validated when the file is loaded, before any model is called:
 a malformed line, a missing prompt, a duplicate id, invalid UTF-8, a field of
 the wrong type or an unknown field raises :class:`~llm_connect.errors.SuiteError`
-naming the file, the line and the field.
+naming the file, the line and the field. An unknown field is refused, never kept
+(free-form data goes under ``metadata``), so a typo cannot silently drop a
+prompt or an expected answer; the message suggests the closest known field
+(``promt``: did you mean ``prompt``?) or the field another tool's name means
+(``input``: ``prompt``, ``target``: ``expected``).
 
 JSONL lines end at ``\\n`` only (``\\r\\n`` works too): characters other text
 tools treat as line breaks (U+2028, U+2029, U+0085, form feed, vertical tab)
@@ -52,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from llm_connect._hints import closest
 from llm_connect.errors import ConfigurationError, SuiteError
 from llm_connect.grading._protocols import Case
 from llm_connect.types import Conversation, ConversationError, LLMResponse, ToolCall, Usage
@@ -96,6 +101,27 @@ _RESPONSE_FIELDS = frozenset(
     {"text", "latency_ms", "cost_usd", "usage", "model", "finish_reason", "tool_calls"}
 )
 _SUITE_FIELDS = frozenset({"cases", "task", "metadata"})
+
+_CASE_FIELD_ALIASES = {
+    "input": "prompt",
+    "question": "prompt",
+    "target": "expected",
+    "answer": "expected",
+    "ideal": "expected",
+    "expected_output": "expected",
+    "reference": "expected",
+    "system": "system_prompt",
+    "tag": "tags",
+}
+"""Names other evaluation tools give a case's fields (Inspect's ``input``/``target``, OpenAI
+evals' ``ideal``, ...), suggested as the field they mean here (before a merely close name:
+``target`` means ``expected``, not ``tags``)."""
+
+
+def _did_you_mean(name: str, known: frozenset[str], aliases: Mapping[str, str] | None = None) -> str:
+    """``"; did you mean 'prompt'?"`` for another tool's name of a field or a near-miss, else ``""``."""
+    guess = (aliases or {}).get(name.strip().lower()) or closest(name, known)
+    return f"; did you mean {guess!r}?" if guess else ""
 
 
 @dataclass(frozen=True)
@@ -264,7 +290,8 @@ def _read_yaml(raw: bytes, path: str) -> tuple[list[tuple[int, Any]], str | None
         unknown = sorted(str(k) for k in data if k not in _SUITE_FIELDS)
         if unknown:
             raise SuiteError(
-                "unknown top-level field (expected cases, task, metadata)",
+                f"unknown top-level field{_did_you_mean(unknown[0], _SUITE_FIELDS)} "
+                "(expected cases, task, metadata)",
                 path=path,
                 line=1,
                 field=unknown[0],
@@ -306,7 +333,8 @@ def _build_case(
         raise fail(f"a case must be an object, not {type(obj).__name__}")
     unknown = [k for k in obj if k not in CASE_FIELDS]
     if unknown:
-        raise fail("unknown field (put free-form data under 'metadata')", str(unknown[0]))
+        hint = _did_you_mean(str(unknown[0]), CASE_FIELDS, _CASE_FIELD_ALIASES)
+        raise fail(f"unknown field{hint} (free-form data goes under 'metadata')", str(unknown[0]))
 
     case_id = obj.get("id")
     if case_id is None:
@@ -444,7 +472,8 @@ def _response(value: Any, name: str, fail: Any, fld: str) -> LLMResponse:
         raise fail(f"must be a string or an object with 'text', not {type(value).__name__}", fld)
     unknown = [k for k in value if k not in _RESPONSE_FIELDS]
     if unknown:
-        raise fail(f"unknown field {unknown[0]!r} in a recorded response", fld)
+        hint = _did_you_mean(str(unknown[0]), _RESPONSE_FIELDS)
+        raise fail(f"unknown field {unknown[0]!r} in a recorded response{hint}", fld)
     calls: list[ToolCall] = []
     raw_calls = value.get("tool_calls")
     if raw_calls is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -59,11 +60,12 @@ def resolve_url(url: str | URL | None) -> URL:
 
     ``postgresql://`` and ``postgres://`` URLs get the psycopg 3 driver.
     """
+    from_env = url is None and bool(os.environ.get(ENV_VAR))
     raw = url if url is not None else (os.environ.get(ENV_VAR) or DEFAULT_URL)
     try:
         parsed = make_url(raw)
-    except ArgumentError as exc:
-        raise LedgerError(f"invalid database URL {str(raw)!r}: {exc}") from None
+    except ArgumentError:
+        raise LedgerError(_not_a_url(str(raw), from_env=from_env)) from None
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
@@ -71,7 +73,32 @@ def resolve_url(url: str | URL | None) -> URL:
             f"unsupported database {parsed.get_backend_name()!r} in {display_url(parsed)}: "
             "the ledger runs on SQLite (sqlite:///path.db) or PostgreSQL (postgresql+psycopg://...)"
         )
+    if parsed.get_backend_name() == "sqlite" and parsed.host:
+        # sqlite://ledger.db parses as host "ledger.db" and no database: an in-memory ledger
+        path = parsed.host + (f"/{parsed.database}" if parsed.database else "")
+        raise LedgerError(
+            f"{display_url(parsed)} names no file (two slashes make {parsed.host!r} a host): "
+            f"for a SQLite file use sqlite:///{path} (three slashes; four for an absolute path)"
+        )
     return parsed
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+"""What a URL (or something meant as one) starts with; a Windows drive (``C:``) is one letter."""
+
+
+def _not_a_url(raw: str, *, from_env: bool) -> str:
+    """The message for a ledger URL that does not parse, with the URL that was probably meant."""
+    what = f"${ENV_VAR} {raw!r}" if from_env else repr(raw)
+    postgres = "PostgreSQL: postgresql+psycopg://user@host/db"
+    scheme = _SCHEME.match(raw)
+    meant_url = raw.lower().startswith(("sqlite", "postgres")) or "://" in raw
+    if raw.strip() and not meant_url and (scheme is None or len(scheme.group()) == 2):  # a path, or C:\...
+        return f"{what} is not a database URL; for a SQLite file use sqlite:///{raw.strip()} ({postgres})"
+    return (
+        f"{what} is not a database URL; a SQLite file is sqlite:///path/to/ledger.db "
+        f"(four slashes for an absolute path; {postgres})"
+    )
 
 
 def display_url(url: URL) -> str:
@@ -118,6 +145,7 @@ def _postgres_url(url: URL) -> URL:
 def make_engine(url: URL) -> Engine:
     """An engine for ``url`` with the ledger's connection settings."""
     kwargs: dict[str, Any] = {}
+    given = url
     if url.get_backend_name() == "postgresql":
         url = _postgres_url(url)
         kwargs["connect_args"] = {k: v for k, v in PG_CLIENT_KEEPALIVES.items() if k not in url.query}
@@ -133,7 +161,16 @@ def make_engine(url: URL) -> Engine:
                     raise LedgerError(f"cannot open {display_url(url)}: directory {parent!r} does not exist")
     try:
         engine = create_engine(url, **kwargs)
-    except (ArgumentError, ImportError) as exc:
+    except ImportError as exc:
+        if url.get_backend_name() != "postgresql":
+            raise LedgerError(f"cannot create an engine for {display_url(url)}: {exc}") from None
+        driver = exc.name or url.get_driver_name()
+        extra = "pip install 'llm-connect[postgres]'"
+        how = extra if driver == "psycopg" else f"pip install {driver}, or postgresql+psycopg:// and {extra}"
+        raise LedgerError(
+            f"PostgreSQL needs the {driver} driver: {how} ({display_url(given)}: {exc})"
+        ) from None
+    except ArgumentError as exc:
         raise LedgerError(f"cannot create an engine for {display_url(url)}: {exc}") from None
     if url.get_backend_name() == "sqlite":
         _configure_sqlite(engine, memory=_is_memory(url))

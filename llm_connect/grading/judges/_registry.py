@@ -389,16 +389,31 @@ def build_judge(spec: str | Mapping[str, Any], context: JudgeContext | None = No
     marked as asking an LLM.
 
     Raises :class:`~llm_connect.errors.ConfigurationError` (a ``ValueError``)
-    for an unknown name or invalid options, before any case is judged.
+    for an unknown name or invalid options, before any case is judged: an option
+    the factory's signature does not name gets the closest valid one suggested
+    and the judge's options listed; a value its annotation rules out (``bool``,
+    ``int``, ``float``, ``str``, lists, mappings) names the type expected.
     """
+    from llm_connect.grading.judges._options import check_judge_options, wrong_type
+
     parsed = parse_judge_spec(spec) if isinstance(spec, str) else dict(spec)
     name = str(parsed.get("name"))
     entry = _entry(name)
     factory = _load(entry.target)
+    args = dict(parsed.get("args") or {})
+    # a built-in's **unknown only collects names to refuse; a plugin's **kwargs may take anything
+    check_judge_options(name, factory, args, strict=_BUILTINS.get(name) is entry)
+    wrong = wrong_type(name, factory, args)
     try:
-        judge = factory(context or JudgeContext(), **dict(parsed.get("args") or {}))
-    except TypeError as exc:
-        raise ConfigurationError(f"judge {name!r}: {exc}") from None
+        judge = factory(context or JudgeContext(), **args)
+    except Exception as exc:
+        if wrong is not None and not (isinstance(exc, ConfigurationError) and wrong.option in str(exc)):
+            raise ConfigurationError(wrong.message) from None
+        if isinstance(exc, TypeError):
+            raise ConfigurationError(f"judge {name!r}: {exc}") from None
+        raise  # the factory's own check on the option says more ("an integer >= 0")
+    if wrong is not None and not wrong.number_for_string:  # taken, yet ruled out: normalize="yes"
+        raise ConfigurationError(wrong.message)
     if not isinstance(getattr(judge, "asks_llm", None), bool):
         _undeclared(name, entry, judge)
     return judge
