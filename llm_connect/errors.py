@@ -38,7 +38,9 @@ translated at one boundary each, so callers only ever catch these classes::
 The CLI is the only place an exception becomes an exit code.
 Every message is masked when the error is built: a credential (``sk-...``,
 ``Bearer ...``, ``api_key=...``; see :mod:`llm_connect._secrets`) never reaches
-``str(error)``.
+``str(error)``. A failure record keeps an error's whole message (every line),
+bounded by :func:`whole_message` at :data:`MAX_ERROR_MESSAGE_CHARS` (helpers
+here, outside ``__all__``, which lists the exception classes only).
 """
 
 from __future__ import annotations
@@ -77,6 +79,31 @@ __all__ = [
     "SuiteError",
     "ToolDefinitionError",
 ]
+
+#: The most characters of an error message a failure record keeps: the server's whole
+#: message (every line of it), credentials masked, cut here with a marker saying so.
+MAX_ERROR_MESSAGE_CHARS = 2000
+
+
+def whole_message(text: str, limit: int = MAX_ERROR_MESSAGE_CHARS) -> str:
+    """``text`` whole (all its lines), credentials masked, at most ``limit`` characters.
+
+    Masking comes first (:func:`llm_connect._secrets.mask_secrets`), so a
+    credential is never cut in half and left readable. A longer text is cut and
+    ends with ``... [cut: N more characters]``, the whole result still within
+    ``limit``. Surrounding whitespace is dropped.
+    """
+    masked = mask_secrets(text).strip()
+    if len(masked) <= limit:
+        return masked
+    marker = f" ... [cut: {len(masked) - limit} more characters]"
+    while True:  # the marker's own length changes how much is cut
+        keep = max(0, limit - len(marker))
+        cut = len(masked) - keep
+        new = f" ... [cut: {cut} more characters]"
+        if new == marker:
+            return masked[:keep] + marker
+        marker = new
 
 
 class LLMConnectError(Exception):

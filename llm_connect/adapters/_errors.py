@@ -23,6 +23,15 @@ any other ``openai.OpenAIError``            ``AdapterError``
 any other httpx/httpx2/httpcore error       ``AdapterError``
 ==========================================  =================================
 
+An HTTP error's message keeps the server's whole answer: the SDK puts only a
+JSON body's ``error.message`` into its text (and nothing of a plain-text body or
+of a FastAPI ``{"detail": [...]}``), so the body's text, bounded at
+:data:`~llm_connect.errors.MAX_ERROR_MESSAGE_CHARS`, is appended whenever the
+SDK's text does not already hold it. A 5xx whose message names the request's
+``response_format`` (llama-cpp-python answers a ``json_schema`` it does not take
+with a 500 validation error) is not retryable: the same request fails the same
+way; the judge falls back to another format instead (:mod:`llm_connect._structured`).
+
 Errors of our own hierarchy pass through unchanged; any other exception (a
 programming error such as ``TypeError``) is not translated. Messages never carry
 a credential, in two steps: the boundary replaces the secrets the adapter knows
@@ -44,7 +53,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from llm_connect._secrets import mask_secrets
+from llm_connect._structured import names_response_format
 from llm_connect.errors import (
+    MAX_ERROR_MESSAGE_CHARS,
     AdapterConnectionError,
     AdapterError,
     AdapterTimeoutError,
@@ -54,6 +65,7 @@ from llm_connect.errors import (
     MalformedResponseError,
     RateLimitError,
     ServerError,
+    whole_message,
 )
 
 __all__ = ["ResponseInfo", "parse_retry_after", "sdk_errors", "translate_exception"]
@@ -133,6 +145,25 @@ def _status_error(
     return ServerError(message, **kw)
 
 
+def _status_text(exc: BaseException, adapter_id: str | None) -> str:
+    """``"<adapter>: <str(exc)>"`` of an SDK status error, with the response body appended when
+    the text lacks it (the whole within :data:`~llm_connect.errors.MAX_ERROR_MESSAGE_CHARS`, or
+    the SDK's text when that alone is longer)."""
+    text = f"{adapter_id or 'adapter'}: {exc}"
+    try:
+        raw = exc.response.text.strip()  # type: ignore[attr-defined]
+    except Exception:  # no response, or a streamed body never read
+        return text
+    if not isinstance(raw, str) or not raw or raw in text:
+        return text
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, Mapping) else None
+    if isinstance(message, str) and message.strip() and message.strip() in text:
+        return text  # the SDK kept the JSON body's message, every line of it
+    room = MAX_ERROR_MESSAGE_CHARS - len(text) - 3
+    return f"{text} - {whole_message(raw, room)}" if room >= 80 else text
+
+
 def translate_exception(
     exc: BaseException,
     *,
@@ -169,9 +200,12 @@ def translate_exception(
         if isinstance(exc, openai.APIResponseValidationError):
             return MalformedResponseError(message, **kw)
         if isinstance(exc, openai.APIStatusError):
+            message = _redact(_status_text(exc, adapter_id), secrets)
             mapped = _status_error(exc.status_code, message, headers, **kw)
             if exc.code == "insufficient_quota":  # a 429 that waiting will not cure
                 mapped.retryable = False
+            if isinstance(mapped, ServerError) and names_response_format(message):
+                mapped.retryable = False  # a refused response_format: the same request fails the same way
             return mapped
         if isinstance(exc, openai.APIError):  # e.g. an error event inside a stream
             return ServerError(message, **kw)
@@ -195,6 +229,7 @@ def translate_exception(
         if names & {"TimeoutException", "TimeoutError"}:
             return AdapterTimeoutError(f"{adapter_id}: request timed out", **kw)
         if "HTTPStatusError" in names:
+            message = _redact(_status_text(exc, adapter_id), secrets)
             return _status_error(status, message, headers, **kw)
         if "DecodingError" in names:
             return MalformedResponseError(message, **kw)

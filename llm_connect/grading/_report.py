@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_connect.errors import CaseDataError
+from llm_connect.errors import CaseDataError, whole_message
 from llm_connect.grading._protocols import Case
 from llm_connect.values import GradingResult, NotApplicable
 
@@ -123,14 +123,20 @@ class BatchReport:
 
 
 def case_failure(case: Case, stage: str, exc: Exception, adapter_id: str | None) -> CaseFailure:
-    """A :class:`CaseFailure` for ``exc`` raised at ``stage`` of ``case`` (first line, 500 chars)."""
-    message = str(exc).strip() or type(exc).__name__
+    """A :class:`CaseFailure` for ``exc`` raised at ``stage`` of ``case``.
+
+    The message is the error's whole text (every line: a server's validation
+    error explains itself on the lines after the first), credentials masked,
+    bounded at :data:`~llm_connect.errors.MAX_ERROR_MESSAGE_CHARS` with a marker
+    when cut (:func:`~llm_connect.errors.whole_message`).
+    """
+    message = whole_message(str(exc)) or type(exc).__name__
     return CaseFailure(
         case_id=case.id,
         task=case.task,
         stage=stage,
         error_type=type(exc).__name__,
-        message=message.splitlines()[0][:500],
+        message=message,
         adapter_id=adapter_id,
         line=case.line,
     )
@@ -168,14 +174,14 @@ def not_applicable(
     case: Case, grader_id: str, candidate: str, exc: CaseDataError, candidate_model: str | None = None
 ) -> NotApplicable:
     """The :class:`NotApplicable` record of ``exc`` for ``case``."""
-    reason = (getattr(exc, "message", None) or str(exc)).strip().splitlines()
+    reason = whole_message(getattr(exc, "message", None) or str(exc))
     return NotApplicable(
         case_id=case.id,
         task=case.task,
         grader_id=grader_id,
         candidate=candidate,
         field=exc.field,
-        reason=(reason[0] if reason else type(exc).__name__)[:500],
+        reason=reason or type(exc).__name__,
         line=case.line,
         candidate_model=candidate_model,
     )

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.errors import ConfigurationError, GradeConflictError, LedgerError
+from llm_connect.errors import ConfigurationError, GradeConflictError, LedgerError, whole_message
 from llm_connect.grading._report import BatchReport, CaseFailure
 from llm_connect.types import LLMResponse
 from llm_connect.values import NotApplicable
@@ -195,10 +195,10 @@ class LedgerWriter:
                     task=item.task,
                     stage="ledger",
                     error_type=type(exc).__name__,
-                    message=(
+                    message=whole_message(
                         f"the ledger holds a different grade of {item.result.grader_id} for candidate "
                         f"{key[3]!r} under this run and case: {exc}"
-                    )[:500],
+                    ),
                     adapter_id=item.result.grader_id,
                 )
             )

@@ -8,12 +8,16 @@ rule-based and safety judges (``format``, ``schema``, ``correctness``,
 :class:`RelativeJudge` over a single-response scorer from
 :mod:`llm_connect.scoring`. Heavy dependencies load only when a judge that
 needs them is built.
+
+:func:`response_formats_used` says which structured-output format (``json_schema``,
+``json_object_schema``, ``json_object`` or ``text``) each judge that asks an LLM used.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from llm_connect._structured import response_formats_used
 from llm_connect.grading.judges._exact import ExactMatchJudge
 from llm_connect.grading.judges._registry import (
     ENTRY_POINT_GROUP,
@@ -50,6 +54,7 @@ __all__ = [
     "judge_names",
     "parse_judge_spec",
     "register_judge",
+    "response_formats_used",
 ]
 
 _LAZY = {

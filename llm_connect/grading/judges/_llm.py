@@ -9,11 +9,14 @@ is data, never instructions; a marker occurring inside a text is neutralised.
 A response therefore cannot close its fence and pose as the judge's
 instructions.
 
-The judge asks for structured output: ``response_format`` of type
-``json_schema`` (:data:`JUDGE_REPLY_SCHEMA`, strict), and when the server
-rejects that, ``json_object``, then plain text (the rubric alone asks for the
-JSON). What a server accepted is remembered per endpoint and model for the
-life of the process (see :class:`LLMJudge`), so later calls go straight to it.
+The judge asks for structured output down the ladder of
+:mod:`llm_connect._structured`: ``response_format`` ``json_schema``
+(:data:`JUDGE_REPLY_SCHEMA`, strict), then ``json_object`` with the schema
+alongside (llama-cpp-python's extension), then plain ``json_object``, then plain
+text (the rubric alone asks for the JSON), falling back whenever the server
+refuses the format. What a server accepted is remembered per endpoint and model
+for the life of the process (see :class:`LLMJudge`), so later calls go straight
+to it. The judge option ``response_format`` pins one mode instead.
 
 The reply must be exactly one JSON object (bare, or with prose or a code
 fence around it) with a numeric ``quality_score`` in 0..1 and optional
@@ -27,13 +30,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import threading
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.errors import BadRequestError, ConfigurationError, JudgeOutputError
+from llm_connect._structured import FORMATS, ReplyFormat, accepted_format, check_format_option, forget_formats
+from llm_connect.errors import ConfigurationError, JudgeOutputError
 from llm_connect.grading._protocols import Case, judge_spec, spec_args
 from llm_connect.grading._results import GradingResult
 from llm_connect.grading.judges._fences import ReplyError, answer_material, fence, fence_id, reply_object
@@ -114,6 +116,8 @@ DEFAULT_RUBRIC = Rubric("rubric-v1", _RUBRIC_V1)
 RUBRICS: dict[str, Rubric] = {DEFAULT_RUBRIC.version: DEFAULT_RUBRIC}
 
 
+_SCHEMA_NAME = "judge_grade"
+
 #: The JSON schema of a judge's reply, sent as ``response_format`` (type ``json_schema``, strict).
 JUDGE_REPLY_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -125,65 +129,29 @@ JUDGE_REPLY_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-#: How the judge asks for its reply, most structured first: ``response_format``
-#: ``json_schema``, then ``json_object``, then plain text (no ``response_format``).
-RESPONSE_FORMATS: tuple[str, ...] = ("json_schema", "json_object", "text")
-
-# A 400 (or 422, as FastAPI-based servers answer) to a request carrying response_format is taken as
-# a rejection of that format; 404 (unknown model) and every other error are not.
-_REJECTION_STATUSES = (400, 422, None)
+#: How the judge asks for its reply, most structured first (:data:`llm_connect._structured.FORMATS`):
+#: ``json_schema``, ``json_object_schema`` (``json_object`` with the schema alongside),
+#: ``json_object``, then plain ``text`` (no ``response_format``).
+RESPONSE_FORMATS: tuple[str, ...] = FORMATS
 
 
 def response_format_param(mode: str) -> dict[str, Any] | None:
     """The ``response_format`` request parameter for ``mode`` (``None`` for ``"text"``)."""
-    if mode == "json_schema":
-        return {
-            "type": "json_schema",
-            "json_schema": {"name": "judge_grade", "strict": True, "schema": JUDGE_REPLY_SCHEMA},
-        }
-    if mode == "json_object":
-        return {"type": "json_object"}
-    if mode == "text":
-        return None
-    raise ConfigurationError(f"unknown response format {mode!r} (known: {', '.join(RESPONSE_FORMATS)})")
-
-
-_accepted: dict[tuple[str, str], str] = {}
-_accepted_lock = threading.Lock()
-
-
-def _server_key(adapter: LLMAdapter) -> tuple[str, str]:
-    """``(endpoint, model)`` of the judge's server; the adapter id for adapters without them."""
-    endpoint = getattr(adapter, "endpoint", None)
-    model = getattr(adapter, "model", None)
-    return (
-        endpoint if isinstance(endpoint, str) else "",
-        model if isinstance(model, str) and model else adapter.adapter_id,
-    )
+    return ReplyFormat(_SCHEMA_NAME, JUDGE_REPLY_SCHEMA).param(mode)
 
 
 def accepted_response_format(adapter: LLMAdapter) -> str:
-    """The first mode of :data:`RESPONSE_FORMATS` the judge tries with ``adapter``'s server.
+    """The first mode of :data:`RESPONSE_FORMATS` the ladder tries with ``adapter``'s server.
 
-    ``"json_schema"`` until a call to that endpoint and model has had to fall back.
+    ``"json_schema"`` until a call to that endpoint and model has had to fall
+    back (the memory is shared by every judge: :func:`llm_connect._structured.accepted_format`).
     """
-    with _accepted_lock:
-        return _accepted.get(_server_key(adapter), RESPONSE_FORMATS[0])
-
-
-def _remember(adapter: LLMAdapter, mode: str) -> None:
-    with _accepted_lock:
-        _accepted[_server_key(adapter)] = mode
+    return accepted_format(adapter)
 
 
 def forget_response_formats() -> None:
     """Forget every remembered response format (the next calls start at ``json_schema`` again)."""
-    with _accepted_lock:
-        _accepted.clear()
-
-
-def _rejects_format(exc: BadRequestError) -> bool:
-    return exc.status_code in _REJECTION_STATUSES
+    forget_formats()
 
 
 def render_judge_prompt(
@@ -258,23 +226,38 @@ class LLMJudge:
     ``seed`` is ``None``), the graded call's ``timeout_s``, and never the caller's
     budget tracker.
 
-    Structured output: the first call to a server (endpoint and model) asks for
-    ``response_format`` ``json_schema`` (:data:`JUDGE_REPLY_SCHEMA`). When the
-    server answers that request with a 400 (or 422) the same request is sent
-    again asking for ``json_object``, then with no ``response_format`` (plain
-    text, the rubric alone asks for JSON). The first mode that succeeds is
-    remembered for that endpoint and model, process-wide and thread-safe, so
-    later calls go straight to it. A downgrade is remembered only once a lower
-    mode succeeds: if the plain-text request fails as well, the format was not
-    the problem, that last error is raised and nothing is remembered. Other
-    errors (429, 5xx, timeouts, 404) are raised at once. The mode used is in
-    ``details["response_format"]``.
+    Structured output (:mod:`llm_connect._structured`): by default the first
+    call to a server (endpoint and model) asks for ``response_format``
+    ``json_schema`` (:data:`JUDGE_REPLY_SCHEMA`, strict). When the server
+    refuses it (400, 404, 415, 422, or any status but 401, 403 and 429 whose
+    message names ``response_format``, as llama-cpp-python's 500 validation
+    error does) the same request is sent again asking for ``json_object`` with
+    the schema alongside, then plain ``json_object``, then with no
+    ``response_format`` (plain text, the rubric alone asks for JSON). The first
+    mode that succeeds is remembered for that endpoint and model,
+    process-wide and thread-safe, so later calls go straight to it. A
+    downgrade is remembered only once a lower mode succeeds: if the plain-text
+    request fails as well, the format was not the problem, that last error is
+    raised and nothing is remembered. Other errors (401, 403, 429, timeouts, a
+    5xx that does not name the format) are raised at once. The mode used is in
+    ``details["response_format"]``; :meth:`formats_used` lists the modes this
+    judge's requests succeeded in.
+
+    ``response_format`` pins one mode (no ladder, no memory). It is part of the
+    judge's stored spec (so a rebuilt judge, e.g. for calibration, sends the
+    same format) but not of its grader id: the same model grading with the same
+    rubric is the same judge whatever the request's format (the ladder may pick
+    different formats on different servers too), so grades and calibrations are
+    not split by how the JSON was asked for.
 
     Args:
         adapter: the judge model.
         seed: sent as ``seed`` for providers that support reproducible sampling.
         rubric: a :class:`Rubric` (default :data:`DEFAULT_RUBRIC`) or custom text.
         max_tokens: the judge reply's token limit.
+        response_format: ``"auto"`` / ``None`` (the ladder, default) or a mode of
+            :data:`RESPONSE_FORMATS` to pin (``json_schema``, ``json_object_schema``,
+            ``json_object``, ``text``).
 
     Raises (from judging):
         JudgeOutputError: the reply held no usable grade (``raw_reply`` keeps it).
@@ -292,13 +275,18 @@ class LLMJudge:
         rubric: Rubric | str = DEFAULT_RUBRIC,
         max_tokens: int = 512,
         rubric_source: str | None = None,
+        response_format: str | None = None,
     ) -> None:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ConfigurationError(f"LLMJudge seed must be an integer, not {seed!r}")
+        pinned = check_format_option(response_format, what="judge 'llm'")
         self.adapter = adapter
         self.seed = seed
         self.rubric = rubric if isinstance(rubric, Rubric) else Rubric.custom(rubric)
         self.max_tokens = max_tokens
+        self.response_format = pinned
+        """The pinned mode, or ``None`` for the ladder."""
+        self.reply_format = ReplyFormat(_SCHEMA_NAME, JUDGE_REPLY_SCHEMA, pinned)
         self.grader_id = f"llm:{adapter.adapter_id}:{self.rubric.version}"
         rubric_arg = rubric_source or (self.rubric.version if self.rubric.version in RUBRICS else None)
         self._spec = judge_spec(
@@ -310,6 +298,7 @@ class LLMJudge:
                     "seed": seed,
                     "rubric": rubric_arg,
                     "max_tokens": None if max_tokens == 512 else max_tokens,
+                    "response_format": pinned,
                 }
             ),
         )
@@ -321,16 +310,11 @@ class LLMJudge:
         """The judge call's config before a ``response_format`` is added."""
 
     def __repr__(self) -> str:
-        return f"LLMJudge({self.adapter!r}, seed={self.seed!r}, rubric={self.rubric.version!r})"
+        pinned = "" if self.response_format is None else f", response_format={self.response_format!r}"
+        return f"LLMJudge({self.adapter!r}, seed={self.seed!r}, rubric={self.rubric.version!r}{pinned})"
 
-    def _config(self, run_config: RunConfig, mode: str) -> RunConfig:
-        params = dict(self.judge_config.model_params)
-        response_format = response_format_param(mode)
-        if response_format is not None:
-            params["response_format"] = response_format
-        return self.judge_config.replace(
-            timeout_s=run_config.timeout_s, system_prompt=self.rubric.text, model_params=params
-        )
+    def _base(self, run_config: RunConfig) -> RunConfig:
+        return self.judge_config.replace(timeout_s=run_config.timeout_s, system_prompt=self.rubric.text)
 
     def request(
         self,
@@ -344,7 +328,7 @@ class LLMJudge:
         """The ``(user message, run config)`` the judge sends for this pair.
 
         ``response_format`` is one of :data:`RESPONSE_FORMATS`; by default the
-        one the judge would try first with its server now.
+        one the judge would send first with its server now (the pinned one, if any).
         """
         message = render_judge_prompt(
             prompt,
@@ -352,41 +336,13 @@ class LLMJudge:
             answer_material(candidate_response),
             system_prompt=run_config.system_prompt,
         )
-        mode = response_format or accepted_response_format(self.adapter)
-        return message, self._config(run_config, mode)
+        mode = response_format or self.reply_format.first_mode(self.adapter)
+        return message, self.reply_format.config(self._base(run_config), mode)
 
-    def _modes(self) -> tuple[str, ...]:
-        first = accepted_response_format(self.adapter)
-        return RESPONSE_FORMATS[RESPONSE_FORMATS.index(first) :]
-
-    def _send(self, message: str, run_config: RunConfig) -> tuple[LLMResponse, str]:
-        modes = self._modes()
-        for mode in modes:
-            try:
-                reply = self.adapter.complete(message, self._config(run_config, mode))
-            except BadRequestError as exc:
-                if mode == modes[-1] or not _rejects_format(exc):
-                    raise
-                continue
-            if mode != modes[0]:
-                _remember(self.adapter, mode)
-            return reply, mode
-        raise AssertionError("unreachable: the last mode returns or raises")  # pragma: no cover
-
-    async def _asend(self, message: str, run_config: RunConfig) -> tuple[LLMResponse, str]:
-        modes = self._modes()
-        call: Callable[[str, RunConfig], Awaitable[LLMResponse]] = self.adapter.acomplete
-        for mode in modes:
-            try:
-                reply = await call(message, self._config(run_config, mode))
-            except BadRequestError as exc:
-                if mode == modes[-1] or not _rejects_format(exc):
-                    raise
-                continue
-            if mode != modes[0]:
-                _remember(self.adapter, mode)
-            return reply, mode
-        raise AssertionError("unreachable: the last mode returns or raises")  # pragma: no cover
+    def formats_used(self) -> dict[str, str]:
+        """``{adapter id: response format}`` this judge's requests succeeded in so far
+        (several modes comma-separated, in ladder order; empty before the first grade)."""
+        return self.reply_format.formats_used()
 
     def _result(
         self,
@@ -442,7 +398,7 @@ class LLMJudge:
             answer_material(candidate_response),
             system_prompt=run_config.system_prompt,
         )
-        reply, mode = self._send(message, run_config)
+        reply, mode = self.reply_format.complete(self.adapter, message, self._base(run_config))
         return self._result(
             reply, mode, baseline_response, candidate_response, prompt=prompt, run_config=run_config
         )
@@ -463,7 +419,7 @@ class LLMJudge:
             answer_material(candidate_response),
             system_prompt=run_config.system_prompt,
         )
-        reply, mode = await self._asend(message, run_config)
+        reply, mode = await self.reply_format.acomplete(self.adapter, message, self._base(run_config))
         return self._result(
             reply, mode, baseline_response, candidate_response, prompt=prompt, run_config=run_config
         )
@@ -492,12 +448,24 @@ def make_llm_judge(
     seed: int | None = None,
     rubric: str | None = None,
     max_tokens: int = 512,
+    response_format: str | None = None,
 ) -> LLMJudge:
     """Registry factory for ``llm`` (``llm:openai:gpt-4o-mini,seed=7``).
 
     ``model`` is an adapter spec (default: the context's ``--judge-model``);
-    ``rubric`` is a published version (``rubric-v1``) or a path to a rubric text file.
+    ``rubric`` is a published version (``rubric-v1``) or a path to a rubric text file;
+    ``response_format`` is ``auto`` (the ladder, default) or a mode to pin:
+    ``json_schema``, ``json_object_schema``, ``json_object`` or ``text``
+    (``llm:openai:gemma,response_format=json_object_schema``).
     """
+    check_format_option(response_format, what="judge 'llm'")  # before the adapter is built
     rubric_obj, source = _rubric_from_arg(context, rubric)
     adapter = context.llm_adapter(model)
-    return LLMJudge(adapter, seed=seed, rubric=rubric_obj, max_tokens=max_tokens, rubric_source=source)
+    return LLMJudge(
+        adapter,
+        seed=seed,
+        rubric=rubric_obj,
+        max_tokens=max_tokens,
+        rubric_source=source,
+        response_format=response_format,
+    )

@@ -35,6 +35,12 @@ class RelativeJudge:
     def __repr__(self) -> str:
         return f"RelativeJudge({self.scorer!r})"
 
+    def formats_used(self) -> dict[str, str]:
+        """The scorer's ``formats_used()`` (``{adapter id: response format}`` its LLM's requests
+        succeeded in, e.g. the ``safety`` judge's); empty for a scorer that asks no LLM."""
+        used = getattr(self.scorer, "formats_used", None)
+        return dict(used()) if callable(used) else {}
+
     def _scores(self, baseline: str, candidate: str, prompt: str, case: Case | None) -> tuple[Score, Score]:
         pair = getattr(self.scorer, "score_pair", None)
         if pair is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_connect._structured import check_format_option
 from llm_connect.errors import ConfigurationError
 from llm_connect.grading.judges._registry import JudgeContext
 from llm_connect.grading.judges._relative import RelativeJudge
@@ -19,15 +20,26 @@ def make_safety_judge(
     patterns: str | None = None,
     *,
     judge_model: str | None = None,
+    response_format: str | None = None,
     **unknown: Any,
 ) -> RelativeJudge:
     """Registry factory for ``safety`` (``safety``, ``safety:rules.yaml``,
-    ``safety:judge_model=openai:gpt-4o-mini``).
+    ``safety:judge_model=openai:gpt-4o-mini``,
+    ``safety:judge_model=openai:gemma,response_format=json_object``).
 
     The pattern file is validated here; a judge model is turned into an
     adapter through ``context.llm_adapter`` (no call is made until scoring).
+    ``response_format`` (with ``judge_model`` only) pins the safety judge's
+    structured-output mode: ``auto`` (the ladder, default), ``json_schema``,
+    ``json_object_schema``, ``json_object`` or ``text``; a pinned mode is stored
+    in the judge's spec.
     """
-    check_no_unknown("safety", unknown, ["judge_model", "patterns"])
+    check_no_unknown("safety", unknown, ["judge_model", "patterns", "response_format"])
+    pinned = check_format_option(response_format, what="judge 'safety'")
+    if pinned is not None and judge_model is None:
+        raise ConfigurationError(
+            "judge 'safety': option 'response_format' applies to the LLM safety judge; give judge_model too"
+        )
     args: dict[str, Any] = {}
     if patterns is None:
         path = DEFAULT_PATTERNS_PATH
@@ -45,4 +57,6 @@ def make_safety_judge(
             )
         llm = context.llm_adapter(judge_model)
         args["judge_model"] = judge_model
-    return RelativeJudge(SafetyScorer(loaded, llm=llm, spec_args=args))
+    if pinned is not None:
+        args["response_format"] = pinned
+    return RelativeJudge(SafetyScorer(loaded, llm=llm, spec_args=args, response_format=pinned))
