@@ -69,10 +69,29 @@ def _fast_help(option: Any) -> Any:
 
 
 class FastHelpCommand(TyperCommand):
-    """A Typer command whose ``--help`` flag never triggers Pydantic imports."""
+    """A Typer command whose ``--help`` flag never triggers Pydantic imports, and whose plain
+    (not rich) help lists options under their ``rich_help_panel`` headings, in order of first use."""
 
     def get_help_option(self, ctx: Any) -> Any:
         return _fast_help(super().get_help_option(ctx))
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        args: list[tuple[str, str]] = []
+        panels: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                args.append(record)
+            else:
+                panels.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
+        if args:
+            with formatter.section("Arguments"):
+                formatter.write_dl(args)
+        for title, records in panels.items():
+            with formatter.section(title):
+                formatter.write_dl(records)
 
 
 class FastHelpGroup(TyperGroup):

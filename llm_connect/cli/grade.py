@@ -251,7 +251,8 @@ def grade(
         str | None,
         typer.Option(
             "--resume",
-            help="Continue this run: grade only what it is missing.",
+            help="Continue this run: grade only what it is missing, with its stored settings (SUITE and "
+            "options may be left out; a different value for one is refused).",
             show_default=False,
             metavar="RUN_ID",
             rich_help_panel="Runs and the ledger",
@@ -264,9 +265,9 @@ def grade(
             "--min-quality",
             min=0.0,
             max=1.0,
-            help="Quality gate: exit 1 when a candidate is ruled out on a routing judge (its upper "
-            "confidence bound of mean quality is below this; also the routing and verdict threshold; "
-            f"default {DEFAULT_MIN_QUALITY}).",
+            help="Quality gate on the routing judges: passed (exit 0) only when every candidate is proven, "
+            "FAILED (exit 1) when one is ruled out, else NOT SETTLED (exit 5; see --allow-unsettled). Also "
+            f"the routing and verdict threshold (default {DEFAULT_MIN_QUALITY}).",
             show_default=False,
             metavar="Q",
             rich_help_panel="Judges and the gate",

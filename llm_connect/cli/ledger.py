@@ -97,7 +97,16 @@ def summary(
     baseline: list[str] | None = _BaseOpt,
     candidate: list[str] | None = _CandOpt,
     grader_id: list[str] | None = _GraderOpt,
-    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.9999, metavar="LEVEL")] = 0.95,
+    confidence: Annotated[
+        float,
+        typer.Option(
+            "--confidence",
+            min=0.5,
+            max=0.9999,
+            metavar="LEVEL",
+            help="Confidence per decision (split over the candidates, Bonferroni).",
+        ),
+    ] = 0.95,
     min_quality: Annotated[
         float, typer.Option("--min-quality", min=0.0, max=1.0, metavar="Q", help="The verdict's threshold.")
     ] = 0.9,

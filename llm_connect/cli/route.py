@@ -33,9 +33,32 @@ def route(
             metavar="JUDGE",
         ),
     ] = None,
-    min_quality: Annotated[float, typer.Option("--min-quality", min=0.0, max=1.0, metavar="Q")] = 0.9,
-    min_samples: Annotated[int, typer.Option("--min-samples", min=2, metavar="N")] = 30,
-    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.9999, metavar="LEVEL")] = 0.95,
+    min_quality: Annotated[
+        float,
+        typer.Option(
+            "--min-quality",
+            min=0.0,
+            max=1.0,
+            metavar="Q",
+            help="Quality a candidate must be proven to reach.",
+        ),
+    ] = 0.9,
+    min_samples: Annotated[
+        int,
+        typer.Option(
+            "--min-samples", min=2, metavar="N", help="Distinct cases needed per candidate and judge."
+        ),
+    ] = 30,
+    confidence: Annotated[
+        float,
+        typer.Option(
+            "--confidence",
+            min=0.5,
+            max=0.9999,
+            metavar="LEVEL",
+            help="Confidence per decision (split over the candidates, Bonferroni).",
+        ),
+    ] = 0.95,
     allow_uncalibrated: Annotated[
         bool,
         typer.Option("--allow-uncalibrated", help="Use LLM judges' grades without a passing calibration."),
