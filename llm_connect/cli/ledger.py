@@ -264,10 +264,18 @@ def failures(
     if json_out:
         typer.echo(json.dumps([asdict(r) for r in rows], indent=2, default=str))
         return
-    _print_rows(
-        ["run", "case", "task", "stage", "adapter", "error", "message"],
-        [[r.run_id, r.case_id, r.task, r.stage, r.adapter_id, r.error_type, r.message[:120]] for r in rows],
-    )
+    if stdout_is_tty():
+        _print_rows(
+            ["run", "case", "task", "stage", "adapter", "error", "message"],
+            [[r.run_id, r.case_id, r.task, r.stage, r.adapter_id, r.error_type, r.message] for r in rows],
+        )
+        return
+    # Piped: one header line per failure, then its whole message (every line, as the server sent it;
+    # stored masked and bounded), so nothing that explains it is cut off.
+    for r in rows:
+        typer.echo(f"{r.run_id}\t{r.case_id}\t{r.task}\t{r.stage}\t{r.adapter_id or ''}\t{r.error_type}")
+        for line in r.message.splitlines() or [""]:
+            typer.echo(f"    {line}")
 
 
 @app.command("export", cls=FastHelpCommand)

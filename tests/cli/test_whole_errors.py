@@ -113,3 +113,15 @@ def test_the_llm_judge_grades_against_a_llama_cpp_server_without_a_failed_case(
     judged = [r for r in openai_server.requests if "response_format" in (r.body or {})]
     assert [r.body["response_format"]["type"] for r in judged] == ["json_schema"] + ["json_object"] * 3
     assert [r.status for r in judged] == [500, 200, 200, 200]  # the refusal was not retried
+
+
+def test_ledger_failures_prints_every_line_of_the_message(
+    tmp_path: Path, db: str, openai_server: OpenAIServer
+) -> None:
+    _grade_failing(tmp_path, db, openai_server)
+    listed = invoke("ledger", "failures", "--db", db)
+    assert listed.exit_code == 0
+    assert "r1\tc0\t" in listed.stdout
+    assert "    openai:cand: Error code: 500 - 1 validation errors:\n" in listed.stdout  # its own lines
+    assert "Input should be 'text' or 'json_object'" in listed.stdout
+    assert "upstream key [REDACTED]" in listed.stdout and LEAKED not in listed.stdout
