@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from llm_connect.grading._retry import CallLimit, RateLimiter, ResilientAdapter, RetryPolicy
     from llm_connect.grading._shared_limit import SharedRateLimiter
     from llm_connect.grading._suite import Suite, load_suite
-    from llm_connect.grading.judges import EmbeddingSimilarityJudge, LLMJudge
+    from llm_connect.grading.judges import EmbeddingSimilarityJudge, LLMJudge, PairwiseJudge
 
 __all__ = [
     "BaselineGrader",
@@ -54,6 +54,7 @@ __all__ = [
     "LLMJudge",
     "NotApplicable",
     "PairedGrader",
+    "PairwiseJudge",
     "RateLimiter",
     "ResilientAdapter",
     "RetryPolicy",
@@ -94,7 +95,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("EmbeddingSimilarityJudge", "LLMJudge"):
+    if name in ("EmbeddingSimilarityJudge", "LLMJudge", "PairwiseJudge"):
         from llm_connect.grading import judges
 
         return getattr(judges, name)

@@ -2,7 +2,8 @@
 
 Built-in judges: :class:`ExactMatchJudge` (``exact``), :class:`ToolCallJudge`
 (``tools``), :class:`EmbeddingSimilarityJudge` (``embedding``), :class:`LLMJudge`
-(``llm``), :class:`VrtyJudge` (``vrty``), :class:`PersonaJudge` (``persona``), and the
+(``llm``), :class:`PairwiseJudge` (``pairwise``), :class:`VrtyJudge` (``vrty``),
+:class:`PersonaJudge` (``persona``), and the
 rule-based and safety judges (``format``, ``schema``, ``correctness``,
 ``length``, ``relevance``, ``completeness``, ``safety``), each a
 :class:`RelativeJudge` over a single-response scorer from
@@ -34,6 +35,7 @@ from llm_connect.grading.judges._tools import ToolCallJudge
 if TYPE_CHECKING:
     from llm_connect.grading.judges._embedding import EmbeddingSimilarityJudge
     from llm_connect.grading.judges._llm import LLMJudge
+    from llm_connect.grading.judges._pairwise import PairwiseJudge
     from llm_connect.grading.judges._persona import PersonaJudge
     from llm_connect.grading.judges._relative import RelativeJudge
     from llm_connect.grading.judges._vrty import VrtyJudge
@@ -44,6 +46,7 @@ __all__ = [
     "ExactMatchJudge",
     "JudgeContext",
     "LLMJudge",
+    "PairwiseJudge",
     "PersonaJudge",
     "RelativeJudge",
     "ToolCallJudge",
@@ -60,6 +63,7 @@ __all__ = [
 _LAZY = {
     "EmbeddingSimilarityJudge": "llm_connect.grading.judges._embedding",
     "LLMJudge": "llm_connect.grading.judges._llm",
+    "PairwiseJudge": "llm_connect.grading.judges._pairwise",
     "PersonaJudge": "llm_connect.grading.judges._persona",
     "RelativeJudge": "llm_connect.grading.judges._relative",
     "VrtyJudge": "llm_connect.grading.judges._vrty",

@@ -148,14 +148,15 @@ JudgeFactory = Callable[..., "Judge"]
 def is_llm_grader_id(grader_id: str) -> bool:
     """Whether a grader id *looks like* a judge that asks an LLM (a guess from its name).
 
-    Built-in LLM-based judges put ``llm:`` at the start of their grader id or
-    after a ``+`` (``llm:openai:gpt-4o-mini:rubric-v1``, ``safety:default+llm:...``).
+    Built-in LLM-based judges put ``llm:`` or ``pairwise:`` at the start of their
+    grader id, or ``llm:`` after a ``+`` (``llm:openai:gpt-4o-mini:rubric-v1``,
+    ``pairwise:openai:gpt-4o-mini:pairwise-v1``, ``safety:default+llm:...``).
     This is only a fallback for grades stored before judges declared
     ``asks_llm`` (the flag in ``GradingResult.asks_llm`` and in the stored
     ``judge_spec``): a plugin judge may ask an LLM under any name. Prefer
     :func:`judge_asks_llm` for a judge object and the stored flag for a grade.
     """
-    return grader_id.startswith("llm:") or "+llm:" in grader_id
+    return grader_id.startswith(("llm:", "pairwise:")) or "+llm:" in grader_id
 
 
 def judge_asks_llm(judge: object) -> bool:
@@ -197,6 +198,11 @@ _BUILTINS: dict[str, _Entry] = {
         "llm_connect.grading.judges._llm:make_llm_judge",
         "model",
         "a temperature-0 LLM grades the candidate against the baseline",
+    ),
+    "pairwise": _Entry(
+        "llm_connect.grading.judges._pairwise:make_pairwise_judge",
+        "model",
+        "a temperature-0 LLM picks the better of the two answers, shown blind in both orders",
     ),
     "vrty": _Entry(
         "llm_connect.grading.judges._vrty:make_vrty_judge",
