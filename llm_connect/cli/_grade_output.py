@@ -11,7 +11,7 @@ import typer
 
 from llm_connect.cli._common import stdout_is_tty
 
-__all__ = ["grade_json", "print_human"]
+__all__ = ["emit", "grade_json", "print_human"]
 
 
 class _Out:
@@ -219,3 +219,68 @@ def grade_json(
             for r in report.results
         ]
     return payload
+
+
+def response_formats(outcome: Any) -> dict[str, Any]:
+    """Which structured-output format each LLM judge used, by grader id (empty without any)."""
+    found: dict[str, Any] = {}
+    for judge in outcome.judges:
+        used = getattr(judge, "formats_used", None)
+        if callable(used):
+            formats = used()
+            if formats:
+                found[str(judge.grader_id)] = formats
+    return found
+
+
+def emit(
+    opts: Any,
+    outcome: Any,
+    conclusion: Any,
+    *,
+    junit: Any,
+    report_file: Any,
+    json_out: bool,
+    cases: bool,
+    verbose: bool,
+    allow_unsettled: bool,
+) -> None:
+    """The output step: ``--junit``/``--report`` files, JSON or the human report on stdout, and
+    on stderr the failures (whole messages) and the command that continues the run."""
+    import json
+
+    from llm_connect.cli._artifacts import write_artifacts
+    from llm_connect.cli._common import echo_err
+    from llm_connect.cli._settings import resume_hint
+
+    report, c = outcome.report, conclusion
+    write_artifacts(
+        junit=junit, report_path=report_file, stats=c.stats, report=report, ledger=outcome.ledger,
+        threshold=opts.min_quality, min_samples=opts.min_samples, route_on=list(outcome.gating_ids),
+        gate=c.gate,
+    )  # fmt: skip
+    formats = response_formats(outcome)
+    hint = resume_hint(opts, str(report.run_id))
+    if json_out:
+        payload = grade_json(
+            outcome, c.stats, c.decisions, c.routing_error, c.gate, sessions=c.sessions, code=c.code,
+            resume=hint, formats=formats, min_quality=opts.min_quality if opts.gate else None,
+            show_cases=cases,
+        )  # fmt: skip
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        print_human(
+            outcome, c.stats, c.decisions, c.routing_error, c.gate, cases, opts.prompt is not None,
+            sessions=c.sessions, verbose=verbose, allow_unsettled=allow_unsettled, formats=formats,
+        )  # fmt: skip
+    if report.interrupted:
+        echo_err(f"interrupted: {report.cases_done - report.cases_skipped} case(s) committed.")
+        echo_err("continue it with: " + hint)
+    elif report.failures:
+        echo_err(f"{len(report.failures)} failure(s); the other grades are recorded. Failed cases:")
+        for f in report.failures[:50]:
+            where = f" (line {f.line})" if f.line is not None else ""
+            echo_err(f"  {f.case_id}{where} [{f.stage} {f.adapter_id}] {f.error_type}: {f.message}")
+        if len(report.failures) > 50:
+            echo_err(f"  ... and {len(report.failures) - 50} more (llm-connect ledger failures)")
+        echo_err("retry them with: " + hint)

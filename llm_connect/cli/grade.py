@@ -5,7 +5,6 @@ Module level imports only typer: everything heavy loads inside the command.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,11 +12,6 @@ from typing import Annotated, Any
 import typer
 
 from llm_connect.cli._common import (
-    EXIT_FAILURES,
-    EXIT_GATE,
-    EXIT_INTERRUPTED,
-    EXIT_NOT_SETTLED,
-    EXIT_OK,
     ApiKeyOption,
     BaseUrlOption,
     DbOption,
@@ -26,12 +20,11 @@ from llm_connect.cli._common import (
     SeedOption,
     TemperatureOption,
     TimeoutOption,
-    echo_err,
     fail,
     handle_errors,
     stdout_is_tty,
 )
-from llm_connect.cli._settings import given_fields, resume_hint
+from llm_connect.cli._settings import given_fields
 
 __all__ = ["DEFAULT_JUDGE", "DEFAULT_MIN_QUALITY", "grade"]
 
@@ -420,9 +413,30 @@ def grade(
     after retries, 4 unexpected error, 5 quality gate NOT SETTLED (0 with
     --allow-unsettled), 130 interrupted (continue with --resume RUN_ID).
     """
-    from llm_connect.cli._run import GradeOptions, execute
+    from llm_connect.cli._conclusion import conclude
+    from llm_connect.cli._grade_output import emit
+    from llm_connect.cli._run import execute
 
-    given = given_fields(ctx)
+    opts = _options(ctx)
+    outcome = execute(opts, pick_sides=_pick_sides, progress=stdout_is_tty() and not json_out)
+    conclusion = conclude(opts, outcome, allow_unsettled=allow_unsettled)
+    emit(
+        opts, outcome, conclusion, junit=junit, report_file=report_file, json_out=json_out, cases=cases,
+        verbose=verbose, allow_unsettled=allow_unsettled,
+    )  # fmt: skip
+    raise typer.Exit(conclusion.code)
+
+
+def _options(ctx: typer.Context) -> Any:
+    """The options step: the command line (``ctx.params``) checked and turned into ``GradeOptions``
+    (usage errors exit 2 here, before anything is opened or called)."""
+    from llm_connect.cli._artifacts import check_output_path
+    from llm_connect.cli._run import GradeOptions
+
+    p = ctx.params
+    prompt, prompt_file, suite_path, resume, run_id = (
+        p["prompt"], p["prompt_file"], p["suite_path"], p["resume"], p["run_id"],
+    )  # fmt: skip
     if prompt is not None and prompt_file is not None:
         fail("give --prompt or --prompt-file, not both")
     single = prompt if prompt is not None else (_read_prompt_file(prompt_file) if prompt_file else None)
@@ -430,142 +444,45 @@ def grade(
         fail("give a SUITE file or --prompt/--prompt-file, not both")
     if single is None and suite_path is None and resume is None:
         fail("missing SUITE (a JSONL or YAML file), or use --prompt TEXT (or --resume RUN_ID)")
-    pricing = _parse_prices(price or [])
-    from llm_connect.cli._artifacts import check_output_path, write_artifacts
-
-    check_output_path(junit, "--junit")
-    check_output_path(report_file, "--report")
+    pricing = _parse_prices(p["price"] or [])
+    check_output_path(p["junit"], "--junit")
+    check_output_path(p["report_file"], "--report")
     if run_id is not None and resume is not None and run_id != resume:
         fail("--run-id and --resume name different runs")
-
-    opts = GradeOptions(
+    min_quality, min_samples = p["min_quality"], p["min_samples"]
+    return GradeOptions(
         suite_path=None if suite_path is None else str(suite_path),
         prompt=single,
-        baseline=baseline,
-        candidates=list(candidate or []),
-        judges=list(judge or [DEFAULT_JUDGE]),
-        judge_model=judge_model,
-        task=task,
-        system_prompt=system_prompt,
-        concurrency=concurrency,
-        rpm=rpm,
-        tpm=tpm,
-        shared=shared,
-        lease_s=lease_s,
+        baseline=p["baseline"],
+        candidates=list(p["candidate"] or []),
+        judges=list(p["judge"] or [DEFAULT_JUDGE]),
+        judge_model=p["judge_model"],
+        task=p["task"],
+        system_prompt=p["system_prompt"],
+        concurrency=p["concurrency"],
+        rpm=p["rpm"],
+        tpm=p["tpm"],
+        shared=p["shared"],
+        lease_s=p["lease_s"],
         run_id=resume or run_id,
         resume=resume is not None,
-        db=db,
-        use_cache=not no_cache,
-        base_url=base_url,
-        api_key=api_key,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        seed=seed,
-        timeout=timeout,
-        max_retries=max_retries,
+        db=p["db"],
+        use_cache=not p["no_cache"],
+        base_url=p["base_url"],
+        api_key=p["api_key"],
+        temperature=p["temperature"],
+        max_tokens=p["max_tokens"],
+        seed=p["seed"],
+        timeout=p["timeout"],
+        max_retries=p["max_retries"],
         pricing=pricing,
-        route_on=list(route_on or []),
-        until_decided=until_decided,
-        order_seed=order_seed,
-        samples=samples,
-        allow_uncalibrated=allow_uncalibrated,
+        route_on=list(p["route_on"] or []),
+        until_decided=p["until_decided"],
+        order_seed=p["order_seed"],
+        samples=p["samples"],
+        allow_uncalibrated=p["allow_uncalibrated"],
         min_quality=DEFAULT_MIN_QUALITY if min_quality is None else min_quality,
         min_samples=DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
         gate=min_quality is not None,
-        given=given,
+        given=given_fields(ctx),
     )
-    show_progress = stdout_is_tty() and not json_out
-    outcome = execute(opts, pick_sides=_pick_sides, progress=show_progress)
-    report = outcome.report
-    threshold, needed = opts.min_quality, opts.min_samples
-
-    from llm_connect.cli import _report
-
-    stats = _report.run_stats(
-        outcome.rows, outcome.ledger, threshold=threshold, min_samples=needed, routing_ids=outcome.gating_ids
-    )
-    from llm_connect.cli import _sessions
-
-    sessions = _sessions.session_report(
-        report.results,
-        outcome.suite.cases,
-        outcome.judges,
-        baseline=str(opts.baseline),
-        partial=report.cases_done - report.cases_skipped < report.cases_total,
-    )
-    decisions: list[Any] = []
-    routing_error: str | None = None
-    if not report.interrupted and stats:
-        try:
-            decisions = outcome.route(
-                threshold=threshold, min_samples=needed, allow_uncalibrated=opts.allow_uncalibrated
-            )
-        except Exception as exc:  # routing is advice: a failure there does not lose the grades
-            routing_error = f"{type(exc).__name__}: {exc}"
-    from llm_connect.routing import GATE_FAILED, GATE_NOT_SETTLED, quality_gate
-
-    # The gate reads the statuses the evidence module computed: passed only when every candidate
-    # is proven on every routing judge, failed when one is ruled out, not settled otherwise.
-    gate = (
-        quality_gate(((s.task, s.candidate, s.evidence) for s in stats if s.routes), min_quality=threshold)
-        if opts.gate
-        else None
-    )
-
-    code = EXIT_OK
-    if report.interrupted:
-        code = EXIT_INTERRUPTED
-    elif report.failures:
-        code = EXIT_FAILURES
-    elif gate is not None and gate.outcome == GATE_FAILED:
-        code = EXIT_GATE
-    elif gate is not None and gate.outcome == GATE_NOT_SETTLED and not allow_unsettled:
-        code = EXIT_NOT_SETTLED
-
-    write_artifacts(
-        junit=junit, report_path=report_file, stats=stats, report=report, ledger=outcome.ledger,
-        threshold=threshold, min_samples=needed, route_on=list(outcome.gating_ids), gate=gate,
-    )  # fmt: skip
-
-    if json_out:
-        from llm_connect.cli._grade_output import grade_json
-
-        payload = grade_json(
-            outcome, stats, decisions, routing_error, gate, sessions=sessions, code=code,
-            resume=resume_hint(opts, str(report.run_id)), formats=_response_formats(outcome),
-            min_quality=threshold if opts.gate else None, show_cases=cases,
-        )  # fmt: skip
-        typer.echo(json.dumps(payload, indent=2, default=str))
-    else:
-        from llm_connect.cli._grade_output import print_human
-
-        print_human(
-            outcome, stats, decisions, routing_error, gate, cases, single is not None,
-            sessions=sessions, verbose=verbose, allow_unsettled=allow_unsettled,
-            formats=_response_formats(outcome),
-        )  # fmt: skip
-
-    if report.interrupted:
-        echo_err(f"interrupted: {report.cases_done - report.cases_skipped} case(s) committed.")
-        echo_err("continue it with: " + resume_hint(opts, str(report.run_id)))
-    elif report.failures:
-        echo_err(f"{len(report.failures)} failure(s); the other grades are recorded. Failed cases:")
-        for f in report.failures[:50]:
-            where = f" (line {f.line})" if f.line is not None else ""
-            echo_err(f"  {f.case_id}{where} [{f.stage} {f.adapter_id}] {f.error_type}: {f.message}")
-        if len(report.failures) > 50:
-            echo_err(f"  ... and {len(report.failures) - 50} more (llm-connect ledger failures)")
-        echo_err("retry them with: " + resume_hint(opts, str(report.run_id)))
-    raise typer.Exit(code)
-
-
-def _response_formats(outcome: Any) -> dict[str, Any]:
-    """Which structured-output format each LLM judge used, by grader id (empty without any)."""
-    found: dict[str, Any] = {}
-    for judge in outcome.judges:
-        used = getattr(judge, "formats_used", None)
-        if callable(used):
-            formats = used()
-            if formats:
-                found[str(judge.grader_id)] = formats
-    return found

@@ -1,0 +1,96 @@
+"""What a finished ``grade`` run concludes: statistics, sessions, routing, the gate, the exit code.
+
+One step of ``llm-connect grade`` (options -> plan and run -> **conclusion** -> output): it
+reads the run's grades back through the evidence module and decides, and nothing here prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llm_connect.cli._common import (
+    EXIT_FAILURES,
+    EXIT_GATE,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_SETTLED,
+    EXIT_OK,
+)
+
+__all__ = ["Conclusion", "conclude"]
+
+
+@dataclass
+class Conclusion:
+    """Everything the output step shows about a run."""
+
+    stats: list[Any]
+    """One ``RunStats`` per (task, candidate, judge): the evidence module's figures."""
+    sessions: Any
+    """The sessions report (persona judges on a suite with sessions), else ``None``."""
+    decisions: list[Any]
+    """One stored ``RoutingDecision`` per task (none when interrupted)."""
+    routing_error: str | None
+    """Why routing could not run (the grades are kept)."""
+    gate: Any
+    """The ``GateResult`` when ``--min-quality`` was given, else ``None``."""
+    code: int
+    """The exit code."""
+
+
+def exit_code(report: Any, gate: Any, *, allow_unsettled: bool) -> int:
+    """130 interrupted, then 3 failed cases, then 1 gate FAILED, then 5 NOT SETTLED, else 0."""
+    from llm_connect.routing import GATE_FAILED, GATE_NOT_SETTLED
+
+    if report.interrupted:
+        return EXIT_INTERRUPTED
+    if report.failures:
+        return EXIT_FAILURES
+    if gate is not None and gate.outcome == GATE_FAILED:
+        return EXIT_GATE
+    if gate is not None and gate.outcome == GATE_NOT_SETTLED and not allow_unsettled:
+        return EXIT_NOT_SETTLED
+    return EXIT_OK
+
+
+def conclude(opts: Any, outcome: Any, *, allow_unsettled: bool) -> Conclusion:
+    """The statistics, sessions, routing decisions and gate of the run in ``outcome``."""
+    from llm_connect.cli import _report, _sessions
+    from llm_connect.routing import quality_gate
+
+    report = outcome.report
+    threshold, needed = opts.min_quality, opts.min_samples
+    stats = _report.run_stats(
+        outcome.rows, outcome.ledger, threshold=threshold, min_samples=needed, routing_ids=outcome.gating_ids
+    )
+    sessions = _sessions.session_report(
+        report.results,
+        outcome.suite.cases,
+        outcome.judges,
+        baseline=str(opts.baseline),
+        partial=report.cases_done - report.cases_skipped < report.cases_total,
+    )
+    decisions: list[Any] = []
+    routing_error: str | None = None
+    if not report.interrupted and stats:
+        try:
+            decisions = outcome.route(
+                threshold=threshold, min_samples=needed, allow_uncalibrated=opts.allow_uncalibrated
+            )
+        except Exception as exc:  # routing is advice: a failure there does not lose the grades
+            routing_error = f"{type(exc).__name__}: {exc}"
+    # The gate reads the statuses the evidence module computed: passed only when every candidate
+    # is proven on every routing judge, failed when one is ruled out, not settled otherwise.
+    gate = (
+        quality_gate(((s.task, s.candidate, s.evidence) for s in stats if s.routes), min_quality=threshold)
+        if opts.gate
+        else None
+    )
+    return Conclusion(
+        stats=stats,
+        sessions=sessions,
+        decisions=decisions,
+        routing_error=routing_error,
+        gate=gate,
+        code=exit_code(report, gate, allow_unsettled=allow_unsettled),
+    )
