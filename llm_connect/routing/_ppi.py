@@ -1,0 +1,494 @@
+"""Prediction-powered, anytime-valid bounds on the mean *human* quality (issue 23).
+
+Every case ``t`` (in arrival order) has a judge grade ``J_t`` in [0, 1]. Before any label of it
+exists, the sampler fixes an inclusion probability ``p_t`` in (0, 1] (never below a ``floor``
+fixed in advance) and draws ``chosen_t ~ Bernoulli(p_t)``; people label the chosen cases,
+``H_t`` in [0, 1]. With a prediction ``a_t = clip(lam_t J_t + c_t, 0, 1)`` whose ``lam_t`` and
+``c_t`` are tuned from earlier cases only, the per-case value
+
+    y_t = a_t + (chosen_t / p_t) (H_t - a_t)
+
+has conditional mean ``E[H_t]`` whatever the judge's bias (the chosen/p factor has mean one
+given everything else). :func:`ppi_sequence` bounds that mean with a one-sided
+empirical-Bernstein confidence sequence generalised from ``_bounds`` (Waudby-Smith & Ramdas
+2024, Thm 2) to observations whose centre ``m_t`` and lower extent ``B_t`` (``y_t - m_t >=
+-B_t``) are known before ``y_t``: with ``xi_t = (y_t - m_t) / B_t >= -1``, a bet ``gamma_t`` in
+[0, 1) and ``eta_t = gamma_t / B_t``,
+
+    prod exp(eta_t (y_t - mu) - psi_E(gamma_t) xi_t^2),   psi_E(g) = -log(1 - g) - g,
+
+is a non-negative supermartingale at the true ``mu`` (Fan et al.'s inequality), so by Ville's
+inequality
+
+    mu >= max_t (sum eta_i y_i - sum psi_E(gamma_i) xi_i^2 - log(1/alpha)) / sum eta_i
+
+at every ``t`` at once with probability ``1 - alpha``. The upper bound is the same for ``-y``
+with the upper extent. Only the extent on the side being bounded enters, which is what keeps
+the inverse-probability term from costing labels near the ceiling (``docs/decisions.md``,
+"Routing on what people would say"). ``extent="full"`` uses the whole range on both sides
+(the plain construction: map ``y`` into [0, 1] with its known range), kept for comparison.
+
+Pending labels (chosen, not yet labelled): the sequence stops before the first pending case;
+the cases after it wait (:attr:`HumanBound.waiting`). Labels on cases the sampler did not
+choose are refused (:func:`human_bound` raises); they cannot enter an unbiased estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from llm_connect.errors import ConfigurationError
+from llm_connect.routing._bounds import TRUNCATION, cases_needed
+from llm_connect.values._decision import INSUFFICIENT, PROVEN, RULED_OUT, UNDECIDED
+
+__all__ = [
+    "LABELS_SHARE",
+    "NO_HUMAN_LABELS",
+    "HumanBound",
+    "PPISequence",
+    "human_bound",
+    "inclusion_probabilities",
+    "judge_uncertainty",
+    "ppi_sequence",
+    "uniform_inclusion",
+]
+
+NO_HUMAN_LABELS = "no human labels yet"
+"""The status of a candidate whose bound has no human label to stand on."""
+
+LAM_MAX = 2.0
+"""The largest judge coefficient ``lam_t`` the tuning may pick."""
+
+LABELS_SHARE = 0.5
+"""Share of ``alpha`` :func:`human_bound` spends on the labels-alone bound under uniform labelling."""
+
+_RIDGE = 0.25
+"""Prior weight (in labels) pulling the tuned ``lam`` towards 0 and ``c`` towards 1/2."""
+
+_PRIOR_WEIGHT = 1.0
+"""Cases' worth of prior variance in the bets (WSR use one case at 1/4 for values in [0, 1])."""
+
+_MAX_PROJECTED = 10_000_000
+
+
+# -- inclusion probabilities -----------------------------------------------------------------
+
+
+def _check_rate(rate: float, name: str = "rate") -> float:
+    if not isinstance(rate, int | float) or not 0.0 < float(rate) <= 1.0 or math.isnan(rate):
+        raise ConfigurationError(f"{name} must lie in (0, 1], not {rate!r}")
+    return float(rate)
+
+
+def uniform_inclusion(n: int, rate: float) -> Any:
+    """Inclusion probabilities for ``n`` cases sampled uniformly: ``rate`` each."""
+    return np.full(int(n), _check_rate(rate))
+
+
+def judge_uncertainty(grades: Any) -> Any:
+    """How unsure a preference-like grade is: ``2 sqrt(J (1 - J))`` in [0, 1].
+
+    1 at a tie (0.5), 0 at a sure verdict (0 or 1); for a pairwise grade in {0, 0.5, 1} it equals
+    ``1 - |2J - 1|``. For a calibrated probability ``J`` it is proportional to the standard
+    deviation of the human label given the grade, the inclusion weight that minimises the
+    estimate's variance (Zrnic & Candès, ICML 2024).
+    """
+    j = np.asarray(grades, dtype=float)
+    if j.size and (not np.all(np.isfinite(j)) or j.min() < 0.0 or j.max() > 1.0):
+        raise ConfigurationError("judge grades must lie in 0..1")
+    return 2.0 * np.sqrt(j * (1.0 - j))
+
+
+def inclusion_probabilities(
+    uncertainty: Any, rate: float, floor: float | None = None, *, reference: Any = None
+) -> Any:
+    """Inclusion probabilities that grow with a judge-uncertainty score, mean ``rate``, never
+    below ``floor`` (default ``rate / 2``).
+
+    ``p_i = min(1, f + s u_i)``: ``f = floor`` and ``s`` solved so that the mean over
+    ``reference`` is ``rate``; where even ``s = inf`` cannot reach it (most scores 0), every
+    scored case gets 1 and ``f`` rises to make up the rate. ``reference``: the uncertainties of
+    cases decided *before* these (so each ``p_i`` depends on case ``i`` and earlier cases only,
+    which the bound's argument needs); without it, ``uncertainty`` itself (valid for a batch
+    decided before any of its cases enters a bound, see ``docs/decisions.md``). All-equal
+    scores give ``rate`` each.
+    """
+    rate = _check_rate(rate)
+    floor = rate / 2.0 if floor is None else _check_rate(floor, "floor")
+    if floor > rate:
+        raise ConfigurationError(f"floor {floor!r} must not exceed rate {rate!r}")
+    u = _scores(uncertainty, "uncertainty")
+    ref = u if reference is None else _scores(reference, "reference")
+    if ref.size == 0 or float(ref.max()) <= float(ref.min()):
+        return np.full(u.size, rate)
+    scored = float((ref > 0).mean())
+    if floor * (1.0 - scored) + scored <= rate:  # even s = inf falls short: raise the floor
+        f = (rate - scored) / (1.0 - scored)
+        return np.where(u > 0, 1.0, f)
+    lo, hi = 0.0, 1.0
+    while float(np.minimum(1.0, floor + hi * ref).mean()) < rate:
+        hi *= 2.0
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if float(np.minimum(1.0, floor + mid * ref).mean()) < rate else (lo, mid)
+    return np.minimum(1.0, floor + hi * u)
+
+
+def _scores(values: Any, name: str) -> Any:
+    u = np.asarray(values, dtype=float)
+    if u.ndim != 1:
+        raise ConfigurationError(f"{name} must be a one-dimensional sequence")
+    if u.size and (not np.all(np.isfinite(u)) or u.min() < 0.0):
+        raise ConfigurationError(f"{name} scores must be finite and >= 0")
+    return u
+
+
+# -- the sequence ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PPISequence:
+    """Per case (columns; rows are independent series), the running anytime bounds and the
+    tuned coefficients: ``lower[..., t]`` / ``upper[..., t]`` hold after cases ``0..t``."""
+
+    lower: Any
+    upper: Any
+    y: Any
+    lam: Any
+    offset: Any
+
+
+def _shift(x: Any, fill: float) -> Any:
+    """``x`` one case later along the last axis (the value before each case), ``fill`` first."""
+    out = np.full_like(x, fill)
+    out[..., 1:] = x[..., :-1]
+    return out
+
+
+def _tuning(j: Any, p: Any, ch: Any, h: Any) -> tuple[Any, Any]:
+    """``(lam, c)`` after each case (inclusive): the weighted least-squares fit of H on J over the
+    labelled cases so far, weights ``(1/p)(1/p - 1)`` (``Var y = Var H + E[(1/p - 1)(H - a)^2]``),
+    with a ridge prior of :data:`_RIDGE` labels at ``lam = 0``, ``c = 1/2``."""
+    w = np.where(ch, (1.0 - p) / (p * p), 0.0)
+    n_lab = np.cumsum(ch, axis=-1, dtype=float)
+    sw = np.cumsum(w, axis=-1)
+    scale = np.where(sw > 0.0, n_lab / np.where(sw > 0.0, sw, 1.0), 0.0)  # weights in labels
+    total = sw * scale + _RIDGE
+    mj = (np.cumsum(w * j, axis=-1) * scale + 0.5 * _RIDGE) / total
+    mh = (np.cumsum(w * h, axis=-1) * scale + 0.5 * _RIDGE) / total
+    cov = np.cumsum(w * j * h, axis=-1) * scale / total - mj * mh
+    var = (np.cumsum(w * j * j, axis=-1) * scale + 0.25 * _RIDGE) / total - mj * mj
+    lam = np.clip(cov / (var + 1e-3), 0.0, LAM_MAX)
+    return lam, mh - lam * mj
+
+
+def _range(lam: Any, c: Any, floor: float) -> tuple[Any, Any]:
+    """The least and greatest ``y`` can be with these coefficients, over every J, H in [0, 1] and
+    every ``p >= floor``: ``a_hi (1 - 1/floor)`` (chosen, H = 0, the highest prediction) and
+    ``a_lo + (1 - a_lo) / floor`` (chosen, H = 1, the lowest)."""
+    a_hi = np.clip(lam + c, 0.0, 1.0)
+    a_lo = np.clip(c, 0.0, 1.0)
+    return a_hi * (1.0 - 1.0 / floor), a_lo + (1.0 - a_lo) / floor
+
+
+def _labels_only(ch: Any, h: Any, alpha: float) -> tuple[Any, Any]:
+    """The existing anytime bounds (``_bounds``: WSR Thm 2) over the labelled cases alone, in
+    their order, read after each case: valid when the sampler chose cases whatever their grade
+    (uniform labelling), since the labelled cases are then a random subsample."""
+    log_inv_alpha = math.log(1.0 / alpha)
+    count = np.cumsum(ch, axis=-1)
+    width = max(1, int(count.max()) if count.size else 1)
+    order = np.argsort(~ch, axis=-1, kind="stable")
+    x = np.take_along_axis(h, order, axis=-1)[..., :width]
+    x = np.where(np.arange(width) < count[..., -1:], x, 0.0)
+    t = np.arange(1, width + 1, dtype=float)
+
+    def lower(v: Any) -> Any:
+        mean_after = (0.5 + np.cumsum(v, axis=-1)) / (t + 1.0)
+        sq_after = (0.25 + np.cumsum((v - mean_after) ** 2, axis=-1)) / (t + 1.0)
+        m = _shift(mean_after, 0.5)
+        lam = np.minimum(
+            TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (_shift(sq_after, 0.25) * t * np.log1p(t)))
+        )
+        psi = -np.log1p(-lam) - lam
+        low = (np.cumsum(lam * v, axis=-1) - np.cumsum(psi * (v - m) ** 2, axis=-1) - log_inv_alpha) / (
+            np.cumsum(lam, axis=-1)
+        )
+        low = np.clip(np.maximum.accumulate(low, axis=-1), 0.0, 1.0)
+        at = np.take_along_axis(low, np.maximum(count - 1, 0), axis=-1)
+        return np.where(count > 0, at, 0.0)
+
+    return lower(x), 1.0 - lower(1.0 - x)
+
+
+def ppi_sequence(
+    judge: Any,
+    inclusion: Any,
+    chosen: Any,
+    human: Any,
+    alpha: float,
+    *,
+    floor: float,
+    labels_share: float = 0.0,
+) -> PPISequence:
+    """The anytime lower and upper bounds of the mean human value after each case.
+
+    Arrays are ``(n,)`` or ``(runs, n)``: ``judge`` in [0, 1], ``inclusion`` (``p_t``) in
+    [``floor``, 1], ``chosen`` boolean, ``human`` in [0, 1] on every chosen case (ignored
+    elsewhere). No validation: :func:`human_bound` validates and cuts pending cases.
+    ``labels_share`` > 0 (uniform labelling only) spends that share of ``alpha`` on the bound
+    of the labels alone and the rest on the prediction-powered one, and keeps the tighter of
+    the two at each case (a union bound: both hold together with probability ``1 - alpha``).
+    """
+    if labels_share > 0.0:
+        ch = np.asarray(chosen, dtype=bool)
+        h = np.where(ch, np.nan_to_num(np.asarray(human, dtype=float)), 0.0)
+        seq = ppi_sequence(judge, inclusion, ch, h, alpha * (1.0 - labels_share), floor=floor)
+        low, high = _labels_only(ch, h, alpha * labels_share)
+        return replace(seq, lower=np.maximum(seq.lower, low), upper=np.minimum(seq.upper, high))
+    j = np.asarray(judge, dtype=float)
+    p = np.asarray(inclusion, dtype=float)
+    ch = np.asarray(chosen, dtype=bool)
+    h = np.where(ch, np.nan_to_num(np.asarray(human, dtype=float)), 0.0)
+    n = j.shape[-1]
+    log_inv_alpha = math.log(1.0 / alpha)
+    lam_after, c_after = _tuning(j, p, ch, h)
+    lam, c = _shift(lam_after, 0.0), _shift(c_after, 0.5)  # the prior before any label
+    a = np.clip(lam * j + c, 0.0, 1.0)
+    y = a + np.where(ch, (h - a) / p, 0.0)
+    y_min, y_max = _range(lam, c, floor)
+    width = y_max - y_min
+
+    # Centre and variance of y before each case (WSR's estimates; the variance prior is one
+    # case at (1/4) / floor, what inverse-probability weighting can reach, not 1/4).
+    t = np.arange(1, n + 1, dtype=float)
+    first = np.ones((*j.shape[:-1], 1))
+    mean_after = np.clip((0.5 + np.cumsum(y, axis=-1)) / (t + 1.0), 0.0, 1.0)
+    m = np.concatenate((0.5 * first, mean_after[..., :-1]), axis=-1)
+    prior = 0.25 / floor
+    sq_after = (prior + np.cumsum((y - mean_after) ** 2, axis=-1)) / (t + 1.0)
+    s2 = np.concatenate((prior * first, sq_after[..., :-1]), axis=-1)
+    bet = np.sqrt(2.0 * log_inv_alpha / (s2 * t * np.log1p(t)))  # on y, before truncation
+    gamma = np.minimum(TRUNCATION, width * bet)
+    eta = gamma / width
+    psi = -np.log1p(-gamma) - gamma
+    penalty = np.cumsum(psi * ((y - m) / width) ** 2, axis=-1)
+    sum_eta = np.cumsum(eta, axis=-1)
+    low = (np.cumsum(eta * y, axis=-1) - penalty - log_inv_alpha) / sum_eta
+    high = (np.cumsum(eta * y, axis=-1) + penalty + log_inv_alpha) / sum_eta
+    lower = np.clip(np.maximum.accumulate(low, axis=-1), 0.0, 1.0)
+    upper = np.clip(np.minimum.accumulate(high, axis=-1), 0.0, 1.0)
+    return PPISequence(lower=lower, upper=upper, y=y, lam=lam, offset=c)
+
+
+# -- one candidate's evidence ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HumanBound:
+    """What the judge's grades and the people's labels say about one candidate's mean human quality.
+
+    ``lower`` / ``upper``: the anytime-valid one-sided bounds at ``alpha`` (``None`` with no label
+    in the sequence). ``estimate``: the prediction-powered point estimate (coefficients tuned on
+    every label used); ``judge_mean``: the judge's mean over every case; ``judge_bias``: the mean
+    of ``J - H`` over the labelled cases. ``cases_used`` cases enter the sequence (those before
+    the first pending label); ``waiting`` cases after it do not yet; ``pending`` chosen cases
+    await their label. ``more_labels`` / ``more_cases``: about how many more would settle an
+    undecided candidate at the observed spread (``None``: settled, or too close to call).
+    """
+
+    status: str
+    lower: float | None
+    upper: float | None
+    estimate: float | None
+    judge_mean: float | None
+    judge_bias: float | None
+    cases: int
+    cases_used: int
+    labels_used: int
+    pending: int
+    waiting: int
+    more_labels: int | None
+    more_cases: int | None
+    alpha: float
+    lam: float | None
+    offset: float | None
+    why: str
+
+
+def _validate(
+    judge: Any, inclusion: Any, chosen: Any, human: Any, floor: float | None
+) -> tuple[Any, Any, Any, Any, float]:
+    j = np.asarray(judge, dtype=float)
+    p = np.asarray(inclusion, dtype=float)
+    ch_raw = np.asarray(chosen)
+    h = np.asarray(human, dtype=float)
+    if not (j.ndim == p.ndim == ch_raw.ndim == h.ndim == 1) or not (
+        j.size == p.size == ch_raw.size == h.size
+    ):
+        raise ConfigurationError("judge, inclusion, chosen and human must be 1-D sequences of one length")
+    if ch_raw.size and not np.all((ch_raw == 0) | (ch_raw == 1)):
+        raise ConfigurationError("chosen must be booleans")
+    ch = ch_raw.astype(bool)
+
+    def first(bad: Any, what: str) -> None:
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ConfigurationError(f"case {i}: {what}")
+
+    first(~np.isfinite(j) | (j < 0.0) | (j > 1.0), "judge grade outside 0..1")
+    first(~np.isfinite(p) | (p <= 0.0) | (p > 1.0), "inclusion probability outside (0, 1]")
+    labelled = ~np.isnan(h)
+    first(labelled & ((h < 0.0) | (h > 1.0)), "human value outside 0..1")
+    first(
+        labelled & ~ch,
+        "has a human label but was not chosen by the sampler; such labels cannot enter the bound "
+        "(they count for agreement only, or import them as sampled uniformly)",
+    )
+    low = float(p.min()) if p.size else 1.0
+    floor = low if floor is None else _check_rate(floor, "floor")
+    if floor > low + 1e-12:
+        first(p < floor, f"inclusion probability below the sampler's floor {floor!r}")
+    return j, p, ch, h, floor
+
+
+def human_bound(
+    judge: Any,
+    inclusion: Any,
+    chosen: Any,
+    human: Any,
+    *,
+    alpha: float,
+    min_quality: float,
+    floor: float | None = None,
+    min_samples: int = 30,
+) -> HumanBound:
+    """Bounds and evidence about the mean human quality from judge grades and sampled labels.
+
+    Per case in arrival order: ``judge`` (``J_t``), ``inclusion`` (``p_t``, fixed before the
+    label), ``chosen`` and ``human`` (``H_t``; NaN when not chosen or not yet labelled).
+    ``floor``: the least inclusion probability the sampler could give (default: the least
+    given). Under uniform labelling (every ``p_t`` equal, below 1) :data:`LABELS_SHARE` of
+    ``alpha`` goes to the labels-alone bound and the tighter bound wins. Status: ``ruled out``
+    (upper < ``min_quality``), ``proven`` (lower >= it with at
+    least ``min_samples`` cases), ``undecided``/``insufficient``, or :data:`NO_HUMAN_LABELS`.
+    Raises ``ConfigurationError`` (a ``ValueError``) naming the case for bad input, including a
+    label on a case the sampler did not choose.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ConfigurationError(f"alpha must lie strictly between 0 and 1, not {alpha!r}")
+    if not 0.0 <= min_quality <= 1.0:
+        raise ConfigurationError(f"min_quality must lie in 0..1, not {min_quality!r}")
+    j, p, ch, h, floor = _validate(judge, inclusion, chosen, human, floor)
+    n = j.size
+    pending_mask = ch & np.isnan(h)
+    cut = int(np.argmax(pending_mask)) if pending_mask.any() else n
+    labelled = ch & ~np.isnan(h)
+    used = slice(0, cut)
+    labels_used = int(ch[used].sum())
+    judge_mean = float(j.mean()) if n else None
+    bias = float((j[labelled] - h[labelled]).mean()) if labelled.any() else None
+    pending = int(pending_mask.sum())
+    base = HumanBound(
+        status=NO_HUMAN_LABELS,
+        lower=None,
+        upper=None,
+        estimate=None,
+        judge_mean=judge_mean,
+        judge_bias=bias,
+        cases=n,
+        cases_used=cut,
+        labels_used=labels_used,
+        pending=pending,
+        waiting=n - cut,
+        more_labels=None,
+        more_cases=None,
+        alpha=alpha,
+        lam=None,
+        offset=None,
+        why=f"{NO_HUMAN_LABELS}: {n} cases graded by the judge"
+        + (f", {pending} chosen for labelling and awaiting their label" if pending else ""),
+    )
+    if labels_used == 0:
+        return base
+    uniform = bool(np.all(p == p[0]))  # labels alone are a random subsample only then
+    share = LABELS_SHARE if uniform and p[0] < 1.0 else 0.0
+    seq = ppi_sequence(j[used], p[used], ch[used], h[used], alpha, floor=floor, labels_share=share)
+    lower, upper = float(seq.lower[-1]), float(seq.upper[-1])
+    jj, pp, cc, hh = j[used], p[used], ch[used], np.nan_to_num(h[used])
+    lam_all, c_all = _tuning(jj, pp, cc, np.where(cc, hh, 0.0))
+    lam, c = float(lam_all[-1]), float(c_all[-1])
+    a = np.clip(lam * jj + c, 0.0, 1.0)
+    y = a + np.where(cc, (hh - a) / pp, 0.0)
+    estimate = float(np.clip(y.mean(), 0.0, 1.0))
+    more_cases = more_labels = None
+    if upper < min_quality:
+        status, verdict = RULED_OUT, f"upper bound {upper:.3f} < min_quality {min_quality:g}"
+    elif lower >= min_quality and cut >= min_samples:
+        status, verdict = PROVEN, f"lower bound {lower:.3f} >= min_quality {min_quality:g}"
+    else:
+        status = INSUFFICIENT if cut < min_samples else UNDECIDED
+        verdict = f"bounds [{lower:.3f}, {upper:.3f}] around min_quality {min_quality:g}"
+        total = _projected_total(estimate, y, pp, cc, hh, a, lam, c, floor, min_quality, alpha)
+        if total is not None:
+            more_cases = max(total, min_samples, cut + 1) - cut
+            more_labels = max(1, math.ceil(more_cases * float(pp.mean())))
+            verb = "prove" if estimate >= min_quality else "rule it out"
+            verdict += (
+                f"; about {more_labels} more labels (and {more_cases} more cases) would {verb} "
+                "at the observed spread"
+            )
+        else:
+            verdict += "; too close to call: the estimate is too near min_quality"
+    why = (
+        f"human quality {status}: {labels_used} labels on {cut} cases, prediction-powered estimate "
+        f"{estimate:.3f} (judge alone {judge_mean:.3f}, judge bias {bias:+.3f}), {verdict}"
+    )
+    if pending:
+        why += f"; {pending} label{'s' if pending != 1 else ''} pending, {n - cut} cases wait for them"
+    return replace(
+        base,
+        status=status,
+        lower=lower,
+        upper=upper,
+        estimate=estimate,
+        more_labels=more_labels,
+        more_cases=more_cases,
+        lam=lam,
+        offset=c,
+        why=why,
+    )
+
+
+def _projected_total(
+    estimate: float,
+    y: Any,
+    p: Any,
+    ch: Any,
+    h: Any,
+    a: Any,
+    lam: float,
+    c: float,
+    floor: float,
+    threshold: float,
+    alpha: float,
+) -> int | None:
+    """About how many cases in all the bound needs, if future cases look like these.
+
+    With the final coefficients the sequence is the [0, 1] bound of ``x = (y - y_min) / W``, so
+    :func:`~llm_connect.routing._bounds.cases_needed` projects it at the mean and variance of
+    ``x``: ``Var y = Var H + E[(1/p - 1)(H - a)^2]``, both estimated by inverse-probability
+    weighting over the labelled cases.
+    """
+    n = y.size
+    var_h = float(np.sum(np.where(ch, (h - estimate) ** 2 / p, 0.0))) / n
+    resid = float(np.sum(np.where(ch, (1.0 / p) * (1.0 / p - 1.0) * (h - a) ** 2, 0.0))) / n
+    y_min, y_max = _range(np.float64(lam), np.float64(c), floor)
+    width = float(y_max - y_min)
+    mean_x = (estimate - float(y_min)) / width
+    threshold_x = (threshold - float(y_min)) / width
+    return cases_needed(mean_x, (var_h + resid) / width**2, threshold_x, alpha)

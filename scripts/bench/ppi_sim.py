@@ -1,0 +1,304 @@
+"""Routing on what people would say (issue 23): the prediction-powered anytime bound by simulation.
+
+Usage: python scripts/bench/ppi_sim.py [--runs 1000] [--grid-runs 200] [--seed 2026] [--quick]
+
+Sections (markdown on stdout, every number reproducible from the flags):
+
+(a) validity under monitoring: judge 0.1 above people (clipped), human mean 0.85, min_quality
+    0.9, a look after every batch of 10 cases up to 2,000 cases, labelling rate 0.2; the share
+    of runs routed by the judge alone and by the human-target bound, uniform and active
+    labelling, and with a bias that depends on the case (long answers);
+(b) labels saved: pairwise preferences, people prefer the candidate on 62% of cases (0/1
+    labels, no human ties), min_quality 0.5, a judge in both orders that agrees with people on
+    95% of cases (4% flips counted as a tie 0.5, 1% wrong): labels needed by labels alone and
+    by the bound, uniform and active, at rates 0.1, 0.2 and 0.3;
+(c) regimes: human mean x judge agreement x rate -> median labels and cases needed, and the
+    ratio to labels alone (the existing bound with every case labelled);
+(d) the cost of one call of ``human_bound`` with 100,000 cases and 2,000 labels.
+
+Runs that never prove within the horizon count as infinitely many labels in the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+from decisions_sim import anytime_lower
+from decisions_sim import rate as rate_ci
+
+from llm_connect.routing._ppi import (
+    LABELS_SHARE,
+    human_bound,
+    inclusion_probabilities,
+    judge_uncertainty,
+    ppi_sequence,
+)
+
+ALPHA = 0.05
+LOOK_EVERY = 10
+MIN_SAMPLES = 30
+CHUNK = 100
+SHARE = [LABELS_SHARE]
+
+
+def active_inclusion(u: np.ndarray, rate: float, pilot: np.ndarray) -> np.ndarray:
+    """``inclusion_probabilities`` (floor ``rate / 2``) with the scale solved on a pilot sample of
+    the judge's uncertainties drawn before the run, so each ``p_t`` depends on case t alone."""
+    return np.asarray(inclusion_probabilities(u.ravel(), rate, reference=pilot)).reshape(u.shape)
+
+
+def first_proof(lower: np.ndarray, threshold: float) -> np.ndarray:
+    """Cases at the first look (every 10, at least MIN_SAMPLES) whose lower bound clears the
+    threshold; ``inf`` for runs that never do."""
+    looks = np.arange(LOOK_EVERY, lower.shape[1] + 1, LOOK_EVERY)
+    ok = (lower[:, looks - 1] >= threshold) & (looks >= MIN_SAMPLES)
+    return np.where(ok.any(axis=1), looks[ok.argmax(axis=1)], np.inf)
+
+
+def labels_at(chosen: np.ndarray, cases: np.ndarray) -> np.ndarray:
+    """Labels among the first ``cases`` cases of each run (``inf`` stays ``inf``)."""
+    counts = np.concatenate((np.zeros((chosen.shape[0], 1)), np.cumsum(chosen, axis=1)), axis=1)
+    idx = np.where(np.isfinite(cases), cases, 0).astype(int)
+    return np.where(np.isfinite(cases), counts[np.arange(chosen.shape[0]), idx], np.inf)
+
+
+def bound_runs(
+    judge: np.ndarray, p: np.ndarray, chosen: np.ndarray, human: np.ndarray, floor: float, uniform: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Anytime lower and upper bounds of every run after every case, in chunks of runs."""
+    lows, highs = [], []
+    for s in range(0, judge.shape[0], CHUNK):
+        seq = ppi_sequence(
+            judge[s : s + CHUNK],
+            p[s : s + CHUNK],
+            chosen[s : s + CHUNK],
+            human[s : s + CHUNK],
+            ALPHA,
+            floor=floor,
+            labels_share=SHARE[0] if uniform else 0.0,
+        )
+        lows.append(seq.lower)
+        highs.append(seq.upper)
+    return np.concatenate(lows), np.concatenate(highs)
+
+
+def med(x: np.ndarray) -> str:
+    m = float(np.median(x))
+    return "never" if math.isinf(m) else f"{m:.0f}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> None:
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+
+
+# -- (a) validity ----------------------------------------------------------------------------
+
+
+def validity(seed: int, runs: int, n: int) -> None:
+    print(f"### (a) Routed at any look (every 10 cases up to {n}), human mean 0.85, min_quality 0.9\n")
+    rows = []
+    for label, case_bias in (
+        ("constant bias +0.1", False),
+        ("bias on long answers (+0.2 long, 0 short)", True),
+    ):
+        rng = np.random.default_rng([seed, 1, int(case_bias)])
+        if case_bias:  # half the answers long: people like them less, the judge more
+            long = rng.random((runs, n)) < 0.5
+            human = np.where(long, rng.beta(8.0, 2.0, (runs, n)), rng.beta(9.0, 1.0, (runs, n)))
+            judge = np.clip(human + np.where(long, 0.2, 0.0), 0.0, 1.0)
+        else:
+            human = rng.beta(8.5, 1.5, (runs, n))
+            judge = np.clip(human + 0.1, 0.0, 1.0)
+        routed_judge = np.isfinite(first_proof(anytime_lower(judge, ALPHA), 0.9))
+        rows.append([label, "judge alone", f"{judge.mean():.3f}", rate_ci(int(routed_judge.sum()), runs)])
+        for strategy in ("uniform", "active"):
+            if strategy == "uniform":
+                p = np.full((runs, n), 0.2)
+            else:
+                p = active_inclusion(judge_uncertainty(judge), 0.2, judge_uncertainty(judge[-1]))
+            chosen = rng.random((runs, n)) < p
+            low, _ = bound_runs(
+                judge, p, chosen, human, 0.2 if strategy == "uniform" else 0.1, strategy == "uniform"
+            )
+            routed = np.isfinite(first_proof(low, 0.9))
+            rows.append(
+                [
+                    label,
+                    f"target=human, {strategy} rate 0.2 (mean p {p.mean():.3f})",
+                    f"{human.mean():.3f}",
+                    rate_ci(int(routed.sum()), runs),
+                ]
+            )
+    table(["judge", "rule", "mean it sees", "routed (runs) [95% CP]"], rows)
+
+
+# -- pairwise model --------------------------------------------------------------------------
+
+
+def pairwise(
+    rng: np.random.Generator, runs: int, n: int, mean: float, agree: float | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """People's 0/1 preference (mean ``mean``) and a judge in both orders: it agrees with people
+    on ``agree`` of cases, flips across orders (0.5) on 80% of the rest and is wrong on 20%;
+    ``None``: a judge with no signal (a fair coin, independent of people)."""
+    human = (rng.random((runs, n)) < mean).astype(float)
+    u = rng.random((runs, n))
+    if agree is None:
+        return human, (u < 0.5).astype(float)
+    rest = 1.0 - agree
+    return human, np.where(u < agree, human, np.where(u < agree + 0.8 * rest, 0.5, 1.0 - human))
+
+
+def pairwise_pilot(judge: np.ndarray) -> np.ndarray:
+    """A pilot sample of the judge's grades, drawn apart from the runs (a fresh shuffle of one
+    run's grades stands in for it: the runs are independent and share one distribution)."""
+    return np.random.default_rng(0).permutation(judge[-1])
+
+
+def needed(
+    human: np.ndarray,
+    judge: np.ndarray,
+    threshold: float,
+    rate: float,
+    strategy: str,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and cases needed per run with the human-target bound."""
+    if strategy == "uniform":
+        p, floor = np.full(human.shape, rate), rate
+    else:
+        pilot = judge_uncertainty(pairwise_pilot(judge))
+        p, floor = active_inclusion(judge_uncertainty(judge), rate, pilot), rate / 2.0
+    chosen = rng.random(human.shape) < p
+    low, _ = bound_runs(judge, p, chosen, human, floor, strategy == "uniform")
+    cases = first_proof(low, threshold)
+    return labels_at(chosen, cases), cases
+
+
+# -- (b) labels saved ------------------------------------------------------------------------
+
+
+def labels_saved(seed: int, runs: int, n: int) -> None:
+    print(
+        f"### (b) Pairwise, people prefer the candidate on 62%, min_quality 0.5, "
+        f"judge agrees on 95% ({runs} runs)\n"
+    )
+    rng = np.random.default_rng([seed, 2])
+    human, judge = pairwise(rng, runs, n, 0.62, 0.95)
+    alone = first_proof(anytime_lower(human, ALPHA), 0.5)
+    base = float(np.median(alone))
+    rows = [["labels alone (every case labelled, existing bound)", "1.0", med(alone), med(alone), "1.00"]]
+    for r in (0.1, 0.2, 0.3):
+        got = {}
+        for strategy in ("uniform", "active"):
+            labels, cases = needed(
+                human, judge, 0.5, r, strategy, np.random.default_rng([seed, 3, int(r * 100)])
+            )
+            got[strategy] = float(np.median(labels))
+            rows.append(
+                [f"human bound, {strategy}", f"{r}", med(labels), med(cases), f"{got[strategy] / base:.2f}"]
+            )
+        rows.append([f"active / uniform at rate {r}", "", f"{got['active'] / got['uniform']:.2f}", "", ""])
+    table(["rule", "rate", "median labels", "median cases", "labels / labels alone"], rows)
+
+
+# -- (c) regimes -----------------------------------------------------------------------------
+
+
+REGIMES = [(0.62, 0.5), (0.8, 0.7), (0.97, 0.9)]
+JUDGES: list[float | None] = [0.95, 0.8, None]
+RATES = [0.1, 0.3, 0.5]
+
+
+def regimes(seed: int, runs: int) -> None:
+    print(f"### (c) Regimes: median labels (and cases) needed, uniform labelling ({runs} runs per cell)\n")
+    rows = []
+    worst = 0.0
+    for k, (mean, threshold) in enumerate(REGIMES):
+        rng = np.random.default_rng([seed, 4, k])
+        human, _ = pairwise(rng, runs, 20_000, mean, None)
+        alone = first_proof(anytime_lower(human[:, :4000], ALPHA), threshold)
+        base = float(np.median(alone))
+        for a, agree in enumerate(JUDGES):
+            for r in RATES:
+                n = int(min(20_000, 6 * base / r + 500))
+                hrng = np.random.default_rng([seed, 5, k, a, int(r * 100)])
+                h, j = pairwise(hrng, runs, n, mean, agree)
+                labels, cases = needed(h, j, threshold, r, "uniform", hrng)
+                ratio = float(np.median(labels)) / base
+                worst = max(worst, ratio)
+                rows.append(
+                    [
+                        f"{mean} vs {threshold}",
+                        "no signal" if agree is None else f"{agree:.0%}",
+                        f"{r}",
+                        med(alone),
+                        med(labels),
+                        med(cases),
+                        f"{ratio:.2f}",
+                    ]
+                )
+    table(
+        [
+            "human mean vs min_quality",
+            "judge agrees",
+            "rate",
+            "labels alone",
+            "labels (human bound)",
+            "cases (human bound)",
+            "ratio",
+        ],
+        rows,
+    )
+    print(f"Largest ratio in the table: {worst:.2f}\n")
+
+
+# -- (d) cost --------------------------------------------------------------------------------
+
+
+def cost(seed: int) -> None:
+    rng = np.random.default_rng([seed, 6])
+    human, judge = pairwise(rng, 1, 100_000, 0.62, 0.95)
+    p = np.full(100_000, 0.02)
+    chosen = rng.random(100_000) < p
+    h = np.where(chosen, human[0], np.nan)
+    times = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        got = human_bound(judge[0], p, chosen, h, alpha=ALPHA, min_quality=0.5)
+        times.append(time.perf_counter() - t0)
+    print(
+        f"### (d) One `human_bound` call, 100,000 cases and {got.labels_used} labels: "
+        f"median {1000 * float(np.median(times)):.1f} ms over 7 calls ({got.status})\n"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000, help="runs for (a) and (b)")
+    parser.add_argument("--grid-runs", type=int, default=200, help="runs per cell of (c)")
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument(
+        "--labels-share", type=float, default=LABELS_SHARE, help="share of alpha on labels alone"
+    )
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 100 runs, 40 per cell")
+    args = parser.parse_args()
+    SHARE[0] = args.labels_share
+    runs, grid = (100, 40) if args.quick else (args.runs, args.grid_runs)
+    t0 = time.perf_counter()
+    validity(args.seed, runs, 2000)
+    labels_saved(args.seed, runs, 3000)
+    regimes(args.seed, grid)
+    cost(args.seed)
+    print(f"Total {time.perf_counter() - t0:.0f} s.")
+
+
+if __name__ == "__main__":
+    main()

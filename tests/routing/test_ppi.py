@@ -1,0 +1,189 @@
+"""The prediction-powered bound on human quality (issue 23): seeded simulations of the pure functions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_connect.errors import ConfigurationError
+from llm_connect.routing._bounds import lower_bound, upper_bound
+from llm_connect.routing._ppi import (
+    NO_HUMAN_LABELS,
+    human_bound,
+    inclusion_probabilities,
+    judge_uncertainty,
+    ppi_sequence,
+    uniform_inclusion,
+)
+
+
+def _first_look(lower: np.ndarray, threshold: float) -> np.ndarray:
+    looks = np.arange(10, lower.shape[1] + 1, 10)
+    ok = (lower[:, looks - 1] >= threshold) & (looks >= 30)
+    return np.where(ok.any(axis=1), looks[ok.argmax(axis=1)], np.inf)
+
+
+def _pairwise(rng: np.random.Generator, runs: int, n: int, mean: float, agree: float | None):
+    human = (rng.random((runs, n)) < mean).astype(float)
+    u = rng.random((runs, n))
+    if agree is None:
+        return human, (u < 0.5).astype(float)
+    return human, np.where(u < agree, human, np.where(u < agree + 0.8 * (1 - agree), 0.5, 1.0 - human))
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "active"])
+def test_a_biased_judge_does_not_route_when_people_say_no(strategy: str) -> None:
+    # Judge 0.1 above people (clipped), people's mean 0.85 < 0.9, a look every 10 cases up to 600.
+    rng = np.random.default_rng([23, 1])
+    runs, n = 400, 600
+    human = rng.beta(8.5, 1.5, (runs, n))
+    judge = np.clip(human + 0.1, 0.0, 1.0)
+    if strategy == "uniform":
+        p, floor, share = np.full((runs, n), 0.2), 0.2, 0.5
+    else:
+        pilot = judge_uncertainty(np.clip(rng.beta(8.5, 1.5, 2000) + 0.1, 0.0, 1.0))
+        p = inclusion_probabilities(judge_uncertainty(judge).ravel(), 0.2, reference=pilot).reshape(runs, n)
+        floor, share = 0.1, 0.0
+    chosen = rng.random((runs, n)) < p
+    seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=floor, labels_share=share)
+    routed = np.isfinite(_first_look(seq.lower, 0.9)).mean()
+    assert routed <= 0.09  # nominal 5%; the judge alone routes nearly every run
+    assert np.isfinite(_first_look(lower_bound_rows(judge), 0.9)).mean() > 0.9  # the judge alone
+
+
+def test_rate_one_is_the_existing_bound_on_the_labels() -> None:
+    rng = np.random.default_rng([23, 2])
+    human = rng.beta(6, 2, 200)
+    judge = np.clip(human + rng.normal(0, 0.2, 200), 0, 1)
+    seq = ppi_sequence(judge, np.ones(200), np.ones(200, bool), human, 0.05, floor=1.0)
+    for t in (10, 57, 199):
+        assert seq.lower[t] == pytest.approx(lower_bound(human[: t + 1], 0.05), abs=1e-12)
+        assert seq.upper[t] == pytest.approx(upper_bound(human[: t + 1], 0.05), abs=1e-12)
+
+
+def test_an_unbiased_judge_gives_the_judges_estimate_up_to_the_labels_noise() -> None:
+    rng = np.random.default_rng([23, 3])
+    n = 2000
+    human = rng.beta(8, 2, n)
+    judge = np.clip(human + rng.normal(0, 0.03, n), 0, 1)  # zero bias, a little noise
+    p = uniform_inclusion(n, 0.2)
+    chosen = rng.random(n) < p
+    got = human_bound(judge, p, chosen, np.where(chosen, human, np.nan), alpha=0.05, min_quality=0.7)
+    assert got.estimate is not None and abs(got.estimate - judge.mean()) < 0.01
+    assert got.judge_bias is not None and abs(got.judge_bias) < 0.01
+    assert got.status == "proven"  # as target="judge" would say: the judge's mean 0.8 is far above 0.7
+
+
+def test_a_judge_with_no_signal_needs_about_as_many_labels_as_people_alone() -> None:
+    rng = np.random.default_rng([23, 4])
+    runs, n = 100, 3000
+    human, judge = _pairwise(rng, runs, n, 0.62, None)
+    alone = float(np.median(_first_look(lower_bound_rows(human[:, :1000]), 0.5)))
+    p = np.full((runs, n), 0.3)
+    chosen = rng.random((runs, n)) < p
+    seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=0.3, labels_share=0.5)
+    cases = _first_look(seq.lower, 0.5)
+    counts = np.concatenate((np.zeros((runs, 1)), chosen.cumsum(1)), 1)
+    labels = np.where(
+        np.isfinite(cases),
+        counts[np.arange(runs), np.where(np.isfinite(cases), cases, 0).astype(int)],
+        np.inf,
+    )
+    assert 0.6 <= float(np.median(labels)) / alone <= 1.8
+
+
+def test_a_good_judge_saves_labels() -> None:
+    rng = np.random.default_rng([23, 5])
+    runs, n = 100, 1500
+    human, judge = _pairwise(rng, runs, n, 0.62, 0.95)
+    alone = float(np.median(_first_look(lower_bound_rows(human), 0.5)))
+    p = np.full((runs, n), 0.2)
+    chosen = rng.random((runs, n)) < p
+    seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=0.2, labels_share=0.5)
+    cases = _first_look(seq.lower, 0.5)
+    assert float(np.median(cases)) * 0.2 / alone < 0.6  # about 0.33 measured
+
+
+def lower_bound_rows(x: np.ndarray) -> np.ndarray:
+    """The existing anytime bound of every prefix of every row (labels alone, every case labelled)."""
+    seq = ppi_sequence(x, np.ones_like(x), np.ones(x.shape, bool), x, 0.05, floor=1.0)
+    return seq.lower
+
+
+def test_no_labels_yet_is_a_status_not_an_error() -> None:
+    j = np.full(50, 0.9)
+    got = human_bound(
+        j, uniform_inclusion(50, 0.2), np.zeros(50, bool), np.full(50, np.nan), alpha=0.05, min_quality=0.8
+    )
+    assert got.status == NO_HUMAN_LABELS and got.lower is None and got.labels_used == 0
+    assert got.judge_mean == pytest.approx(0.9) and "no human labels yet" in got.why
+
+
+def test_pending_labels_stop_the_sequence_and_are_counted() -> None:
+    rng = np.random.default_rng([23, 6])
+    n = 400
+    human, judge = _pairwise(rng, 1, n, 0.7, 0.9)
+    p = uniform_inclusion(n, 0.3)
+    chosen = rng.random(n) < p
+    h = np.where(chosen, human[0], np.nan)
+    full = human_bound(judge[0], p, chosen, h, alpha=0.05, min_quality=0.5)
+    gap = int(np.flatnonzero(chosen)[20])
+    h[gap] = np.nan  # the 21st chosen case's label has not arrived
+    got = human_bound(judge[0], p, chosen, h, alpha=0.05, min_quality=0.5)
+    assert got.pending == 1 and got.cases_used == gap and got.waiting == n - gap and got.labels_used == 20
+    prefix = human_bound(judge[0][:gap], p[:gap], chosen[:gap], h[:gap], alpha=0.05, min_quality=0.5)
+    assert got.lower == prefix.lower and full.cases_used == n and "pending" in got.why
+
+
+def test_an_undecided_candidate_is_told_how_many_more_labels() -> None:
+    rng = np.random.default_rng([23, 7])
+    human, judge = _pairwise(rng, 1, 150, 0.62, 0.95)
+    p = uniform_inclusion(150, 0.3)
+    chosen = rng.random(150) < p
+    got = human_bound(judge[0], p, chosen, np.where(chosen, human[0], np.nan), alpha=0.05, min_quality=0.5)
+    assert got.status == "undecided" and got.more_labels and got.more_cases
+    assert got.more_labels < got.more_cases and "more labels" in got.why
+
+
+def test_inclusion_probabilities_keep_the_rate_and_the_floor() -> None:
+    u = np.r_[np.zeros(96), np.ones(4)]  # pairwise: four ties
+    p = inclusion_probabilities(u, 0.3)
+    assert p.mean() == pytest.approx(0.3) and p.max() == 1.0 and p.min() >= 0.15
+    cont = judge_uncertainty(np.random.default_rng(0).random(1000))
+    q = inclusion_probabilities(cont, 0.2, floor=0.05)
+    assert q.mean() == pytest.approx(0.2) and q.min() >= 0.05 and q.max() <= 1.0
+    assert np.all(inclusion_probabilities(np.ones(5), 0.4) == 0.4)
+
+
+@pytest.mark.parametrize("rate", [0.0, -0.1, 1.5, float("nan")])
+def test_a_rate_outside_zero_one_is_refused(rate: float) -> None:
+    with pytest.raises(ConfigurationError, match="rate"):
+        inclusion_probabilities(np.ones(3), rate)
+    with pytest.raises(ConfigurationError, match="rate"):
+        uniform_inclusion(3, rate)
+
+
+def _bad(**change: object) -> None:
+    args: dict[str, object] = dict(
+        judge=np.full(5, 0.5),
+        inclusion=np.full(5, 0.5),
+        chosen=np.array([1, 0, 1, 0, 0], bool),
+        human=np.array([1.0, np.nan, 0.0, np.nan, np.nan]),
+    )
+    args.update(change)
+    human_bound(args["judge"], args["inclusion"], args["chosen"], args["human"], alpha=0.05, min_quality=0.5)
+
+
+def test_bad_input_names_the_case() -> None:
+    with pytest.raises(ConfigurationError, match="case 3: inclusion probability outside"):
+        _bad(inclusion=np.array([0.5, 0.5, 0.5, 0.0, 0.5]))
+    with pytest.raises(ConfigurationError, match="case 1: inclusion probability outside"):
+        _bad(inclusion=np.array([0.5, 1.2, 0.5, 0.5, 0.5]))
+    with pytest.raises(ConfigurationError, match="case 2: human value outside"):
+        _bad(human=np.array([1.0, np.nan, 1.5, np.nan, np.nan]))
+    with pytest.raises(ConfigurationError, match="case 4: has a human label but was not chosen"):
+        _bad(human=np.array([1.0, np.nan, 0.0, np.nan, 1.0]))
+    with pytest.raises(ConfigurationError, match="case 0: judge grade"):
+        _bad(judge=np.array([1.1, 0.5, 0.5, 0.5, 0.5]))
+    with pytest.raises(ConfigurationError, match="one length"):
+        _bad(judge=np.full(4, 0.5))
