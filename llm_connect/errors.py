@@ -25,7 +25,9 @@ translated at one boundary each, so callers only ever catch these classes::
     ├── LedgerError                         the ledger could not be opened or written
     │   ├── SchemaVersionError              the database is at an unknown/newer revision
     │   ├── GradeConflictError              a grade's key is stored with different content
-    │   └── RunMismatchError                a shared run id is registered with a different suite
+    │   ├── RunMismatchError                a shared run id is registered with a different suite
+    │   └── LabelError (ValueError)         a human label is invalid or names no graded case
+    │       └── LabelConflictError          a different label is stored under the label's key
     ├── ScorerDataError                     a scorer's bundled data file failed its integrity check
     ├── CalibrationError                    a calibration could not be computed
     └── StabilityError                      a stability analysis could not be run or finished
@@ -65,6 +67,8 @@ __all__ = [
     "JudgeError",
     "JudgeOutputError",
     "LLMConnectError",
+    "LabelConflictError",
+    "LabelError",
     "LedgerError",
     "MalformedResponseError",
     "RateLimitError",
@@ -298,6 +302,84 @@ class RunMismatchError(LedgerError):
     def __init__(self, message: str, *, run_id: str = "") -> None:
         super().__init__(message)
         self.run_id = run_id
+
+
+class LabelError(LedgerError, ValueError):
+    """A human label was refused: an unknown preference, a score outside 0..1, a missing field,
+    or a (task, case, candidate) the ledger has no grade for. Nothing of its batch was written.
+
+    ``field`` names the label's field; ``index`` its position in the batch given to
+    :meth:`~llm_connect.ledger.QualityLedger.record_labels`; ``path`` and ``line`` the place in
+    a labels file, when it came from one (``labels.csv line 4 field 'preference': ...``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        index: int | None = None,
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        self.index = index
+        self.message = mask_secrets(message)
+        where = " ".join(
+            part
+            for part in (
+                path,
+                None if line is None else f"line {line}",
+                None if field is None else f"field {field!r}",
+            )
+            if part
+        )
+        super().__init__(f"{where}: {message}" if where else message)
+
+    def located(self, path: str | None, line: int | None) -> LabelError:
+        """The same error placed at ``line`` of the file ``path``."""
+        return LabelError(self.message, path=path, line=line, field=self.field, index=self.index)
+
+
+class LabelConflictError(LabelError):
+    """A different label is already stored under a label's key (task, case, candidate, annotator).
+
+    The identical label again is a no-op; a different one is refused naming both (``replace=True``,
+    ``labels import --replace``, overwrites). ``stored`` and ``given`` describe the first conflict,
+    ``count`` is how many labels of the batch conflict.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        stored: str = "",
+        given: str = "",
+        count: int = 1,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        index: int | None = None,
+    ) -> None:
+        super().__init__(message, path=path, line=line, field=field, index=index)
+        self.stored = stored
+        self.given = given
+        self.count = count
+
+    def located(self, path: str | None, line: int | None) -> LabelConflictError:
+        """The same conflict placed at ``line`` of the file ``path``."""
+        return LabelConflictError(
+            self.message,
+            stored=self.stored,
+            given=self.given,
+            count=self.count,
+            path=path,
+            line=line,
+            field=self.field,
+            index=self.index,
+        )
 
 
 class ScorerDataError(LLMConnectError):

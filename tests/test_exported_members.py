@@ -29,6 +29,7 @@ PUBLIC_MODULES = [
     "llm_connect.scoring.persona",
     "llm_connect.scoring.safety",
     "llm_connect.ledger",
+    "llm_connect.labels",
     "llm_connect.routing",
     "llm_connect.calibration",
     "llm_connect.stability",
@@ -54,6 +55,10 @@ def test_every_error_derives_from_the_base() -> None:
 def test_validation_style_errors_are_value_errors() -> None:
     from llm_connect import errors
 
-    for cls in (errors.GradingValidationError, errors.JudgeOutputError, errors.SuiteError,
-                errors.ConfigurationError):
+    for cls in (
+        errors.GradingValidationError,
+        errors.JudgeOutputError,
+        errors.SuiteError,
+        errors.ConfigurationError,
+    ):
         assert issubclass(cls, ValueError)

@@ -16,8 +16,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llm_connect"
 
 FORBIDDEN = {
     "values": ("llm_connect.ledger", "llm_connect.grading", "llm_connect.routing", "llm_connect.cli"),
-    "ledger": ("llm_connect.grading", "llm_connect.routing", "llm_connect.calibration", "llm_connect.cli"),
-    "scoring": ("llm_connect.routing", "llm_connect.ledger", "llm_connect.cli"),
+    "ledger": (
+        "llm_connect.grading",
+        "llm_connect.routing",
+        "llm_connect.calibration",
+        "llm_connect.labels",
+        "llm_connect.cli",
+    ),
+    # scorers sit below judges: a scorer never imports grading (Case comes from values)
+    "scoring": ("llm_connect.grading", "llm_connect.routing", "llm_connect.ledger", "llm_connect.cli"),
     "stability": ("llm_connect.routing", "llm_connect.ledger", "llm_connect.cli"),
 }
 

@@ -26,6 +26,7 @@ from llm_connect.ledger._engine import (
 )
 from llm_connect.ledger._fleet import FleetMixin
 from llm_connect.ledger._insert import created_value, insert_grades
+from llm_connect.ledger._labels import LabelStore, LabelWrite
 from llm_connect.ledger._migrate import ensure_schema
 from llm_connect.ledger._models import (
     CASE_STATS_REBUILD_SQL,
@@ -39,7 +40,7 @@ from llm_connect.ledger._models import (
 from llm_connect.ledger._records import RecordsMixin
 from llm_connect.ledger._rows import GradeRow, GradeTotals, RecordItem, SummaryRow
 from llm_connect.ledger._stats import mean_std, t_interval
-from llm_connect.values import GradingResult
+from llm_connect.values import GradingResult, HumanLabel
 
 __all__ = ["QualityLedger"]
 
@@ -196,6 +197,18 @@ class QualityLedger(RecordsMixin, CasesMixin, ChatMixin, FleetMixin, EmbeddingsM
             return ids
 
         return self._write("recording grades", write)  # type: ignore[no-any-return]
+
+    # -- human labels (a store of their own over this engine) ------------------
+
+    def record_labels(self, labels: Iterable[HumanLabel], *, replace: bool = False) -> LabelWrite:
+        """Store human labels in one transaction (:meth:`LabelStore.record`): each must name a
+        graded (task, case, candidate); a different label under a stored key is refused unless
+        ``replace``. Labels never change a grade."""
+        return LabelStore(self.engine).record(labels, replace=replace)
+
+    def labels(self, task: Filter = None, candidate: Filter = None) -> list[HumanLabel]:
+        """Stored human labels, by task and candidate model (:meth:`LabelStore.labels`)."""
+        return LabelStore(self.engine).labels(task=task, candidate=candidate)
 
     # -- reading grades --------------------------------------------------------
 

@@ -7,6 +7,7 @@ all three (``llm_connect.types`` < ``llm_connect.values`` < ``ledger`` <
 * :class:`GradingResult` — one validated grade (re-exported by :mod:`llm_connect.grading`).
 * :class:`NotApplicable` — a (case, judge) pair the judge had no data for.
 * :class:`RoutingDecision` and its evidence (re-exported by :mod:`llm_connect.routing`).
+* :class:`HumanLabel` and :class:`CaseLabels` — what people said (re-exported by :mod:`llm_connect.labels`).
 """
 
 from __future__ import annotations
@@ -18,16 +19,22 @@ from llm_connect.values._decision import (
     IgnoredGrader,
     RoutingDecision,
 )
+from llm_connect.values._labels import LABEL_FIELDS, PREFERENCES, CaseLabels, HumanLabel, score_verdict
 from llm_connect.values._outcomes import NotApplicable
 from llm_connect.values._result import GradingResult, validate_quality_score
 
 __all__ = [
+    "LABEL_FIELDS",
+    "PREFERENCES",
     "STABILITY_VERDICTS",
     "CandidateEvidence",
+    "CaseLabels",
     "GraderEvidence",
     "GradingResult",
+    "HumanLabel",
     "IgnoredGrader",
     "NotApplicable",
     "RoutingDecision",
+    "score_verdict",
     "validate_quality_score",
 ]

@@ -28,6 +28,7 @@ TABLES = {
     "evidence_snapshots",
     "fleet_workers",
     "grades",
+    "human_labels",
     "rate_buckets",
     "response_cache",
     "routing_decisions",

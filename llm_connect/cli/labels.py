@@ -1,0 +1,210 @@
+"""``llm-connect labels import|export|status``: human labels in the ledger.
+
+Module level imports stay light (typer and the CLI plumbing); each command
+imports the ledger when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from llm_connect.cli._common import (
+    DbOption,
+    FastHelpCommand,
+    FastHelpGroup,
+    JsonOption,
+    handle_errors,
+    open_ledger,
+)
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    cls=FastHelpGroup,
+    help="Human labels: import people's preferences and scores, export them, see how far they go.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    add_completion=False,
+)
+
+_FILTERS = "Filters"
+_INPUT = "Input"
+_OUTPUT = "Output"
+_TaskOpt: Any = typer.Option(
+    None, "--task", "-t", help="Only this task (repeatable).", show_default=False, metavar="TASK",
+    rich_help_panel=_FILTERS,
+)  # fmt: skip
+_CandOpt: Any = typer.Option(
+    None, "--candidate", "-c", help="Only this candidate model, as graded (repeatable).", show_default=False,
+    metavar="MODEL", rich_help_panel=_FILTERS,
+)  # fmt: skip
+
+
+@app.callback()
+def _group() -> None:
+    """Human labels: import people's preferences and scores, export them, see how far they go."""
+
+
+@app.command("import", cls=FastHelpCommand)
+@handle_errors
+def import_(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="A JSON Lines or CSV file of labels (by extension, else by its first character).",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ],
+    annotator: Annotated[
+        str | None,
+        typer.Option(
+            "--annotator",
+            "-a",
+            help="The annotator of lines that name none.",
+            show_default=False,
+            metavar="NAME",
+            rich_help_panel=_INPUT,
+        ),
+    ] = None,
+    file_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="jsonl or csv (default: from the file).",
+            show_default=False,
+            metavar="FORMAT",
+            rich_help_panel=_INPUT,
+        ),
+    ] = None,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Overwrite stored labels that differ (else they are refused).",
+            rich_help_panel=_INPUT,
+        ),
+    ] = False,
+    db: str | None = DbOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Import labels from FILE: all or nothing, each naming a graded case and candidate.
+
+    Fields: task, case_id, candidate (model or adapter id), preference (candidate, baseline,
+    tie) or score (0..1), and optionally annotator, note, run_id, created_at. A bad line
+    names file, line and field, and nothing of the file is written.
+    """
+    from llm_connect.labels import import_labels
+
+    with open_ledger(db) as ledger:
+        result = import_labels(ledger, file, annotator=annotator, replace=replace, format=file_format)
+    if json_out:
+        typer.echo(json.dumps({"file": str(file), **vars(result)}))
+        return
+    typer.echo(
+        f"{file}: {result.written} written, {result.unchanged} unchanged (already stored), "
+        f"{result.replaced} replaced"
+    )
+
+
+@app.command("export", cls=FastHelpCommand)
+@handle_errors
+def export(
+    task: list[str] | None = _TaskOpt,
+    candidate: list[str] | None = _CandOpt,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write to this file (default: stdout).",
+            show_default=False,
+            metavar="FILE",
+            rich_help_panel=_OUTPUT,
+        ),
+    ] = None,
+    file_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="jsonl or csv (default: from -o's extension, else jsonl).",
+            show_default=False,
+            metavar="FORMAT",
+            rich_help_panel=_OUTPUT,
+        ),
+    ] = None,
+    db: str | None = DbOption,
+) -> None:
+    """Write the stored labels as JSON Lines or CSV, ready to import again."""
+    from llm_connect.labels import FORMATS, write_labels
+
+    fmt = file_format or ("csv" if output is not None and output.suffix.lower() == ".csv" else "jsonl")
+    if fmt not in FORMATS:
+        raise typer.BadParameter(f"{fmt!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
+    with open_ledger(db) as ledger:
+        labels = ledger.labels(task=task or None, candidate=candidate or None)
+    if output is None:
+        write_labels(labels, sys.stdout, fmt)
+        return
+    try:
+        with open(output, "w", encoding="utf-8", newline="") as fh:
+            count = write_labels(labels, fh, fmt)
+    except OSError as exc:
+        from llm_connect.errors import LabelError
+
+        raise LabelError(f"cannot write the labels: {exc}", path=str(output)) from None
+    typer.echo(f"{count} labels written to {output}", err=True)
+
+
+def _kappa(row: Any) -> str:
+    if row.kappa_method is None:
+        return "-"
+    value = "undefined" if row.kappa is None else f"{row.kappa:.3f}"
+    return f"{value} ({row.kappa_method}, {row.cases_shared} cases)"
+
+
+@app.command("status", cls=FastHelpCommand)
+@handle_errors
+def status(
+    task: list[str] | None = _TaskOpt,
+    candidate: list[str] | None = _CandOpt,
+    db: str | None = DbOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Per task and candidate: cases graded, labelled, annotators, labels, and their agreement.
+
+    Agreement is kappa on the verdicts (candidate, baseline, tie; a score counts as the
+    verdict it stands for, split at 0.5) over the cases two or more annotators labelled:
+    Cohen's for two annotators, Fleiss' for more.
+    """
+    from llm_connect.labels import label_status
+
+    with open_ledger(db) as ledger:
+        rows = label_status(ledger, task=task or None, candidate=candidate or None)
+    if json_out:
+        typer.echo(json.dumps([row.to_dict() for row in rows]))
+        return
+    if not rows:
+        typer.echo("no graded cases")
+        return
+    table = [["task", "candidate", "graded", "labelled", "annotators", "labels", "agreement (kappa)"]]
+    table += [
+        [
+            r.task,
+            r.candidate,
+            str(r.cases_graded),
+            str(r.cases_labelled),
+            str(r.annotators),
+            str(r.labels),
+            _kappa(r),
+        ]
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())

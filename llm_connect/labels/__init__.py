@@ -1,0 +1,152 @@
+"""Human labels: what people say about a candidate's answers, kept in the ledger.
+
+A :class:`HumanLabel` holds one annotator's preference (``candidate``,
+``baseline``, ``tie``) or 0..1 score for one (task, case, candidate). The
+ledger keeps them in a store of their own (:class:`LabelStore`, table
+``human_labels``), checked against the grades: a label must name a graded case
+and candidate, and a different label under a stored key is refused unless
+replaced. Labels never change a grade.
+
+* Writing: :meth:`QualityLedger.record_labels <llm_connect.ledger.QualityLedger.record_labels>`,
+  or :func:`import_labels` for a JSON Lines / CSV file (``llm-connect labels import``).
+* Reading: :meth:`QualityLedger.labels <llm_connect.ledger.QualityLedger.labels>`;
+  :meth:`LabelStore.case_labels` (per case, with the annotators' majority), :meth:`LabelStore.counts`.
+* Agreement between annotators: :func:`agreement` (Cohen's kappa for two, Fleiss' for more),
+  :func:`label_status` per task and candidate (``llm-connect labels status``).
+
+Example::
+
+    from llm_connect.labels import HumanLabel, LabelStore, label_status
+    from llm_connect.ledger import QualityLedger
+
+    with QualityLedger() as ledger:
+        ledger.record_labels([HumanLabel("qa", "c1", "gpt-4o-mini", "ana", preference="baseline")])
+        for row in label_status(ledger, task="qa"):
+            print(row.candidate, row.cases_labelled, row.kappa)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_connect.errors import LabelError
+from llm_connect.labels._agreement import Agreement, agreement, cohen_kappa, fleiss_kappa
+from llm_connect.labels._files import FORMATS, detect_format, read_label_lines, read_labels, write_labels
+from llm_connect.ledger import LabelCounts, LabelStore, LabelWrite, QualityLedger
+from llm_connect.values import LABEL_FIELDS, PREFERENCES, CaseLabels, HumanLabel, score_verdict
+
+__all__ = [
+    "FORMATS",
+    "LABEL_FIELDS",
+    "PREFERENCES",
+    "Agreement",
+    "CaseLabels",
+    "HumanLabel",
+    "LabelCounts",
+    "LabelStatus",
+    "LabelStore",
+    "LabelWrite",
+    "agreement",
+    "cohen_kappa",
+    "detect_format",
+    "fleiss_kappa",
+    "import_labels",
+    "label_status",
+    "read_label_lines",
+    "read_labels",
+    "score_verdict",
+    "write_labels",
+]
+
+Filter = str | Sequence[str] | None
+
+
+def _store(ledger: QualityLedger | LabelStore) -> LabelStore:
+    return ledger if isinstance(ledger, LabelStore) else LabelStore(ledger.engine)
+
+
+def import_labels(
+    ledger: QualityLedger | LabelStore,
+    path: str | Path,
+    *,
+    annotator: str | None = None,
+    replace: bool = False,
+    format: str | None = None,
+) -> LabelWrite:
+    """Read the labels file at ``path`` and store every label in one transaction.
+
+    ``annotator`` fills lines that name none. Any error (a malformed line, a case or candidate
+    the ledger has no grade for, a conflicting label without ``replace``) raises
+    :class:`~llm_connect.errors.LabelError` naming the file, the line and the field, and
+    nothing of the file is written.
+    """
+    lines = read_label_lines(path, annotator=annotator, format=format)
+    name = str(path)
+    try:
+        return _store(ledger).record(
+            [label for _, label in lines],
+            replace=replace,
+            names=[f"line {line}" for line, _ in lines],
+        )
+    except LabelError as exc:
+        if exc.index is None or exc.index >= len(lines):
+            raise
+        raise exc.located(name, lines[exc.index][0]) from None
+
+
+@dataclass(frozen=True)
+class LabelStatus:
+    """How far the labelling of one graded (task, candidate) has come, and how well its
+    annotators agree (``llm-connect labels status``)."""
+
+    task: str
+    candidate: str
+    """The candidate model as graded."""
+    cases_graded: int
+    cases_labelled: int
+    annotators: int
+    labels: int
+    cases_shared: int
+    """Cases labelled by two or more annotators: the cases the kappa is computed on."""
+    kappa_method: str | None
+    """``"cohen"`` (two annotators), ``"fleiss"`` (more), ``None`` (no shared case)."""
+    kappa: float | None
+    """Agreement beyond chance on the verdicts (scores split at 0.5); ``None`` when undefined."""
+    observed_agreement: float | None
+    """The raw share of agreeing pairs of labels on the shared cases."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as plain JSON-ready values."""
+        return asdict(self)
+
+
+def label_status(
+    ledger: QualityLedger | LabelStore, *, task: Filter = None, candidate: Filter = None
+) -> list[LabelStatus]:
+    """One :class:`LabelStatus` per graded (task, candidate model), labelled or not, ordered by
+    task and candidate."""
+    store = _store(ledger)
+    by_group: dict[tuple[str, str], list[CaseLabels]] = {}
+    for case in store.case_labels(task=task, candidate=candidate):
+        by_group.setdefault((case.task, case.candidate), []).append(case)
+    out = []
+    for counts in store.counts(task=task, candidate=candidate):
+        agreed = agreement(by_group.get((counts.task, counts.candidate), []))
+        out.append(
+            LabelStatus(
+                task=counts.task,
+                candidate=counts.candidate,
+                cases_graded=counts.cases_graded,
+                cases_labelled=counts.cases_labelled,
+                annotators=counts.annotators,
+                labels=counts.labels,
+                cases_shared=agreed.cases,
+                kappa_method=agreed.method,
+                kappa=agreed.kappa,
+                observed_agreement=agreed.observed,
+            )
+        )
+    return out
