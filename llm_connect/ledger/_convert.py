@@ -12,14 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import Any
 
 from llm_connect._json import compact_dumps, strict_dumps
 from llm_connect._secrets import mask_secrets, mask_value
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError
-from llm_connect.ledger._rows import GradeRow, RecordItem
+from llm_connect.ledger._rows import GradeRow, RecordItem, grade_row
 from llm_connect.types import LLMResponse, RunConfig
 from llm_connect.values import GradingResult
 
@@ -309,26 +308,3 @@ def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> 
 
 
 GRADE_COLUMNS: tuple[str, ...] = tuple(name for name in GradeRow.__dataclass_fields__)
-
-
-def _freeze(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    # Read-only at the top level; nested values stay plain JSON types.
-    return MappingProxyType(dict(value))
-
-
-def _tool_calls(value: Sequence[Mapping[str, str]] | None) -> tuple[Mapping[str, str], ...]:
-    return tuple(MappingProxyType(dict(v)) for v in value or ())
-
-
-def grade_row(mapping: Mapping[Any, Any]) -> GradeRow:
-    """A :class:`GradeRow` from a selected ``grades`` row mapping."""
-    values = dict(mapping)
-    values["tags"] = tuple(values.get("tags") or ())
-    values["details"] = _freeze(values.get("details") or {})
-    values["run_config"] = None if values.get("run_config") is None else _freeze(values["run_config"])
-    values["baseline_tool_calls"] = _tool_calls(values.get("baseline_tool_calls"))
-    values["candidate_tool_calls"] = _tool_calls(values.get("candidate_tool_calls"))
-    meta = values.get("metadata")
-    values["metadata"] = None if meta is None else _freeze(meta)
-    values["asks_llm"] = bool(values.get("asks_llm"))
-    return GradeRow(**values)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
@@ -153,7 +154,7 @@ class GradeRow:
         values["metadata"] = None if self.metadata is None else dict(self.metadata)
         for name in ("baseline_tool_calls", "candidate_tool_calls"):
             values[name] = tuple(dict(call) for call in values[name])
-        return (_grade_row_from, (values,))
+        return (grade_row, (values,))
 
     def _response(self, side: str) -> LLMResponse:
         prompt_tokens = getattr(self, f"{side}_prompt_tokens")
@@ -223,11 +224,28 @@ class GradeRow:
         return out
 
 
-def _grade_row_from(values: dict[str, Any]) -> GradeRow:
-    """A :class:`GradeRow` from its pickled values (read-only views restored)."""
-    from llm_connect.ledger._convert import grade_row  # _convert imports this module
+def freeze_json(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``value`` read-only at the top level; nested values stay plain JSON types."""
+    # Read-only at the top level; nested values stay plain JSON types.
+    return MappingProxyType(dict(value))
 
-    return grade_row(values)
+
+def _tool_calls(value: Sequence[Mapping[str, str]] | None) -> tuple[Mapping[str, str], ...]:
+    return tuple(MappingProxyType(dict(v)) for v in value or ())
+
+
+def grade_row(mapping: Mapping[Any, Any]) -> GradeRow:
+    """A :class:`GradeRow` from a selected ``grades`` row mapping."""
+    values = dict(mapping)
+    values["tags"] = tuple(values.get("tags") or ())
+    values["details"] = freeze_json(values.get("details") or {})
+    values["run_config"] = None if values.get("run_config") is None else freeze_json(values["run_config"])
+    values["baseline_tool_calls"] = _tool_calls(values.get("baseline_tool_calls"))
+    values["candidate_tool_calls"] = _tool_calls(values.get("candidate_tool_calls"))
+    meta = values.get("metadata")
+    values["metadata"] = None if meta is None else freeze_json(meta)
+    values["asks_llm"] = bool(values.get("asks_llm"))
+    return GradeRow(**values)
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ A :class:`Scorer` scores one response on its own;
 :class:`~llm_connect.grading.judges.RelativeJudge` (with every other judge, in
 :mod:`llm_connect.grading.judges`) turns any scorer into a paired judge
 (candidate score relative to the baseline's, :func:`relative_quality`). Each
-family lives in its own module and is imported on first use. This package
-imports nothing from :mod:`llm_connect.grading` but the ``Case`` protocol
-module and the ``GradingResult`` value module; ``RelativeJudge`` is still
-reachable here for old imports.
+family lives in its own module and is imported on first use. Scorers sit below
+judges: this package imports nothing from :mod:`llm_connect.grading` (the
+``Case`` it reads and ``validate_quality_score`` come from
+:mod:`llm_connect.values`), so no scorer module imports its own importer.
 """
 
 from __future__ import annotations
@@ -48,10 +48,6 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "RelativeJudge":  # moved to llm_connect.grading.judges; kept for old imports
-        from llm_connect.grading.judges._relative import RelativeJudge
-
-        return RelativeJudge
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

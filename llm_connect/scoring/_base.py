@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from llm_connect.grading._protocols import Case
-from llm_connect.grading._results import validate_quality_score
+from llm_connect.values import validate_quality_score
+from llm_connect.values._case import Case
 
 __all__ = ["PathResolver", "Score", "Scorer", "WorkingDirectory", "relative_quality"]
 
@@ -89,12 +89,3 @@ class WorkingDirectory:
         """``value`` as a path, relative to :attr:`base_dir` when not absolute."""
         path = Path(value)
         return path if path.is_absolute() else self.base_dir / path
-
-
-def __getattr__(name: str) -> Any:
-    # RelativeJudge moved to llm_connect.grading.judges; this keeps old imports working.
-    if name == "RelativeJudge":
-        from llm_connect.grading.judges._relative import RelativeJudge
-
-        return RelativeJudge
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect._structured import ReplyFormat, check_format_option
 from llm_connect.errors import JudgeOutputError
-from llm_connect.grading._protocols import Case
 from llm_connect.scoring._base import Score
 from llm_connect.scoring._fences import ReplyError, fence, fence_id, reply_object
 from llm_connect.scoring._yaml import YamlFile, load_yaml_file
 from llm_connect.scoring.rules._common import compile_phrase
 from llm_connect.types import RunConfig
+from llm_connect.values._case import Case
 
 if TYPE_CHECKING:
     from llm_connect.adapters import LLMAdapter
@@ -362,12 +362,3 @@ class SafetyScorer:
             }
         )
         return Score(min(value, llm_score), details)
-
-
-def __getattr__(name: str) -> Any:
-    # The judge factory moved to llm_connect.grading.judges; this keeps old imports working.
-    if name == "make_safety_judge":
-        from llm_connect.grading.judges._safety import make_safety_judge
-
-        return make_safety_judge
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,8 +19,6 @@ grade (:mod:`llm_connect.scoring.persona._session`).
 
 from __future__ import annotations
 
-from typing import Any
-
 from llm_connect.scoring.persona._file import TRAIT_VALUES, Persona, load_persona
 from llm_connect.scoring.persona._scorer import (
     LEXICON_WEIGHT,
@@ -74,12 +72,3 @@ __all__ = [
     "session_stability",
     "session_summary",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # The judge moved to llm_connect.grading.judges; this keeps old imports working.
-    if name in ("PersonaJudge", "make_persona_judge"):
-        from llm_connect.grading.judges import _persona
-
-        return getattr(_persona, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

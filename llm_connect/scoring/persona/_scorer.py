@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from llm_connect.errors import CaseDataError, ConfigurationError
-from llm_connect.grading._protocols import Case
 from llm_connect.scoring._base import PathResolver, Score, WorkingDirectory
 from llm_connect.scoring.persona._file import Persona, load_persona
 from llm_connect.scoring.persona._traits import detect_traits
 from llm_connect.scoring.rules._common import case_field, compile_phrase
+from llm_connect.values._case import Case
 
 if TYPE_CHECKING:
     import numpy as np

@@ -11,8 +11,6 @@ when that case is scored.
 
 from __future__ import annotations
 
-from typing import Any
-
 from llm_connect.scoring.rules._format import FORMATS, FormatScorer
 from llm_connect.scoring.rules._schema import DRAFTS, SchemaScorer
 from llm_connect.scoring.rules._text import (
@@ -36,21 +34,3 @@ __all__ = [
     "SchemaScorer",
     "content_words",
 ]
-
-_MOVED = (
-    "make_completeness_judge",
-    "make_correctness_judge",
-    "make_format_judge",
-    "make_length_judge",
-    "make_relevance_judge",
-    "make_schema_judge",
-)
-
-
-def __getattr__(name: str) -> Any:
-    # The judge factories moved to llm_connect.grading.judges; this keeps old imports working.
-    if name in _MOVED:
-        from llm_connect.grading.judges import _rules
-
-        return getattr(_rules, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from llm_connect.errors import CaseDataError, ConfigurationError
-from llm_connect.grading._protocols import Case
+from llm_connect.values._case import Case
 
 __all__ = [
     "case_field",

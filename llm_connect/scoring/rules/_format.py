@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from llm_connect.errors import ConfigurationError
-from llm_connect.grading._protocols import Case
 from llm_connect.scoring._base import Score
 from llm_connect.scoring.rules._common import unfence
+from llm_connect.values._case import Case
 
 __all__ = ["FORMATS", "FormatScorer"]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from llm_connect.errors import CaseDataError, ConfigurationError
-from llm_connect.grading._protocols import Case
 from llm_connect.scoring._base import PathResolver, Score, WorkingDirectory
 from llm_connect.scoring.rules._common import case_field, check_bool, unfence
+from llm_connect.values._case import Case
 
 __all__ = ["DRAFTS", "SchemaScorer"]
 

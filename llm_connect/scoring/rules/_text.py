@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from llm_connect.errors import CaseDataError, ConfigurationError
-from llm_connect.grading._protocols import Case
 from llm_connect.scoring._base import Score
 from llm_connect.scoring.rules._common import (
     case_field,
@@ -19,6 +18,7 @@ from llm_connect.scoring.rules._common import (
     normalize_text,
     unfence,
 )
+from llm_connect.values._case import Case
 
 __all__ = [
     "STOP_WORDS",

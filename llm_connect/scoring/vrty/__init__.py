@@ -16,8 +16,6 @@ candidate by its composite relative to the baseline's on the same prompt.
 
 from __future__ import annotations
 
-from typing import Any
-
 from llm_connect.scoring.vrty._idf import IDF_SHA256
 from llm_connect.scoring.vrty._score import WEIGHTS, VrtyResult
 from llm_connect.scoring.vrty._scorer import GRADER_ID, VRTY_VERSION, VrtyScorer, analyse
@@ -33,12 +31,3 @@ __all__ = [
     "VrtyScorer",
     "analyse",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # The judge moved to llm_connect.grading.judges; this keeps old imports working.
-    if name in ("VrtyJudge", "make_vrty_judge"):
-        from llm_connect.grading.judges import _vrty
-
-        return getattr(_vrty, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -99,8 +99,9 @@ def split_text(text: str) -> tuple[list[str], list[list[str]]]:
     """
     cap = MAX_TOKENS
     if text.isascii():
-        sentences = [found for found in [piece.split() for piece in _split_marked(text.translate(_MARKED))]
-                     if found]
+        sentences = [
+            found for found in [piece.split() for piece in _split_marked(text.translate(_MARKED))] if found
+        ]
         total = 0
         for found in sentences:
             total += len(found)
