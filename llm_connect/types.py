@@ -487,9 +487,7 @@ class RunConfig:
         ):
             raise ConfigurationError(f"RunConfig temperature must be >= 0, not {self.temperature!r}")
         if self.max_tokens is not None and (
-            isinstance(self.max_tokens, bool)
-            or not isinstance(self.max_tokens, int)
-            or self.max_tokens < 1
+            isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 1
         ):
             raise ConfigurationError(f"RunConfig max_tokens must be an int >= 1, not {self.max_tokens!r}")
         if self.timeout_s is not None and (

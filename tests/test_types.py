@@ -28,7 +28,12 @@ def test_run_config_serialises_to_json_without_tracker_or_secrets() -> None:
         temperature=0.2,
         max_tokens=100,
         system_prompt="Be brief.",
-        model_params={"seed": 7, "top_p": 0.9, "api_key": "sk-secret", "extra_headers": {"Authorization": "Bearer x"}},
+        model_params={
+            "seed": 7,
+            "top_p": 0.9,
+            "api_key": "sk-secret",
+            "extra_headers": {"Authorization": "Bearer x"},
+        },
         timeout_s=30,
         budget_tracker=BudgetTracker(max_usd=1.0),
     )
@@ -49,8 +54,15 @@ def test_run_config_equality_ignores_the_tracker_and_json_is_canonical() -> None
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"temperature": -1}, {"temperature": float("nan")}, {"max_tokens": 0}, {"max_tokens": 1.5},
-     {"timeout_s": 0}, {"temperature": True}, {"model_params": [1]}],
+    [
+        {"temperature": -1},
+        {"temperature": float("nan")},
+        {"max_tokens": 0},
+        {"max_tokens": 1.5},
+        {"timeout_s": 0},
+        {"temperature": True},
+        {"model_params": [1]},
+    ],
 )
 def test_run_config_rejects_bad_values(kwargs: dict) -> None:
     with pytest.raises(ConfigurationError):
@@ -71,8 +83,14 @@ def test_redact_secrets_keeps_token_counts() -> None:
 
 def test_llm_response_round_trips() -> None:
     resp = LLMResponse(
-        text="hi", model="m", provider="p", latency_ms=1.5, usage=Usage(3, 4), cost_usd=0.1,
-        tool_calls=(ToolCall("lookup", '{"q": 1}'),), finish_reason="tool_calls",
+        text="hi",
+        model="m",
+        provider="p",
+        latency_ms=1.5,
+        usage=Usage(3, 4),
+        cost_usd=0.1,
+        tool_calls=(ToolCall("lookup", '{"q": 1}'),),
+        finish_reason="tool_calls",
     )
     assert LLMResponse.from_dict(json.loads(json.dumps(resp.to_dict()))) == resp
     assert resp.usage is not None and resp.usage.total_tokens == 7
@@ -162,7 +180,9 @@ def test_reservations_admit_while_spend_and_holdings_are_below_the_limit() -> No
     tracker = BudgetTracker(max_usd=1.0)
     a = tracker.reserve(usd=0.6)
     b = tracker.reserve(usd=0.6)  # 0.6 < 1.0: granted; spend may pass the limit by this one estimate
-    with pytest.raises(BudgetExceededError, match=r"\+ \$1\.200000 held by 2 call\(s\) in flight of a \$1\.000000 budget"):
+    with pytest.raises(
+        BudgetExceededError, match=r"\+ \$1\.200000 held by 2 call\(s\) in flight of a \$1\.000000 budget"
+    ):
         tracker.reserve(usd=0.01)
     with pytest.raises(BudgetExceededError):
         tracker.check()  # check() counts what calls in flight hold
@@ -204,7 +224,17 @@ def test_a_reservation_as_a_context_manager_is_released_unless_settled() -> None
     assert (tracker.in_flight, tracker.spent_usd) == (0, 0.2)
 
 
-@pytest.mark.parametrize("kwargs", [{"usd": -1.0}, {"usd": float("nan")}, {"usd": float("inf")}, {"tokens": -1}, {"tokens": 1.5}, {"usd": True}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"usd": -1.0},
+        {"usd": float("nan")},
+        {"usd": float("inf")},
+        {"tokens": -1},
+        {"tokens": 1.5},
+        {"usd": True},
+    ],
+)
 def test_bad_estimates_are_configuration_errors(kwargs: dict) -> None:
     with pytest.raises(ConfigurationError):
         BudgetTracker().reserve(**kwargs)

@@ -159,11 +159,17 @@ def run(calls: int, sizes: list[int], seed: int, clock: str) -> list[dict[str, A
             ("score_pair", "pair", "vrty2", "2 x vrty.score"),
             ("analyse", "ours", "rouge", "ROUGE-L (rouge-score)"),
         ):
-            rows.append({
-                "tokens": tokens, "ours": label, "baseline": name,
-                "ours_p50": _pct(t[ours], 0.5), "ours_p99": _pct(t[ours], 0.99),
-                "base_p50": _pct(t[theirs], 0.5), "base_p99": _pct(t[theirs], 0.99),
-            })
+            rows.append(
+                {
+                    "tokens": tokens,
+                    "ours": label,
+                    "baseline": name,
+                    "ours_p50": _pct(t[ours], 0.5),
+                    "ours_p99": _pct(t[ours], 0.99),
+                    "base_p50": _pct(t[theirs], 0.5),
+                    "base_p99": _pct(t[theirs], 0.99),
+                }
+            )
     return rows
 
 
@@ -172,15 +178,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=1000, help="calls per size (default 1000)")
     parser.add_argument("--sizes", default="100,500,2000", help="response sizes in tokens")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--clock", choices=sorted(_CLOCKS), default="cpu",
-                        help="cpu: this thread's CPU time (steady on a busy machine); wall: perf_counter")
+    parser.add_argument(
+        "--clock",
+        choices=sorted(_CLOCKS),
+        default="cpu",
+        help="cpu: this thread's CPU time (steady on a busy machine); wall: perf_counter",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"# VRTY benchmark: Python {platform.python_version()}, {_cpu()}, {os.cpu_count()} CPUs, "
-          f"{args.calls} calls per size, {args.clock} clock, prompt cache cold")
+    print(
+        f"# VRTY benchmark: Python {platform.python_version()}, {_cpu()}, {os.cpu_count()} CPUs, "
+        f"{args.calls} calls per size, {args.clock} clock, prompt cache cold"
+    )
     print()
-    print("| tokens | ours | baseline | ours p50 ms | ours p99 ms | baseline p50 ms | baseline p99 ms "
-          "| speed-up p50 | speed-up p99 |")
+    print(
+        "| tokens | ours | baseline | ours p50 ms | ours p99 ms | baseline p50 ms | baseline p99 ms "
+        "| speed-up p50 | speed-up p99 |"
+    )
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
     for r in run(args.calls, sizes, args.seed, args.clock):
         print(

@@ -35,7 +35,11 @@ def bill_the_estimate(server: OpenAIServer, model: OpenAIAdapter) -> None:
         prompt = body["messages"][-1]["content"]
         _, tokens = model.estimate(prompt, RunConfig(max_tokens=body.get("max_tokens")))
         completion = body.get("max_tokens") or model.DEFAULT_MAX_TOKENS_ESTIMATE
-        usage = {"prompt_tokens": tokens - completion, "completion_tokens": completion, "total_tokens": tokens}
+        usage = {
+            "prompt_tokens": tokens - completion,
+            "completion_tokens": completion,
+            "total_tokens": tokens,
+        }
         return chat_completion(body, "ok", usage=usage)
 
     server.responder = reply
@@ -112,8 +116,10 @@ def test_threads_in_flight_never_overshoot_by_more_than_one_estimate(
 
     sent = len(openai_server.requests_to("/chat/completions"))
     overshoot = tracker.spent_usd - 0.25
-    print(f"\n24 threads ({slots or 'no'} slots), $0.25 budget, ${estimate:.3f} per call: {answered} answered, "
-          f"{refused} refused, spent ${tracker.spent_usd:.3f} (overshoot ${overshoot:.3f})")
+    print(
+        f"\n24 threads ({slots or 'no'} slots), $0.25 budget, ${estimate:.3f} per call: {answered} answered, "
+        f"{refused} refused, spent ${tracker.spent_usd:.3f} (overshoot ${overshoot:.3f})"
+    )
     assert refused == 24  # every thread ends refused...
     assert sent == answered == tracker.calls  # ...and no refused call reached the server
     assert tracker.spent_usd <= 0.25 + estimate + 1e-9
@@ -132,8 +138,10 @@ def test_tasks_in_flight_never_overshoot_by_more_than_one_estimate(openai_server
     answered, refused = asyncio.run(hammer_with_tasks(model, config, tasks=24))
 
     sent = len(openai_server.requests_to("/chat/completions"))
-    print(f"\n24 tasks, $0.25 budget, ${estimate:.3f} per call: {answered} answered, {refused} refused, "
-          f"spent ${tracker.spent_usd:.3f} (overshoot ${tracker.spent_usd - 0.25:.3f})")
+    print(
+        f"\n24 tasks, $0.25 budget, ${estimate:.3f} per call: {answered} answered, {refused} refused, "
+        f"spent ${tracker.spent_usd:.3f} (overshoot ${tracker.spent_usd - 0.25:.3f})"
+    )
     assert sent == answered == tracker.calls
     assert 0.25 <= tracker.spent_usd <= 0.25 + estimate + 1e-9
     assert tracker.in_flight == 0
@@ -147,7 +155,9 @@ def test_threads_and_tasks_share_one_budget(openai_server: OpenAIServer) -> None
     config = RunConfig(max_tokens=MAX_TOKENS, budget_tracker=tracker, timeout_s=30)
     estimate = per_call(model, config)
     in_loop: list[tuple[int, int]] = []
-    loop_thread = threading.Thread(target=lambda: in_loop.append(asyncio.run(hammer_with_tasks(model, config, tasks=12))))
+    loop_thread = threading.Thread(
+        target=lambda: in_loop.append(asyncio.run(hammer_with_tasks(model, config, tasks=12)))
+    )
     loop_thread.start()
     answered, _ = hammer_with_threads(model, config, threads=12)
     loop_thread.join(60)
@@ -263,9 +273,17 @@ def test_the_estimate_counts_prompt_characters_and_the_completion_bound(openai_s
     params = {"max_completion_tokens": 80, "n": 3}
     assert model.estimate(prompt, RunConfig(max_tokens=50, model_params=params))[1] == 19 + 240
     # tool schemas are prompt text too
-    assert model.estimate(prompt, RunConfig(max_tokens=1, model_params={"tools": [{"a": "b" * 100}]}))[1] > 19 + 1 + 25
+    assert (
+        model.estimate(prompt, RunConfig(max_tokens=1, model_params={"tools": [{"a": "b" * 100}]}))[1]
+        > 19 + 1 + 25
+    )
     # a model without a price: tokens only
-    assert OpenAIAdapter("other", base_url=openai_server.base_url, pricing={"gpt-test": {"input": 1, "output": 1}}).estimate(prompt, RunConfig())[0] == 0.0
+    assert (
+        OpenAIAdapter(
+            "other", base_url=openai_server.base_url, pricing={"gpt-test": {"input": 1, "output": 1}}
+        ).estimate(prompt, RunConfig())[0]
+        == 0.0
+    )
 
 
 def test_the_reservation_is_the_estimate_and_is_replaced_by_the_cost(openai_server: OpenAIServer) -> None:

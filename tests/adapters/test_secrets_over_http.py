@@ -48,7 +48,9 @@ def _check_options_sent_as_the_sdk_means_them(server: OpenAIServer) -> None:
 def test_extra_headers_and_query_go_out_as_headers_and_url_parameters(
     adapter: OpenAIAdapter, openai_server: OpenAIServer
 ) -> None:
-    assert adapter.complete("hi", OPTIONS).text == "echo: hi"  # answered normally: the server routes on the path, not the query
+    assert (
+        adapter.complete("hi", OPTIONS).text == "echo: hi"
+    )  # answered normally: the server routes on the path, not the query
     _check_options_sent_as_the_sdk_means_them(openai_server)
 
 

@@ -51,7 +51,9 @@ def test_a_two_case_suite_does_not_route(tmp_path: Path, db: str) -> None:
 
 def test_the_table_the_summary_and_the_router_agree(tmp_path: Path, db: str) -> None:
     # Three candidates (one proven, one ruled out, one undecided): one pass/fail for each everywhere.
-    rows = [json.loads(line) for line in pair_suite(tmp_path / "a.jsonl", 60, same=60).read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in pair_suite(tmp_path / "a.jsonl", 60, same=60).read_text().splitlines()
+    ]
     for i, row in enumerate(rows):
         same = row["baseline_response"]["text"]
         row["responses"] = {

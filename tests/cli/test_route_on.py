@@ -22,8 +22,19 @@ def _suite(tmp_path: Path) -> Path:
 def test_every_judge_gates_by_default(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'l.db'}"
     result = invoke(
-        "grade", str(_suite(tmp_path)), "--db", db, "-j", "exact", "-j", "exact:normalize=true",
-        "--min-quality", "0.9", "--min-samples", "2", "--json",
+        "grade",
+        str(_suite(tmp_path)),
+        "--db",
+        db,
+        "-j",
+        "exact",
+        "-j",
+        "exact:normalize=true",
+        "--min-quality",
+        "0.9",
+        "--min-samples",
+        "2",
+        "--json",
     )
     data = json.loads(result.stdout)
     assert result.exit_code == 1
@@ -34,8 +45,21 @@ def test_every_judge_gates_by_default(tmp_path: Path) -> None:
 def test_route_on_limits_routing_and_the_gate_to_the_named_judges(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'l.db'}"
     result = invoke(
-        "grade", str(_suite(tmp_path)), "--db", db, "-j", "exact", "-j", "exact:normalize=true",
-        "--route-on", "exact:normalized", "--min-quality", "0.9", "--min-samples", "2", "--json",
+        "grade",
+        str(_suite(tmp_path)),
+        "--db",
+        db,
+        "-j",
+        "exact",
+        "-j",
+        "exact:normalize=true",
+        "--route-on",
+        "exact:normalized",
+        "--min-quality",
+        "0.9",
+        "--min-samples",
+        "2",
+        "--json",
     )
     data = json.loads(result.stdout)
     assert result.exit_code == 0, result.stdout
@@ -48,7 +72,14 @@ def test_route_on_limits_routing_and_the_gate_to_the_named_judges(tmp_path: Path
 def test_route_on_an_unknown_judge_is_a_usage_error_before_any_write(tmp_path: Path) -> None:
     db_path = tmp_path / "l.db"
     result = invoke(
-        "grade", str(_suite(tmp_path)), "--db", f"sqlite:///{db_path}", "-j", "exact", "--route-on", "vrty",
+        "grade",
+        str(_suite(tmp_path)),
+        "--db",
+        f"sqlite:///{db_path}",
+        "-j",
+        "exact",
+        "--route-on",
+        "vrty",
     )
     assert result.exit_code == 2
     assert "--route-on 'vrty' names none of the run's judges" in result.output

@@ -406,7 +406,9 @@ def test_a_judge_without_case_data_is_not_applicable_not_a_failure(ledger: Quali
     assert ledger.failures(run_id="r-na") == [] and ledger.run("r-na").status == "completed"
 
 
-def test_resume_treats_not_applicable_pairs_as_done(openai_server: OpenAIServer, ledger: QualityLedger) -> None:
+def test_resume_treats_not_applicable_pairs_as_done(
+    openai_server: OpenAIServer, ledger: QualityLedger
+) -> None:
     # Cases without expected.schema are not applicable to the schema judge; resuming the run must
     # not grade them (and, with the cache off, not call the models) again.
     from dataclasses import replace
@@ -416,7 +418,10 @@ def test_resume_treats_not_applicable_pairs_as_done(openai_server: OpenAIServer,
     base = make_suite(6)
     schema = {"type": "object"}
     suite = replace(
-        base, cases=[replace(c, expected={"schema": schema} if i % 2 == 0 else None) for i, c in enumerate(base.cases)]
+        base,
+        cases=[
+            replace(c, expected={"schema": schema} if i % 2 == 0 else None) for i, c in enumerate(base.cases)
+        ],
     )
     sides = {"baseline": live(openai_server, "base"), "candidates": [live(openai_server, "cand")]}
     judges = [build_judge("schema")]
@@ -430,7 +435,9 @@ def test_resume_treats_not_applicable_pairs_as_done(openai_server: OpenAIServer,
         ("c5", "schema", "cand"),
     ]
     assert {na.field for na in stored} == {"expected.schema"} and stored[0].candidate == "openai:cand"
-    again = grade_suite(suite, **sides, judges=judges, ledger=ledger, run_id="r-na", resume=True, use_cache=False)
+    again = grade_suite(
+        suite, **sides, judges=judges, ledger=ledger, run_id="r-na", resume=True, use_cache=False
+    )
     assert again.cases_skipped == 6 and len(openai_server.requests) == 12  # nothing graded or called again
     assert again.not_applicable == first.not_applicable  # the run's report still lists them, lines included
     assert ledger.count() == 3 and ledger.failures(run_id="r-na") == []

@@ -75,10 +75,14 @@ def run_mixed(
     return errors
 
 
-def adapters(server: OpenAIServer, limit: CallLimit, limiter: RateLimiter | None = None) -> list[ResilientAdapter]:
+def adapters(
+    server: OpenAIServer, limit: CallLimit, limiter: RateLimiter | None = None
+) -> list[ResilientAdapter]:
     """Two sides sharing one limit (as the CLI wires baseline, candidates and judges)."""
     return [
-        ResilientAdapter(OpenAIAdapter(model, base_url=server.base_url), policy=NO_RETRY, limiter=limiter, semaphore=limit)
+        ResilientAdapter(
+            OpenAIAdapter(model, base_url=server.base_url), policy=NO_RETRY, limiter=limiter, semaphore=limit
+        )
         for model in ("base", "cand")
     ]
 
@@ -115,6 +119,7 @@ def test_two_event_loops_and_threads_share_one_bound(openai_server: OpenAIServer
 
     def sync_call(i: int) -> None:
         if i % 2:  # half of the threads run their own event loop
+
             async def two() -> None:
                 await asyncio.gather(base.acomplete(f"loop {i}", config), cand.acomplete(f"loop {i}", config))
 
@@ -149,12 +154,18 @@ def test_rate_limit_still_holds_with_the_call_limit(openai_server: OpenAIServer)
     base.adapter.complete("warm-up", config)
     warm_up = lambda: cand.adapter.acomplete("warm-up", config)  # noqa: E731
     assert run_mixed(sync_call, async_call, threads=5, tasks=5, warm_up=warm_up) == []
-    requests = [r for r in openai_server.requests_to("/chat/completions") if r.body["messages"][-1]["content"] != "warm-up"]
+    requests = [
+        r
+        for r in openai_server.requests_to("/chat/completions")
+        if r.body["messages"][-1]["content"] != "warm-up"
+    ]
     starts = sorted(r.started for r in requests)
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     overlap = max_overlap(requests)
-    print(f"\n10 calls at one start per {interval} s, limit 3: gaps at the server "
-          f"{min(gaps):.3f}..{max(gaps):.3f} s, max overlap {overlap}")
+    print(
+        f"\n10 calls at one start per {interval} s, limit 3: gaps at the server "
+        f"{min(gaps):.3f}..{max(gaps):.3f} s, max overlap {overlap}"
+    )
     assert len(starts) == 10
     tolerance = 0.05  # loopback and scheduling jitter
     for k in range(1, 10):  # no bunching over any window
@@ -166,7 +177,9 @@ def test_a_retry_gives_its_slot_back_during_the_backoff(openai_server: OpenAISer
     openai_server.queue_fault(500)
     limit = CallLimit(1)
     policy = RetryPolicy(max_retries=2, base_delay_s=0.0, max_delay_s=0.0)
-    adapter = ResilientAdapter(OpenAIAdapter("m", base_url=openai_server.base_url), policy=policy, semaphore=limit)
+    adapter = ResilientAdapter(
+        OpenAIAdapter("m", base_url=openai_server.base_url), policy=policy, semaphore=limit
+    )
     assert adapter.complete("p", RunConfig()).text == "echo: p"
     assert asyncio.run(adapter.acomplete("q", RunConfig())).text == "echo: q"
     assert adapter.calls == 3 and limit.in_flight == 0

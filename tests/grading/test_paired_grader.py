@@ -68,7 +68,7 @@ def test_both_adapters_get_the_same_prompt_and_run_config_and_judge_gets_both() 
     assert base.calls == [("What is 2+2?", rc)]
     assert cand.calls == [("What is 2+2?", rc)]
     assert base.calls[0][1] is cand.calls[0][1]
-    (b, c, prompt, seen_rc), = judge.seen
+    ((b, c, prompt, seen_rc),) = judge.seen
     assert (b.text, c.text, prompt, seen_rc) == ("4", "four", "What is 2+2?", rc)
     assert result.baseline_response.model == "gpt-4o"
     assert result.candidate_response.model == "gpt-4o-mini"

@@ -19,7 +19,10 @@ from llm_connect.grading.judges._registry import is_llm_grader_id, judge_asks_ll
         ("exact", {"name": "exact", "args": {}}),
         ("exact:true", {"name": "exact", "args": {"normalize": True}}),
         ("exact:normalize=true", {"name": "exact", "args": {"normalize": True}}),
-        ("llm:openai:gpt-4o-mini,seed=7", {"name": "llm", "args": {"model": "openai:gpt-4o-mini", "seed": 7}}),
+        (
+            "llm:openai:gpt-4o-mini,seed=7",
+            {"name": "llm", "args": {"model": "openai:gpt-4o-mini", "seed": 7}},
+        ),
         ("format:json", {"name": "format", "args": {"fmt": "json"}}),
         ("length:min_words=5,max_words=200", {"name": "length", "args": {"min_words": 5, "max_words": 200}}),
     ],
@@ -55,8 +58,20 @@ def test_unknown_option_is_rejected_when_building() -> None:
 
 def test_every_builtin_name_is_listed() -> None:
     names = judge_names()
-    for name in ["exact", "embedding", "llm", "vrty", "format", "schema", "correctness",
-                 "length", "relevance", "completeness", "persona", "safety"]:
+    for name in [
+        "exact",
+        "embedding",
+        "llm",
+        "vrty",
+        "format",
+        "schema",
+        "correctness",
+        "length",
+        "relevance",
+        "completeness",
+        "persona",
+        "safety",
+    ]:
         assert name in names
 
 
@@ -124,7 +139,9 @@ def _pair_result(judge):  # type: ignore[no-untyped-def]
      ("safety:judge_model=openai:judge", True)],
 )  # fmt: skip
 def test_builtin_judges_declare_asks_llm_on_themselves_their_results_and_specs(
-    spec: str, asks: bool, openai_server  # type: ignore[no-untyped-def]
+    spec: str,
+    asks: bool,
+    openai_server,  # type: ignore[no-untyped-def]
 ) -> None:
     from llm_connect.adapters import OpenAIAdapter
 

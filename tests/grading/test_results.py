@@ -109,7 +109,9 @@ def test_results_survive_pickle_and_deepcopy() -> None:
     import pickle
 
     rc = RunConfig(temperature=0.0, model_params={"seed": 7})
-    result = make(0.75, details={"judge_spec": {"name": "exact", "args": {}}, "n": [1, 2]}, prompt="Q", run_config=rc)
+    result = make(
+        0.75, details={"judge_spec": {"name": "exact", "args": {}}, "n": [1, 2]}, prompt="Q", run_config=rc
+    )
     for copied in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result), copy.copy(result)):
         assert copied == result and copied.details_json() == result.details_json()
         with pytest.raises(TypeError):

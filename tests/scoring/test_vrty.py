@@ -31,35 +31,55 @@ from llm_connect.scoring.vrty._idf import IDF_PATH, idf_table, read_idf_table
 from llm_connect.types import LLMResponse, RunConfig, redact_secrets
 
 FRANCE = "What is the capital of France?"
-WORDS = ["model", "answer", "latency", "river", "whale", "kubernetes", "the", "of", "captain", "ocean",
-         "async", "ship"]
+WORDS = [
+    "model",
+    "answer",
+    "latency",
+    "river",
+    "whale",
+    "kubernetes",
+    "the",
+    "of",
+    "captain",
+    "ocean",
+    "async",
+    "ship",
+]
 LONG_PROMPT = "Which model answers fastest with the lowest latency on the ship?"
-LONG_TEXT = " ".join(f"Sentence {i} talks about {WORDS[i % 12]} and {WORDS[(i * 7) % 12]}!" for i in range(400))
+LONG_TEXT = " ".join(
+    f"Sentence {i} talks about {WORDS[i % 12]} and {WORDS[(i * 7) % 12]}!" for i in range(400)
+)
 
 # (prompt, response) -> (composite, relevance, coherence, completeness, conciseness), as
 # vrty 1.0.1 computes them on Python 3.11. They must hold on every Python version.
 GOLDEN = [
-    (FRANCE, "Paris is the capital of France.",
-     (0.8653358523094898, 0.8295310065985426, 1.0, 1.0, 0.5)),
-    (FRANCE, "London is the capital of France.",
-     (0.878524350264551, 0.8672124293272888, 1.0, 1.0, 0.5)),
+    (FRANCE, "Paris is the capital of France.", (0.8653358523094898, 0.8295310065985426, 1.0, 1.0, 0.5)),
+    (FRANCE, "London is the capital of France.", (0.878524350264551, 0.8672124293272888, 1.0, 1.0, 0.5)),
     (FRANCE, "Paris.", (0.35, 0.0, 1.0, 0.0, 1.0)),
-    ("Explain how transformers use multi-head attention in deep learning models.",
-     "Transformers split attention into several heads. Each head attends to different positions! "
-     "The outputs are concatenated and projected? Multi-head attention lets the model learn richer relations. "
-     "Deep learning models stack many such layers.",
-     (0.539531795860155, 0.528366985060325, 0.0009144339032927243, 0.8284603712240208, 0.7058823529411765)),
-    ("Summarise the meeting notes for the café team, résumé attached.",
-     "Café team: the résumé is attached. Notes summarised below.\n\nAll good!",
-     (0.54870211465103, 0.6845092481792137, 0.0, 0.7122311077791993, 0.6363636363636364)),
-    (LONG_PROMPT, LONG_TEXT,
-     (0.30001918869384103, 0.13376048759835163, 0.5528703582911015, 0.4725001337539923, 0.005859375)),
+    (
+        "Explain how transformers use multi-head attention in deep learning models.",
+        "Transformers split attention into several heads. Each head attends to different positions! "
+        "The outputs are concatenated and projected? Multi-head attention lets the model learn richer relations. "
+        "Deep learning models stack many such layers.",
+        (0.539531795860155, 0.528366985060325, 0.0009144339032927243, 0.8284603712240208, 0.7058823529411765),
+    ),
+    (
+        "Summarise the meeting notes for the café team, résumé attached.",
+        "Café team: the résumé is attached. Notes summarised below.\n\nAll good!",
+        (0.54870211465103, 0.6845092481792137, 0.0, 0.7122311077791993, 0.6363636363636364),
+    ),
+    (
+        LONG_PROMPT,
+        LONG_TEXT,
+        (0.30001918869384103, 0.13376048759835163, 0.5528703582911015, 0.4725001337539923, 0.005859375),
+    ),
 ]
 
 
 def _dims(result: object) -> tuple[float, ...]:
-    return tuple(getattr(result, d) for d in ("composite", "relevance", "coherence", "completeness",
-                                               "conciseness"))
+    return tuple(
+        getattr(result, d) for d in ("composite", "relevance", "coherence", "completeness", "conciseness")
+    )
 
 
 def _response(text: str) -> LLMResponse:
@@ -67,11 +87,15 @@ def _response(text: str) -> LLMResponse:
 
 
 @pytest.mark.parametrize(("prompt", "response", "expected"), GOLDEN)
-def test_golden_values_are_reproduced_exactly(prompt: str, response: str, expected: tuple[float, ...]) -> None:
+def test_golden_values_are_reproduced_exactly(
+    prompt: str, response: str, expected: tuple[float, ...]
+) -> None:
     assert _dims(analyse(prompt, response)) == expected
 
 
-@pytest.mark.parametrize("response", ["", "   \n\t", "...!?", "東京は日本の首都です", "42 3.14 1,000", "😀 —"])
+@pytest.mark.parametrize(
+    "response", ["", "   \n\t", "...!?", "東京は日本の首都です", "42 3.14 1,000", "😀 —"]
+)
 def test_response_without_tokens_scores_zero_everywhere(response: str) -> None:
     result = analyse(FRANCE, response)
     assert _dims(result) == (0.0, 0.0, 0.0, 0.0, 0.0)
@@ -104,7 +128,10 @@ def test_tokens_past_the_cap_are_not_scored() -> None:
     longer = analyse(LONG_PROMPT, head + " capital france paris " * 200)
     assert longer.response_tokens == capped.response_tokens == MAX_TOKENS
     assert (longer.relevance, longer.completeness, longer.conciseness) == (
-        capped.relevance, capped.completeness, capped.conciseness)
+        capped.relevance,
+        capped.completeness,
+        capped.conciseness,
+    )
 
 
 def test_sentence_crossing_the_cap_is_dropped_whole() -> None:
@@ -156,8 +183,12 @@ def test_score_pair_equals_two_single_scores_and_analyses_the_prompt_once() -> N
 def test_vrty_judge_is_built_from_the_registry_and_grades_relative_to_the_baseline() -> None:
     judge = build_judge("vrty")
     assert isinstance(judge, VrtyJudge) and isinstance(judge, RelativeJudge)
-    result = judge.judge(_response("Paris is the capital of France."), _response("Paris."),
-                         prompt=FRANCE, run_config=RunConfig(temperature=0))
+    result = judge.judge(
+        _response("Paris is the capital of France."),
+        _response("Paris."),
+        prompt=FRANCE,
+        run_config=RunConfig(temperature=0),
+    )
     assert result.grader_id == "vrty:1.0.1"
     assert result.quality_score == 0.35 / 0.8653358523094898
     details = json.loads(json.dumps(dict(result.details)))
@@ -167,15 +198,24 @@ def test_vrty_judge_is_built_from_the_registry_and_grades_relative_to_the_baseli
     assert set(details["candidate"]) >= {"relevance", "coherence", "completeness", "conciseness", "composite"}
     assert details["vrty_version"] == "1.0.1"
     assert details["idf_sha256"] == IDF_SHA256
-    assert details["weights"] == {"relevance": 0.35, "coherence": 0.2, "completeness": 0.3, "conciseness": 0.15}
+    assert details["weights"] == {
+        "relevance": 0.35,
+        "coherence": 0.2,
+        "completeness": 0.3,
+        "conciseness": 0.15,
+    }
     assert isinstance(build_judge(details["judge_spec"]), VrtyJudge)
     assert redact_secrets(details) == details  # the ledger's redaction drops nothing
 
 
 def test_candidate_at_least_as_good_gets_full_quality() -> None:
     judge = build_judge("vrty")
-    result = judge.judge(_response("Paris."), _response("London is the capital of France."),
-                         prompt=FRANCE, run_config=RunConfig())
+    result = judge.judge(
+        _response("Paris."),
+        _response("London is the capital of France."),
+        prompt=FRANCE,
+        run_config=RunConfig(),
+    )
     assert result.quality_score == 1.0
     both_empty = judge.judge(_response(""), _response("..."), prompt=FRANCE, run_config=RunConfig())
     assert both_empty.quality_score == 1.0
@@ -245,8 +285,14 @@ def test_scoring_with_a_modified_shipped_table_fails_before_any_score(
 
 def _run(code: str, seed: str) -> str:
     env = {**os.environ, "PYTHONHASHSEED": seed}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          check=True, cwd=Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     return done.stdout
 
 

@@ -24,12 +24,47 @@ pytestmark = pytest.mark.skipif(
 DIMENSIONS = ("composite", "relevance", "coherence", "completeness", "conciseness")
 
 ODD_WORDS = [
-    "café", "naïve", "Ångström", "résumé", "façade", "Straße", "ﬁnance", "ＡＢＣ", "ℌilbert",
-    "e\u0301lan", "東京", "日本の首都です", "Москва", "Ελλάδα", "مرحبا", "😀", "½", "x²", "İstanbul",
-    "kubernetes", "async", "API", "endpoint", "LLM", "gpt", "zzqx", "multi-head", "don't", "U.S.A",
-    "3.14", "2024", "1,000", "42nd", "v1.0.1", "snake_case", "CamelCase", "e-mail", "#tag", "@user",
+    "café",
+    "naïve",
+    "Ångström",
+    "résumé",
+    "façade",
+    "Straße",
+    "ﬁnance",
+    "ＡＢＣ",
+    "ℌilbert",
+    "e\u0301lan",
+    "東京",
+    "日本の首都です",
+    "Москва",
+    "Ελλάδα",
+    "مرحبا",
+    "😀",
+    "½",
+    "x²",
+    "İstanbul",
+    "kubernetes",
+    "async",
+    "API",
+    "endpoint",
+    "LLM",
+    "gpt",
+    "zzqx",
+    "multi-head",
+    "don't",
+    "U.S.A",
+    "3.14",
+    "2024",
+    "1,000",
+    "42nd",
+    "v1.0.1",
+    "snake_case",
+    "CamelCase",
+    "e-mail",
+    "#tag",
+    "@user",
 ]
-TERMINATORS = [".", "!", "?", "...", "?!", ".)", ".\"", "", ";", ":"]
+TERMINATORS = [".", "!", "?", "...", "?!", ".)", '."', "", ";", ":"]
 GAPS = [" ", "  ", "\n", "\n\n", "\t", " \n ", "\u00a0", "\u2003", "\u3000", "\u1680", "\u2028", "\x1c", ""]
 
 
@@ -52,7 +87,9 @@ class PairMaker:
         if r < 0.85:
             return self.rng.choice(self.vocab)
         if r < 0.93:
-            return "".join(self.rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(self.rng.randint(2, 9)))
+            return "".join(
+                self.rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(self.rng.randint(2, 9))
+            )
         return self.rng.choice(ODD_WORDS)
 
     def cased(self, word: str) -> str:
@@ -60,8 +97,10 @@ class PairMaker:
         return word.upper() if r < 0.05 else word.capitalize() if r < 0.2 else word
 
     def sentence(self, n_words: int, *, pool: list[str] | None = None) -> str:
-        words = [self.cased(self.rng.choice(pool) if pool and self.rng.random() < 0.5 else self.word())
-                 for _ in range(n_words)]
+        words = [
+            self.cased(self.rng.choice(pool) if pool and self.rng.random() < 0.5 else self.word())
+            for _ in range(n_words)
+        ]
         return " ".join(words) + self.rng.choice(TERMINATORS)
 
     def text(self, n_tokens: int, *, pool: list[str] | None = None) -> str:
@@ -100,28 +139,55 @@ class PairMaker:
         if kind == "stopword_prompt":
             return " ".join(rng.choice(self.stop) for _ in range(rng.randint(1, 12))) + "?", self.text(40)
         if kind == "empty_response":
-            return prompt, rng.choice(["", " ", "\n\n\t", "...!!!???", "— – …", "東京は日本", "42 3.14 7",
-                                       "😀😀", "\u00a0\u3000", "(,;:)"])
+            return prompt, rng.choice(
+                [
+                    "",
+                    " ",
+                    "\n\n\t",
+                    "...!!!???",
+                    "— – …",
+                    "東京は日本",
+                    "42 3.14 7",
+                    "😀😀",
+                    "\u00a0\u3000",
+                    "(,;:)",
+                ]
+            )
         if kind == "repetition":
             unit = rng.choice([self.word(), self.sentence(rng.randint(1, 6)), rng.choice(pool)])
             return prompt, (unit + rng.choice([" ", ". ", "! ", "\n"])) * rng.randint(2, 400)
         if kind == "echo":
             return prompt, prompt if rng.random() < 0.5 else (prompt + " ") * rng.randint(2, 5)
         if kind == "terminators":
-            pieces = [self.sentence(rng.randint(1, 6)) + rng.choice(["", " ", "\n", "\t\t", "\u2029"])
-                      for _ in range(rng.randint(2, 25))]
+            pieces = [
+                self.sentence(rng.randint(1, 6)) + rng.choice(["", " ", "\n", "\t\t", "\u2029"])
+                for _ in range(rng.randint(2, 25))
+            ]
             return prompt, "".join(pieces)
         if kind == "numbers":
-            nums = [str(rng.randint(0, 10**6)) + rng.choice(["", ".", ".5", "%", "th", "k"])
-                    for _ in range(rng.randint(1, 30))]
+            nums = [
+                str(rng.randint(0, 10**6)) + rng.choice(["", ".", ".5", "%", "th", "k"])
+                for _ in range(rng.randint(1, 30))
+            ]
             return prompt, " ".join(nums + [self.word() for _ in range(rng.randint(0, 5))])
         raise AssertionError(kind)
 
 
 KINDS = [
-    ("short", 260), ("medium", 120), ("long", 50), ("one_giant_sentence", 12), ("exact_cap", 12),
-    ("long_prompt", 30), ("unicode", 120), ("empty_prompt", 80), ("stopword_prompt", 40),
-    ("empty_response", 60), ("repetition", 120), ("echo", 50), ("terminators", 150), ("numbers", 60),
+    ("short", 260),
+    ("medium", 120),
+    ("long", 50),
+    ("one_giant_sentence", 12),
+    ("exact_cap", 12),
+    ("long_prompt", 30),
+    ("unicode", 120),
+    ("empty_prompt", 80),
+    ("stopword_prompt", 40),
+    ("empty_response", 60),
+    ("repetition", 120),
+    ("echo", 50),
+    ("terminators", 150),
+    ("numbers", 60),
 ]
 
 
@@ -141,7 +207,9 @@ def test_every_dimension_equals_vrty_exactly_on_generated_pairs() -> None:
         theirs = vrty.score(prompt, response)
         for dim in DIMENSIONS:
             if getattr(ours, dim) != getattr(theirs, dim):
-                mismatches.append((kind, dim, getattr(ours, dim), getattr(theirs, dim), prompt[:60], response[:60]))
+                mismatches.append(
+                    (kind, dim, getattr(ours, dim), getattr(theirs, dim), prompt[:60], response[:60])
+                )
     assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:3]}"
 
 
