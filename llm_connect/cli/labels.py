@@ -90,6 +90,20 @@ def import_(
             rich_help_panel=_INPUT,
         ),
     ] = False,
+    sampled_uniformly: Annotated[
+        float | None,
+        typer.Option(
+            "--sampled-uniformly",
+            help=(
+                "The file's cases were drawn at random, each graded case with this probability: "
+                "record them as chosen by the sampler (and the other graded cases not yet decided "
+                "as not chosen), so routing on what people would say can use these labels."
+            ),
+            show_default=False,
+            metavar="RATE",
+            rich_help_panel=_INPUT,
+        ),
+    ] = None,
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -97,12 +111,21 @@ def import_(
 
     Fields: task, case_id, candidate (model or adapter id), preference (candidate, baseline,
     tie) or score (0..1), and optionally annotator, note, run_id, created_at. A bad line
-    names file, line and field, and nothing of the file is written.
+    names file, line and field, and nothing of the file is written. Labels of cases the
+    sampler did not choose count for agreement with people but not for routing on what people
+    would say, unless the file was drawn at random (--sampled-uniformly RATE).
     """
     from llm_connect.labels import import_labels
 
     with open_ledger(db) as ledger:
-        result = import_labels(ledger, file, annotator=annotator, replace=replace, format=file_format)
+        result = import_labels(
+            ledger,
+            file,
+            annotator=annotator,
+            replace=replace,
+            format=file_format,
+            sampled_uniformly=sampled_uniformly,
+        )
     if json_out:
         typer.echo(json.dumps({"file": str(file), **vars(result)}))
         return
@@ -208,3 +231,86 @@ def status(
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+@app.command("queue", cls=FastHelpCommand)
+@handle_errors
+def queue(
+    task: Annotated[
+        str, typer.Option("--task", "-t", help="The task.", metavar="TASK", rich_help_panel=_FILTERS)
+    ],
+    candidate: Annotated[
+        str,
+        typer.Option(
+            "--candidate",
+            "-c",
+            help="The candidate model, as graded.",
+            metavar="MODEL",
+            rich_help_panel=_FILTERS,
+        ),
+    ],
+    judge: Annotated[
+        str,
+        typer.Option(
+            "--judge",
+            "-j",
+            help="The grader id whose grades the sampler reads (the routing judge).",
+            metavar="GRADER_ID",
+            rich_help_panel=_FILTERS,
+        ),
+    ],
+    rate: Annotated[
+        float,
+        typer.Option(
+            "--rate", help="Share of graded cases to send to people, in (0, 1].", rich_help_panel=_INPUT
+        ),
+    ] = 0.2,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="uniform (rate each) or active (more where the judge is unsure, never below --floor).",
+            rich_help_panel=_INPUT,
+        ),
+    ] = "uniform",
+    floor: Annotated[
+        float | None,
+        typer.Option(
+            "--floor",
+            help="active only: the least probability any case gets (default rate / 2).",
+            show_default=False,
+            rich_help_panel=_INPUT,
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Makes the draws reproducible (default: a fresh seed, stored).",
+            show_default=False,
+            rich_help_panel=_INPUT,
+        ),
+    ] = None,
+    db: str | None = DbOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Decide which newly graded cases go to people and print the chosen cases still unlabelled.
+
+    Each graded case is decided once, with an inclusion probability fixed before any label of
+    it exists (stored in the ledger); cases decided earlier keep their decision. Label the cases
+    in the order printed: routing on what people would say (route --target human) waits for
+    the earliest missing label.
+    """
+    from llm_connect.labels import choose_for_labels
+
+    with open_ledger(db) as ledger:
+        cases = choose_for_labels(
+            ledger, task=task, candidate=candidate, grader_id=judge, rate=rate, strategy=strategy,
+            seed=seed, floor=floor,
+        )  # fmt: skip
+    if json_out:
+        typer.echo(json.dumps({"task": task, "candidate": candidate, "judge": judge, "cases": cases}))
+        return
+    for case_id in cases:
+        typer.echo(case_id)
+    typer.echo(f"{len(cases)} chosen case(s) of {candidate} on {task} await a label", err=True)

@@ -35,13 +35,21 @@ from typing import Any
 from llm_connect.errors import LabelError
 from llm_connect.labels._agreement import Agreement, agreement, cohen_kappa, fleiss_kappa
 from llm_connect.labels._files import FORMATS, detect_format, read_label_lines, read_labels, write_labels
-from llm_connect.ledger import LabelCounts, LabelStore, LabelWrite, QualityLedger
+from llm_connect.labels._sampler import (
+    STRATEGIES,
+    UniformSample,
+    choose_for_labels,
+    plan_uniform_sample,
+    record_uniform_sample,
+)
+from llm_connect.ledger import LabelCounts, LabelStore, LabelWrite, QualityLedger, SamplingStore
 from llm_connect.values import LABEL_FIELDS, PREFERENCES, CaseLabels, HumanLabel, score_verdict
 
 __all__ = [
     "FORMATS",
     "LABEL_FIELDS",
     "PREFERENCES",
+    "STRATEGIES",
     "Agreement",
     "CaseLabels",
     "HumanLabel",
@@ -49,14 +57,19 @@ __all__ = [
     "LabelStatus",
     "LabelStore",
     "LabelWrite",
+    "SamplingStore",
+    "UniformSample",
     "agreement",
+    "choose_for_labels",
     "cohen_kappa",
     "detect_format",
     "fleiss_kappa",
     "import_labels",
     "label_status",
+    "plan_uniform_sample",
     "read_label_lines",
     "read_labels",
+    "record_uniform_sample",
     "score_verdict",
     "write_labels",
 ]
@@ -75,6 +88,7 @@ def import_labels(
     annotator: str | None = None,
     replace: bool = False,
     format: str | None = None,
+    sampled_uniformly: float | None = None,
 ) -> LabelWrite:
     """Read the labels file at ``path`` and store every label in one transaction.
 
@@ -82,11 +96,26 @@ def import_labels(
     the ledger has no grade for, a conflicting label without ``replace``) raises
     :class:`~llm_connect.errors.LabelError` naming the file, the line and the field, and
     nothing of the file is written.
+
+    ``sampled_uniformly``: the file's cases were drawn at random, each graded case with this
+    probability (``labels import --sampled-uniformly RATE``); they are recorded as chosen by the
+    sampler with that inclusion probability, and the other graded cases not yet decided as not
+    chosen, so routing on what people would say can use these labels
+    (:func:`plan_uniform_sample`). Refused, before anything is written, when a labelled case
+    was decided by the sampler already.
     """
     lines = read_label_lines(path, annotator=annotator, format=format)
     name = str(path)
+    store = _store(ledger)
+    sampling = SamplingStore(store.engine)
+    plan = None
+    if sampled_uniformly is not None:
+        try:
+            plan = plan_uniform_sample(sampling, [label for _, label in lines], sampled_uniformly)
+        except LabelError as exc:
+            raise exc.located(name, None) from None
     try:
-        return _store(ledger).record(
+        written = store.record(
             [label for _, label in lines],
             replace=replace,
             names=[f"line {line}" for line, _ in lines],
@@ -95,6 +124,9 @@ def import_labels(
         if exc.index is None or exc.index >= len(lines):
             raise
         raise exc.located(name, lines[exc.index][0]) from None
+    if plan is not None:
+        record_uniform_sample(sampling, plan)
+    return written
 
 
 @dataclass(frozen=True)

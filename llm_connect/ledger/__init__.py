@@ -18,6 +18,7 @@ from llm_connect.ledger import (
     _models_embeddings,  # noqa: F401 - registers its tables with Base.metadata
     _models_fleet,  # noqa: F401 - registers its tables with Base.metadata
     _models_labels,  # noqa: F401 - registers its tables with Base.metadata
+    _models_sampling,  # noqa: F401 - registers its tables with Base.metadata
 )
 from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
 from llm_connect.ledger._fleet import FleetStatus, FleetWorkerRow
@@ -35,6 +36,7 @@ from llm_connect.ledger._rows import (
     StabilityRow,
     SummaryRow,
 )
+from llm_connect.ledger._sampling import GradedCase, SampledCase, SamplingDesign, SamplingStore
 from llm_connect.ledger._store import QualityLedger
 
 __all__ = [
@@ -47,12 +49,16 @@ __all__ = [
     "FleetWorkerRow",
     "GradeRow",
     "GradeTotals",
+    "GradedCase",
     "LabelCounts",
     "LabelStore",
     "LabelWrite",
     "QualityLedger",
     "RecordItem",
     "RunRow",
+    "SampledCase",
+    "SamplingDesign",
+    "SamplingStore",
     "StabilityResponseRow",
     "StabilityRow",
     "SummaryRow",

@@ -19,13 +19,22 @@ from llm_connect.values._decision import (
     IgnoredGrader,
     RoutingDecision,
 )
-from llm_connect.values._labels import LABEL_FIELDS, PREFERENCES, CaseLabels, HumanLabel, score_verdict
+from llm_connect.values._labels import (
+    LABEL_FIELDS,
+    PREFERENCE_VALUES,
+    PREFERENCES,
+    CaseLabels,
+    HumanLabel,
+    human_value,
+    score_verdict,
+)
 from llm_connect.values._outcomes import NotApplicable
 from llm_connect.values._result import GradingResult, validate_quality_score
 
 __all__ = [
     "LABEL_FIELDS",
     "PREFERENCES",
+    "PREFERENCE_VALUES",
     "STABILITY_VERDICTS",
     "CandidateEvidence",
     "CaseLabels",
@@ -35,6 +44,7 @@ __all__ = [
     "IgnoredGrader",
     "NotApplicable",
     "RoutingDecision",
+    "human_value",
     "score_verdict",
     "validate_quality_score",
 ]

@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from llm_connect.errors import LabelError
 
-__all__ = ["LABEL_FIELDS", "PREFERENCES", "CaseLabels", "HumanLabel", "score_verdict"]
+__all__ = [
+    "LABEL_FIELDS",
+    "PREFERENCES",
+    "PREFERENCE_VALUES",
+    "CaseLabels",
+    "HumanLabel",
+    "human_value",
+    "score_verdict",
+]
 
 #: The three preferences a label may hold (and the three verdicts a score reduces to).
 PREFERENCES: tuple[str, ...] = ("candidate", "baseline", "tie")
@@ -201,6 +210,16 @@ class CaseLabels:
         return _majority([label.verdict for label in self.labels]) or "tie"
 
     @property
+    def value(self) -> float:
+        """The people's value of the case on the judges' 0..1 scale (:func:`human_value`)."""
+        value = human_value(
+            [label.preference for label in self.labels if label.preference is not None],
+            [label.score for label in self.labels if label.score is not None],
+        )
+        assert value is not None  # a case has at least one label, each with a value
+        return value
+
+    @property
     def mean_score(self) -> float | None:
         """The mean of the labels' scores; ``None`` when no label holds a score."""
         scores = [label.score for label in self.labels if label.score is not None]
@@ -214,3 +233,20 @@ def _majority(values: list[str]) -> str | None:
     if len(counts) > 1 and counts[0][1] == counts[1][1]:
         return "tie"
     return counts[0][0]
+
+
+PREFERENCE_VALUES: dict[str, float] = {"candidate": 1.0, "tie": 0.5, "baseline": 0.0}
+"""A preference on the judges' 0..1 scale (a pairwise judge's grade: the candidate's win)."""
+
+
+def human_value(preferences: Sequence[str], scores: Sequence[float]) -> float | None:
+    """What people say about one case, on the judges' 0..1 scale: the annotators' majority
+    preference (candidate 1, tie 0.5, baseline 0; equally common preferences are a tie) when any
+    label holds a preference, else the mean score (``None`` without either).
+
+    The value routing on what people would say (``Router.decide(target="human")``) bounds.
+    """
+    majority = _majority(list(preferences))
+    if majority is not None:
+        return PREFERENCE_VALUES[majority]
+    return sum(scores) / len(scores) if scores else None

@@ -29,6 +29,7 @@ TABLES = {
     "fleet_workers",
     "grades",
     "human_labels",
+    "label_sampling",
     "rate_buckets",
     "response_cache",
     "routing_decisions",

@@ -1,0 +1,256 @@
+"""The sampling store: which graded cases go to people, over the ledger's engine.
+
+:class:`SamplingStore` owns the ``label_sampling`` table (``_models_sampling``) and
+nothing else; it is handed the ledger's engine (``SamplingStore(ledger.engine)``) and
+reads ``case_stats`` (the graded cases, in arrival order) and ``human_labels`` (which
+chosen cases still wait for a label). A case is decided once: its row is written when
+the sampler first sees the case and never changes, so the inclusion probability is
+fixed before any label of the case exists (``docs/decisions.md``, "Routing on what
+people would say"). How the probabilities are set and drawn is not this module's
+business (``llm_connect.labels.choose_for_labels``): the store writes what it is given.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Connection, Engine, Table, exists, func, insert, select
+
+from llm_connect.ledger._cases import _fetch
+from llm_connect.ledger._engine import ledger_errors, read_connection, write_transaction
+from llm_connect.ledger._models import CaseStats
+from llm_connect.ledger._models_labels import HumanLabelRecord
+from llm_connect.ledger._models_sampling import LabelSamplingRecord
+from llm_connect.types import utcnow
+
+__all__ = ["GradedCase", "SampledCase", "SamplingDesign", "SamplingStore"]
+
+_S = cast(Table, LabelSamplingRecord.__table__)
+_C = cast(Table, CaseStats.__table__)
+_HL = cast(Table, HumanLabelRecord.__table__)
+_ID = "id:"
+
+
+@dataclass(frozen=True, slots=True)
+class GradedCase:
+    """A graded case of a (task, candidate, grader) the sampler has not decided yet."""
+
+    case_id: str
+    grade: float
+    """The judge's mean grade of the case (over every baseline and replicate)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SampledCase:
+    """One decision to write: a case, its inclusion probability and whether it was chosen."""
+
+    case_id: str
+    inclusion: float
+    chosen: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingDesign:
+    """What routing on what people would say reads for one (candidate, grader id) of a task and
+    baseline: the sampled cases in the order the sampler decided them, with the judge's grade.
+
+    Columns are parallel tuples. ``undecided``: graded cases (with a case id) the sampler has not
+    decided yet; they cannot enter the bound (no inclusion probability). ``floor``: the least
+    inclusion probability any of these decisions could have given (``None`` without any).
+    """
+
+    candidate: str
+    grader_id: str
+    case_ids: tuple[str, ...]
+    judge: tuple[float, ...]
+    inclusion: tuple[float, ...]
+    chosen: tuple[bool, ...]
+    floor: float | None
+    undecided: int
+
+
+class SamplingStore:
+    """The sampler's decisions in the ledger's database (table ``label_sampling``).
+
+    One row per (task, candidate model, grader id, case id), written once with its arrival
+    position. Example::
+
+        store = SamplingStore(ledger.engine)
+        fresh = store.undecided("qa", "small", "pairwise:openai:m:pairwise-v1")
+        store.record("qa", "small", "pairwise:...", [SampledCase(c.case_id, 0.2, False) for c in fresh],
+                     strategy="uniform", rate=0.2, floor=0.2, seed=7)
+        print(store.queue("qa", "small", "pairwise:..."))
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def undecided(self, task: str, candidate: str, grader_id: str) -> list[GradedCase]:
+        """The graded cases (with a case id) of ``candidate`` by ``grader_id`` on ``task`` that the
+        sampler has not decided, in the order their first grades arrived."""
+        c = _C.c
+        stmt = (
+            select(c.case_key, func.min(c.first_id), func.sum(c.sum_quality), func.sum(c.n))
+            .where(
+                c.task == task,
+                c.grader_id == grader_id,
+                c.candidate_model == candidate,
+                c.case_key.like(_ID + "%"),
+            )
+            .group_by(c.case_key)
+        )
+        s = _S.c
+        done = select(s.case_id).where(s.task == task, s.candidate == candidate, s.grader_id == grader_id)
+        with ledger_errors("reading cases to sample", self.engine.url), read_connection(self.engine) as conn:
+            decided = set(conn.execute(done).scalars())
+            rows = [r for r in conn.execute(stmt) if r[0][len(_ID) :] not in decided]
+        rows.sort(key=lambda r: r[1])
+        return [GradedCase(key[len(_ID) :], min(1.0, max(0.0, total / n))) for key, _, total, n in rows]
+
+    def graders(self, task: str, candidate: str) -> list[str]:
+        """The grader ids that graded ``candidate`` (the model name as graded) on ``task``, sorted."""
+        c = _C.c
+        stmt = select(c.grader_id).where(c.task == task, c.candidate_model == candidate).distinct()
+        with ledger_errors("reading graders", self.engine.url), read_connection(self.engine) as conn:
+            return sorted(conn.execute(stmt).scalars())
+
+    def decided(
+        self, task: str, candidate: str | None = None, grader_id: str | None = None
+    ) -> dict[tuple[str, str, str], tuple[int, float, bool]]:
+        """``(candidate, grader_id, case_id) -> (position, inclusion, chosen)`` of every decision on
+        ``task`` (optionally one candidate and one grader)."""
+        s = _S.c
+        stmt = select(s.candidate, s.grader_id, s.case_id, s.position, s.inclusion, s.chosen).where(
+            s.task == task,
+            *([s.candidate == candidate] if candidate is not None else []),
+            *([s.grader_id == grader_id] if grader_id is not None else []),
+        )
+        with ledger_errors("reading label sampling", self.engine.url), read_connection(self.engine) as conn:
+            return {(r[0], r[1], r[2]): (int(r[3]), float(r[4]), bool(r[5])) for r in conn.execute(stmt)}
+
+    def record(
+        self,
+        task: str,
+        candidate: str,
+        grader_id: str,
+        cases: Sequence[SampledCase],
+        *,
+        strategy: str,
+        rate: float,
+        floor: float,
+        seed: int | None,
+    ) -> int:
+        """Store the decisions about ``cases`` (in arrival order) after those already stored, in
+        one transaction; returns how many. A case decided before is refused by the table's
+        unique key (:class:`~llm_connect.errors.LedgerError`), so a decision is never redrawn."""
+        if not cases:
+            return 0
+
+        def write(conn: Connection) -> int:
+            s = _S.c
+            last = conn.execute(
+                select(func.max(s.position)).where(
+                    s.task == task, s.candidate == candidate, s.grader_id == grader_id
+                )
+            ).scalar()
+            start = 0 if last is None else int(last) + 1
+            now = utcnow()
+            conn.execute(
+                insert(_S),
+                [
+                    {
+                        "task": task,
+                        "candidate": candidate,
+                        "grader_id": grader_id,
+                        "case_id": case.case_id,
+                        "position": start + i,
+                        "inclusion": float(case.inclusion),
+                        "chosen": bool(case.chosen),
+                        "strategy": strategy,
+                        "rate": float(rate),
+                        "floor": float(floor),
+                        "seed": seed,
+                        "created_at": now,
+                    }
+                    for i, case in enumerate(cases)
+                ],
+            )
+            return len(cases)
+
+        with ledger_errors("recording label sampling", self.engine.url):
+            return write_transaction(self.engine, write)
+
+    def queue(self, task: str, candidate: str, grader_id: str | None = None) -> list[str]:
+        """The chosen case ids of ``candidate`` on ``task`` (for one grader, or any) that have no
+        label yet, in the order the sampler decided them (the bound waits for the earliest)."""
+        s, h = _S.c, _HL.c
+        labelled = exists().where(h.task == s.task, h.case_id == s.case_id, h.candidate == s.candidate)
+        stmt = (
+            select(s.case_id, func.min(s.position))
+            .where(
+                s.task == task,
+                s.candidate == candidate,
+                s.chosen.is_(True),
+                ~labelled,
+                *([s.grader_id == grader_id] if grader_id is not None else []),
+            )
+            .group_by(s.case_id)
+        )
+        with (
+            ledger_errors("reading the labelling queue", self.engine.url),
+            read_connection(self.engine) as conn,
+        ):
+            rows = list(conn.execute(stmt))
+        return [case_id for case_id, _ in sorted(rows, key=lambda r: (r[1], r[0]))]
+
+    def design(
+        self, task: str, baseline: str, candidates: Sequence[str], grader_ids: Sequence[str]
+    ) -> dict[tuple[str, str], SamplingDesign]:
+        """Per (candidate, grader id): the sampled cases graded against ``baseline``, in the order
+        the sampler decided them, with the judge's mean grade per case (``case_stats``), the
+        inclusion probability and whether each was chosen; and how many graded cases wait for
+        the sampler. One query for the decided cases, one for the counts."""
+        cands, graders = list(dict.fromkeys(candidates)), list(dict.fromkeys(grader_ids))
+        if not cands or not graders:
+            return {}
+        marks_c = ", ".join(["%s"] * len(cands))
+        marks_g = ", ".join(["%s"] * len(graders))
+        joined = (
+            "SELECT s.candidate, s.grader_id, s.case_id, s.inclusion, s.chosen, s.floor, "
+            "c.sum_quality, c.n FROM label_sampling s JOIN case_stats c ON c.task = s.task "
+            "AND c.baseline_model = %s AND c.grader_id = s.grader_id AND c.candidate_model = s.candidate "
+            "AND c.case_key = 'id:' || s.case_id "
+            f"WHERE s.task = %s AND s.candidate IN ({marks_c}) AND s.grader_id IN ({marks_g}) "
+            "ORDER BY s.candidate, s.grader_id, s.position"
+        )
+        counted = (
+            "SELECT candidate_model, grader_id, COUNT(*) FROM case_stats WHERE task = %s "
+            f"AND baseline_model = %s AND candidate_model IN ({marks_c}) AND grader_id IN ({marks_g}) "
+            "AND case_key LIKE 'id:%%' GROUP BY candidate_model, grader_id"
+        )
+        with ledger_errors("reading label sampling", self.engine.url), read_connection(self.engine) as conn:
+            rows = _fetch(conn, joined, (baseline, task, *cands, *graders))
+            counts = {
+                (r[0], r[1]): int(r[2]) for r in _fetch(conn, counted, (task, baseline, *cands, *graders))
+            }
+        grouped: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        for row in rows:
+            grouped[(row[0], row[1])].append(row)
+        out: dict[tuple[str, str], SamplingDesign] = {}
+        for cand in cands:
+            for gid in graders:
+                part = grouped.get((cand, gid), [])
+                out[(cand, gid)] = SamplingDesign(
+                    candidate=cand,
+                    grader_id=gid,
+                    case_ids=tuple(r[2] for r in part),
+                    judge=tuple(min(1.0, max(0.0, r[6] / r[7])) for r in part),
+                    inclusion=tuple(float(r[3]) for r in part),
+                    chosen=tuple(bool(r[4]) for r in part),
+                    floor=min((float(r[5]) for r in part), default=None),
+                    undecided=counts.get((cand, gid), 0) - len(part),
+                )
+        return out

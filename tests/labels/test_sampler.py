@@ -1,0 +1,170 @@
+"""Which graded cases go to people: choose_for_labels, the queue, --sampled-uniformly
+(contracts/labels.md, S1-S7), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from llm_connect.errors import ConfigurationError, LabelError
+from llm_connect.grading import GradingResult
+from llm_connect.labels import HumanLabel, SamplingStore, choose_for_labels, import_labels
+from llm_connect.ledger import QualityLedger, RecordItem
+
+GRADER = "pairwise:openai:judge:pairwise-v1"
+
+
+def grade_cases(
+    ledger: QualityLedger,
+    make_result: Callable[..., GradingResult],
+    scores: list[float],
+    *,
+    start: int = 0,
+    grader: str = GRADER,
+) -> None:
+    """Cases ``c{start}..`` of task ``qa``, candidate ``small`` against ``big``, in that order."""
+    ledger.record_batch(
+        [
+            RecordItem(
+                make_result(s, candidate_model="small", baseline_model="big", grader_id=grader),
+                "qa",
+                "r1",
+                f"c{start + i:04d}",
+            )
+            for i, s in enumerate(scores)
+        ]
+    )
+
+
+def _rows(ledger: QualityLedger) -> list[tuple[object, ...]]:
+    with ledger.engine.connect() as conn:
+        return [
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    "SELECT case_id, position, inclusion, chosen, strategy, rate, floor, seed "
+                    "FROM label_sampling ORDER BY position"
+                )
+            )
+        ]
+
+
+def test_each_case_is_decided_once_in_arrival_order_and_the_queue_lists_the_chosen(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    grade_cases(ledger, make_result, [0.5] * 50)
+    queue = choose_for_labels(ledger, task="qa", candidate="small", grader_id=GRADER, rate=0.2, seed=7)
+    rows = _rows(ledger)
+    assert [r[0] for r in rows] == [f"c{i:04d}" for i in range(50)]
+    assert [r[1] for r in rows] == list(range(50))
+    assert {(r[2], r[4], r[5], r[6], r[7]) for r in rows} == {(0.2, "uniform", 0.2, 0.2, 7)}
+    assert queue == [r[0] for r in rows if r[3]]
+    assert 0 < len(queue) < 25
+    # Asked again (other arguments): nothing is redrawn; new cases are decided after the old.
+    again = choose_for_labels(ledger, task="qa", candidate="small", grader_id=GRADER, rate=0.9, seed=8)
+    assert again == queue and _rows(ledger) == rows
+    grade_cases(ledger, make_result, [0.5] * 10, start=50)
+    more = choose_for_labels(ledger, task="qa", candidate="small", grader_id=GRADER, rate=1.0, seed=8)
+    assert [r[1] for r in _rows(ledger)] == list(range(60))
+    assert more == queue + [f"c{i:04d}" for i in range(50, 60)]
+    # A label takes a case off the queue.
+    ledger.record_labels([HumanLabel("qa", queue[0], "small", "ana", preference="tie")])
+    assert SamplingStore(ledger.engine).queue("qa", "small", GRADER) == more[1:]
+
+
+def test_a_seed_gives_the_same_choices_whatever_the_batches(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    grade_cases(ledger, make_result, [0.5] * 40, grader="g1")
+    grade_cases(ledger, make_result, [0.5] * 20, grader="g2")
+    one = choose_for_labels(ledger, task="qa", candidate="small", grader_id="g1", rate=0.3, seed=11)
+    choose_for_labels(ledger, task="qa", candidate="small", grader_id="g2", rate=0.3, seed=11)
+    grade_cases(ledger, make_result, [0.5] * 20, start=20, grader="g2")
+    two = choose_for_labels(ledger, task="qa", candidate="small", grader_id="g2", rate=0.3, seed=11)
+    assert one == two  # the same cases for every judge: their labels serve each
+
+
+def test_active_sampling_prefers_the_cases_the_judge_is_unsure_of(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    grade_cases(ledger, make_result, [0.5, 1.0, 0.0, 0.5] * 25)
+    choose_for_labels(
+        ledger, task="qa", candidate="small", grader_id=GRADER, rate=0.3, strategy="active", seed=3
+    )
+    rows = _rows(ledger)
+    probs = [r[2] for r in rows]
+    assert sum(probs) / len(probs) == pytest.approx(0.3)
+    assert min(probs) == pytest.approx(0.15) and {r[6] for r in rows} == {0.15}
+    assert all(p > 0.3 for p, r in zip(probs, rows, strict=True) if int(r[0][1:]) % 4 in (0, 3))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"rate": 0.0}, "rate"),
+        ({"rate": 1.5}, "rate"),
+        ({"rate": float("nan")}, "rate"),
+        ({"strategy": "greedy"}, "strategy"),
+        ({"strategy": "active", "rate": 0.2, "floor": 0.3}, "floor"),
+        ({"strategy": "active", "floor": 0.0}, "floor"),
+        ({"floor": 0.1}, "floor"),
+        ({"seed": -1}, "seed"),
+    ],
+)
+def test_bad_arguments_are_refused_naming_them(
+    ledger: QualityLedger, kwargs: dict[str, object], named: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=named):
+        choose_for_labels(ledger, task="qa", candidate="small", grader_id=GRADER, **kwargs)  # type: ignore[arg-type]
+
+
+def _write(path: Path, cases: list[str]) -> Path:
+    path.write_text(
+        "".join(
+            json.dumps({"task": "qa", "case_id": c, "candidate": "small", "preference": "candidate"}) + "\n"
+            for c in cases
+        )
+    )
+    return path
+
+
+def test_a_file_drawn_uniformly_marks_its_cases_chosen_and_the_rest_not(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult], tmp_path: Path
+) -> None:
+    grade_cases(ledger, make_result, [0.5] * 10)
+    path = _write(tmp_path / "drawn.jsonl", ["c0003", "c0007"])
+    import_labels(ledger, path, annotator="ana", sampled_uniformly=0.25)
+    rows = _rows(ledger)
+    assert [(r[0], r[3]) for r in rows if r[3]] == [("c0003", True), ("c0007", True)]
+    assert len(rows) == 10 and {(r[2], r[4], r[6], r[7]) for r in rows} == {(0.25, "imported", 0.25, None)}
+    # A case decided before cannot be marked as drawn now; nothing of the file is written.
+    grade_cases(ledger, make_result, [0.5] * 2, start=10)
+    choose_for_labels(ledger, task="qa", candidate="small", grader_id=GRADER, rate=0.5, seed=1)
+    again = _write(tmp_path / "again.jsonl", ["c0011", "c0001"])
+    with pytest.raises(LabelError, match=r"already decided.*'c0001'") as err:
+        import_labels(ledger, again, annotator="bo", sampled_uniformly=0.25)
+    assert "again.jsonl" in str(err.value)
+    assert [lb.annotator for lb in ledger.labels()] == ["ana", "ana"]
+    with pytest.raises(ConfigurationError, match="sampled-uniformly"):
+        import_labels(ledger, again, annotator="bo", sampled_uniformly=0.0)
+
+
+def test_the_queue_command_prints_the_chosen_cases(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    from typer.testing import CliRunner
+
+    from llm_connect.cli import app
+
+    grade_cases(ledger, make_result, [0.5] * 30)
+    args = ["labels", "queue", "--task", "qa", "--candidate", "small", "--judge", GRADER, "--db", ledger.url]
+    out = CliRunner().invoke(app, [*args, "--rate", "0.3", "--seed", "5", "--json"])
+    assert out.exit_code == 0, out.output
+    cases = json.loads(out.stdout)["cases"]
+    assert cases == SamplingStore(ledger.engine).queue("qa", "small", GRADER) and cases
+    bad = CliRunner().invoke(app, [*args, "--rate", "1.5"])
+    assert bad.exit_code != 0 and "rate" in bad.output
