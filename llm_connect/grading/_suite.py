@@ -27,7 +27,11 @@ mapping with ``cases:`` plus an optional default ``task:`` and free-form
   ``recorded:NAME`` adapter specs, or the shorthand ``baseline_response`` /
   ``candidate``). An OBJECT is ``{"text": ..., "latency_ms": ..., "cost_usd":
   ..., "usage": {"prompt_tokens": .., "completion_tokens": ..}, "model": ...,
-  "finish_reason": ..., "tool_calls": [...]}``; ``model`` defaults to NAME;
+  "requested_model": ..., "finish_reason": ..., "tool_calls": [...]}``; ``model``
+  (the model that answered, as the server reported it) defaults to NAME, and
+  ``requested_model`` (the name that was asked for, e.g. ``gpt-4o-mini`` when the
+  server answered as ``gpt-4o-mini-2024-07-18``) to ``model``: grades are stored
+  under the requested name, as for live calls;
   ``tool_calls`` items are ``{"name", "arguments"}`` or the OpenAI form, and
   ``text`` may then be omitted (an answer that only calls tools).
 
@@ -98,7 +102,7 @@ SHORTHAND_NAMES = {"baseline_response": "baseline", "candidate_response": "candi
 """Shorthand fields and the recorded-response names they fill."""
 
 _RESPONSE_FIELDS = frozenset(
-    {"text", "latency_ms", "cost_usd", "usage", "model", "finish_reason", "tool_calls"}
+    {"text", "latency_ms", "cost_usd", "usage", "model", "requested_model", "finish_reason", "tool_calls"}
 )
 _SUITE_FIELDS = frozenset({"cases", "task", "metadata"})
 
@@ -494,6 +498,9 @@ def _response(value: Any, name: str, fail: Any, fld: str) -> LLMResponse:
     model = value.get("model", name)
     if not isinstance(model, str) or not model.strip():
         raise fail("'model' must be a non-empty string", fld)
+    requested = value.get("requested_model")
+    if requested is not None and (not isinstance(requested, str) or not requested.strip()):
+        raise fail("'requested_model' must be a non-empty string", fld)
     finish = value.get("finish_reason")
     if finish is not None and not isinstance(finish, str):
         raise fail("'finish_reason' must be a string", fld)
@@ -516,4 +523,5 @@ def _response(value: Any, name: str, fail: Any, fld: str) -> LLMResponse:
         cost_usd=None if value.get("cost_usd") is None else float(value["cost_usd"]),
         finish_reason=finish,
         tool_calls=tuple(calls),
+        requested_model=requested,
     )
