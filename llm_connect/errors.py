@@ -6,6 +6,7 @@ translated at one boundary each, so callers only ever catch these classes::
 
     LLMConnectError
     ├── ConfigurationError (ValueError)     bad option, unknown judge or adapter spec
+    │   └── TrafficImportError              production traffic could not become a suite
     ├── GradingValidationError (ValueError) a GradingResult field is invalid
     ├── SuiteError (ValueError)             a suite file is malformed (file, line, field)
     ├── AdapterError                        a model call failed
@@ -82,6 +83,7 @@ __all__ = [
     "StabilityInputError",
     "SuiteError",
     "ToolDefinitionError",
+    "TrafficImportError",
 ]
 
 #: The most characters of an error message a failure record keeps: the server's whole
@@ -128,6 +130,13 @@ class ConfigurationError(LLMConnectError, ValueError):
 
     Raised when the object is built (never per case), so a bad option stops a
     run before any model is called.
+    """
+
+
+class TrafficImportError(ConfigurationError):
+    """Production traffic could not become a suite (``llm-connect suite import``): an unknown
+    or undetectable format, a skipped record under ``--strict``, nothing left after the
+    filters, an unreadable file. Nothing is written when it is raised.
     """
 
 

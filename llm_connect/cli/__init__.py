@@ -40,6 +40,10 @@ _LAZY_GROUPS = {
     "view": ("llm_connect.cli.report:view_app", "Serve the report of the ledger on 127.0.0.1, read-only."),
     "run": ("llm_connect.cli.run", "Shared (fleet) runs: cases done, claimed and left, workers, rate."),
     "labels": ("llm_connect.cli.labels", "Human labels: import, export, agreement between annotators."),
+    "suite": (
+        "llm_connect.cli.suite",
+        "Suites from production traffic: import traces and request logs as cases.",
+    ),
 }
 
 

@@ -1,0 +1,245 @@
+"""One production call as a reader found it, before it becomes a suite case.
+
+Every reader (OTLP JSON, OpenAI-style logs, Langfuse) turns its records into
+:class:`TrafficCall` values, or into :class:`Skip` values for input it cannot
+use; :mod:`llm_connect.traffic._import` does the rest (checking, masking,
+sampling, writing). Helpers here convert the message shapes the sources use
+into the OpenAI chat format that :class:`~llm_connect.types.Conversation` takes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Answer", "Skip", "TrafficCall", "openai_message", "openai_tool", "parts_messages"]
+
+
+@dataclass
+class Answer:
+    """The answer production got: text and tool calls, with what the source knows about it."""
+
+    text: str = ""
+    """The completion text (empty when the model only called tools)."""
+    tool_calls: list[dict[str, str]] = field(default_factory=list)
+    """``{"name", "arguments"}`` (arguments as JSON text), in order."""
+    model: str | None = None
+    """The model that answered, as the server reported it."""
+    prompt_tokens: int | None = None
+    """Tokens in the request, when reported."""
+    completion_tokens: int | None = None
+    """Tokens generated, when reported."""
+    latency_ms: float | None = None
+    """Wall time of the call, when the source has its start and end."""
+    cost_usd: float | None = None
+    """What the call cost, when the source says."""
+    finish_reason: str | None = None
+    """Why generation stopped, when reported."""
+
+    @property
+    def empty(self) -> bool:
+        """Neither text nor tool calls."""
+        return not self.text.strip() and not self.tool_calls
+
+
+@dataclass
+class TrafficCall:
+    """One chat call from production: the request, the answer and where it came from."""
+
+    file: str
+    """The file it was read from."""
+    line: int
+    """The line of that file (1-based; the line of the span or record)."""
+    ref: str | None
+    """The source's own id (span id, log id, observation id), when it has one."""
+    messages: list[dict[str, Any]] | None
+    """The request's messages in the OpenAI chat format (``None``: the source held none)."""
+    tools: list[dict[str, Any]] | None = None
+    """OpenAI function tools, when the source recorded them."""
+    tool_choice: Any = None
+    """The request's tool choice, when recorded."""
+    requested_model: str | None = None
+    """The model that was asked for."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Run settings of the request (temperature, max_tokens, top_p, ...)."""
+    answer: Answer | None = None
+    """What production answered (``None``: no answer recorded)."""
+    error: str | None = None
+    """Why the call failed, when it did."""
+    tags: list[str] = field(default_factory=list)
+    """Tags the source gives the call."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Everything else the source says about the call (attributes, trace id, user...)."""
+
+    @property
+    def where(self) -> str:
+        """``file:line`` plus the source id, for messages."""
+        ref = f" ({self.ref})" if self.ref else ""
+        return f"{self.file}:{self.line}{ref}"
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Input that could not be used: which reason, and where."""
+
+    reason: str
+    """A short, stable reason (``not valid JSON``, ``no input messages``, ...): skips are counted by it."""
+    file: str
+    """The file."""
+    line: int
+    """The line."""
+    ref: str | None = None
+    """The record's own id, when known."""
+    detail: str = ""
+    """More about this one (the field a conversation was refused for)."""
+
+    @property
+    def where(self) -> str:
+        """``file:line`` plus the source id."""
+        ref = f" ({self.ref})" if self.ref else ""
+        return f"{self.file}:{self.line}{ref}"
+
+
+def _json_text(value: Any) -> str:
+    """Arguments or a tool result as text: strings as they are, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def openai_tool(tool: Any) -> Any:
+    """An OpenAI function tool from the OpenAI form or the flat form (``{"type", "name", "parameters"}``)."""
+    if isinstance(tool, Mapping) and "function" not in tool and isinstance(tool.get("name"), str):
+        function = {k: v for k, v in tool.items() if k in ("name", "description", "parameters", "strict")}
+        return {"type": "function", "function": function}
+    return tool
+
+
+def openai_message(message: Any) -> Any:
+    """A chat message with only the fields the OpenAI format (and :class:`Conversation`) knows.
+
+    Gateways log extra keys (``function_call: null``, ``audio``, provider fields):
+    ``None`` values are dropped, other unknown keys are kept so the conversation
+    check names them.
+    """
+    if not isinstance(message, Mapping):
+        return message
+    return {k: v for k, v in message.items() if v is not None and k not in ("function_call", "audio")}
+
+
+def parts_messages(messages: Any, system: Any = None) -> list[dict[str, Any]]:
+    """OpenAI messages from the GenAI semantic conventions' ``parts`` form.
+
+    ``messages`` is ``gen_ai.input.messages`` (a list of ``{"role", "parts": [...]}``;
+    parts ``text`` ``{"content"}``, ``tool_call`` ``{"id", "name", "arguments"}``,
+    ``tool_call_response`` ``{"id", "response"}``); ``system`` is
+    ``gen_ai.system_instructions`` (a list of text parts), sent first.
+
+    Raises:
+        ValueError: a message or part this importer cannot represent (an image,
+            a part of an unknown type); the message names it.
+    """
+    out: list[dict[str, Any]] = []
+    if system:
+        text = _parts_text(system if isinstance(system, list) else [system], "system_instructions")
+        out.append({"role": "system", "content": text})
+    if not isinstance(messages, list):
+        raise ValueError("gen_ai.input.messages is not a list")
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping) or "parts" not in message:
+            if isinstance(message, Mapping) and ("content" in message or "tool_calls" in message):
+                out.append(openai_message(message))  # already the OpenAI form
+                continue
+            raise ValueError(f"message {i} has no parts")
+        out.extend(_parts_message(message, i))
+    return out
+
+
+def _parts_text(parts: list[Any], where: str) -> str:
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif (
+            isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("content"), str)
+        ):
+            texts.append(part["content"])
+        else:
+            kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
+            raise ValueError(f"{where}: unsupported part type {kind!r}")
+    return "".join(texts)
+
+
+def _parts_message(message: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
+    role = message.get("role")
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        raise ValueError(f"message {index}: parts is not a list")
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text" and isinstance(part.get("content"), str):
+            texts.append(part["content"])
+        elif kind == "tool_call":
+            calls.append(
+                {
+                    "id": str(part.get("id") or f"call_{index}_{len(calls)}"),
+                    "type": "function",
+                    "function": {
+                        "name": part.get("name"),
+                        "arguments": _json_text(part.get("arguments") or {}),
+                    },
+                }
+            )
+        elif kind == "tool_call_response":
+            results.append(
+                {"role": "tool", "tool_call_id": part.get("id"), "content": _json_text(part.get("response"))}
+            )
+        else:
+            raise ValueError(f"message {index}: unsupported part type {kind!r}")
+    if role == "tool" or results:
+        return results or [{"role": "tool", "content": "".join(texts)}]
+    out: dict[str, Any] = {"role": role, "content": "".join(texts) if texts or not calls else None}
+    if calls:
+        out["tool_calls"] = calls
+    if out["content"] is None:
+        del out["content"]
+    return [out]
+
+
+def parts_answer(messages: Any) -> tuple[str, list[dict[str, str]], str | None]:
+    """Text, tool calls and finish reason of ``gen_ai.output.messages`` (the first choice)."""
+    if not isinstance(messages, list) or not messages:
+        return "", [], None
+    first = messages[0]
+    if not isinstance(first, Mapping):
+        return "", [], None
+    texts, calls = [], []
+    for part in first.get("parts") or ():
+        if not isinstance(part, Mapping):
+            continue
+        if part.get("type") == "text" and isinstance(part.get("content"), str):
+            texts.append(part["content"])
+        elif part.get("type") == "tool_call" and isinstance(part.get("name"), str):
+            calls.append({"name": part["name"], "arguments": _json_text(part.get("arguments") or {})})
+    finish = first.get("finish_reason")
+    return "".join(texts), calls, finish if isinstance(finish, str) else None
+
+
+def choice_answer(message: Any) -> tuple[str, list[dict[str, str]]]:
+    """Text and tool calls of an OpenAI assistant message (a choice's ``message``)."""
+    if not isinstance(message, Mapping):
+        return "", []
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            calls.append({"name": function["name"], "arguments": _json_text(function.get("arguments") or "")})
+    return content if isinstance(content, str) else "", calls
