@@ -401,7 +401,9 @@ def import_traffic(
             raise TrafficImportError(f"{p}: no such file")
     fmt = options.format
     if fmt is None:
-        found = {str(p): detect_format(p) for p in paths}
+        found = {str(p): detect_format(p) for p in paths if _first_line(p)}  # an empty file has none
+        if not found:
+            raise TrafficImportError("the input files are empty; nothing written")
         if len(set(found.values())) > 1:
             raise TrafficImportError(
                 f"the files are in different formats ({found}); import them one format at a time"
