@@ -1,8 +1,9 @@
 """``llm-connect report`` (one self-contained HTML file) and ``llm-connect view`` (a local viewer).
 
 Both read the ledger only: the ledger is opened without migrating it, and
-nothing is written to it. An unknown run id or an empty selection is exit 2
-and writes no file.
+nothing is written to it, except the human labels ``view``'s Label page stores
+(``record_labels``; none with ``view --no-label``). An unknown run id or an
+empty selection is exit 2 and writes no file.
 """
 
 from __future__ import annotations
@@ -125,17 +126,29 @@ def view(
     min_samples: Annotated[int, _MinSamples] = 30,
     confidence: Annotated[float, _Confidence] = 0.95,
     route_on: list[str] | None = _RouteOn,
+    no_label: Annotated[
+        bool,
+        typer.Option(
+            "--no-label",
+            help="Serve the report read-only: no labelling page and no write route at all.",
+        ),
+    ] = False,
     db: str | None = DbOption,
 ) -> None:
-    """Serve the report of the whole ledger on 127.0.0.1, read-only, paging cases from SQL.
+    """Serve the report of the whole ledger on 127.0.0.1, paging cases from SQL, with a labelling page.
 
-    GET and HEAD only (anything else is 405); the ledger is never written. Stop with Ctrl-C.
+    The report is read-only (GET and HEAD). The Label page shows two answers blind, keys 1 / 2 / 3
+    store a human label in the ledger; it is opened with the URL printed (it holds a per-start
+    token every write needs) and listens on 127.0.0.1 only. --no-label serves the report alone
+    and never writes. Stop with Ctrl-C.
     """
     import threading
 
     from llm_connect.report import serve
 
     if host not in ("127.0.0.1", "localhost", "::1"):
+        if not no_label:
+            fail(f"the labelling page listens on 127.0.0.1 only, not on {host}: add --no-label")
         typer.echo(f"warning: listening on {host}, not only on this machine", err=True)
     server = serve(
         _open(db),
@@ -147,8 +160,13 @@ def view(
         route_on=list(route_on or []),
         quiet=True,
         warm=True,
+        label=not no_label,
     )
-    typer.echo(f"serving {server.url} (read-only; Ctrl-C to stop)")
+    if server.label_url is None:
+        typer.echo(f"serving {server.url} (read-only; Ctrl-C to stop)")
+    else:
+        typer.echo(f"serving {server.url} (Ctrl-C to stop)")
+        typer.echo(f"label cases at {server.label_url}")
     try:
         threading.Event().wait()
     finally:

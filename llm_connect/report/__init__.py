@@ -7,13 +7,16 @@ judge figure from the evidence module (``llm_connect.routing``), cost-quality
 charts, score distributions, calibrations and stability analyses when the
 ledger holds them, and a case browser with the two answers side by side and
 a word-level diff. :func:`serve` serves the same page from the ledger on
-127.0.0.1, paging cases from SQL. Neither ever writes to the ledger.
+127.0.0.1, paging cases from SQL; with ``label=True`` it adds a Label page that
+stores human labels (:func:`label_queue` orders its cases). The report itself
+never writes to the ledger.
 ``contracts/report.md`` states the surface and its invariants.
 """
 
 from __future__ import annotations
 
+from llm_connect.report._label_queue import QueueItem, label_queue
 from llm_connect.report._page import ReportInfo, render_report, write_report
 from llm_connect.report._server import ReportServer, serve
 
-__all__ = ["ReportInfo", "ReportServer", "render_report", "serve", "write_report"]
+__all__ = ["QueueItem", "ReportInfo", "ReportServer", "label_queue", "render_report", "serve", "write_report"]

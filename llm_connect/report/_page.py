@@ -268,6 +268,7 @@ def _render(
     run_ids: Sequence[str] = (),
     since: datetime | None = None,
     gate: Mapping[str, Any] | None = None,
+    label_link: bool = False,
 ) -> str:
     from markupsafe import Markup
 
@@ -307,6 +308,7 @@ def _render(
             gate=check_gate(gate),
             failures=failed,
             n_failures=n_failed,
+            label_link=label_link,
         )
     )
 
@@ -492,9 +494,11 @@ def render_view_page(
     min_samples: int = 30,
     confidence: float = 0.95,
     route_on: Sequence[str] = (),
+    label_link: bool = False,
 ) -> str:
     """The ``view`` server's page over the whole ledger: figures from the running totals, no
-    embedded cases (the page's case browser pages them from ``/api/cases``)."""
+    embedded cases (the page's case browser pages them from ``/api/cases``); ``label_link``
+    adds the nav link to the labelling page (``view`` with labelling on)."""
     check_settings(min_quality, min_samples, confidence)
     totals = ledger.grade_totals()
     reports = _reports(
@@ -519,4 +523,5 @@ def render_view_page(
         truncated=False,
         cases_embedded=0,
         per_side=0,
+        label_link=label_link,
     )

@@ -3,7 +3,10 @@
 ``GET /`` is the page (figures from the running totals, as in a static report);
 ``GET /api/cases`` pages grades straight from SQL with the case browser's
 filters. Only GET and HEAD are answered; any other method is 405. Nothing is
-ever written to the ledger: every statement is a SELECT.
+ever written to the ledger: every statement is a SELECT. Started with
+``label=True`` (``llm-connect view`` without ``--no-label``), the server also
+serves the labelling page ``GET /label``, ``GET /api/label/next`` and its one
+write, ``POST /api/label`` (token and Origin checked; ``_label``).
 
 Query parameters of ``/api/cases``: ``task``, ``candidate``, ``judge`` (exact
 values), ``min`` / ``max`` (score range, inclusive), ``failures=1`` (scores
@@ -29,6 +32,7 @@ from llm_connect.report._decide import check_settings
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
+    from llm_connect.report._label import LabelDesk
 
 __all__ = ["MAX_PAGE", "ReportServer", "page_cases", "serve"]
 
@@ -205,6 +209,7 @@ class ReportServer(ThreadingHTTPServer):
         confidence: float,
         route_on: Sequence[str],
         quiet: bool,
+        label: bool = False,
     ) -> None:
         super().__init__((host, port), _Handler)
         self.ledger = ledger
@@ -218,6 +223,16 @@ class ReportServer(ThreadingHTTPServer):
         self._page: tuple[Any, bytes] | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self.labels: LabelDesk | None = None
+        if label:
+            from llm_connect.report._label import LabelDesk
+
+            self.labels = LabelDesk(ledger, port=int(self.server_address[1]))
+
+    @property
+    def label_url(self) -> str | None:
+        """``http://127.0.0.1:PORT/label?token=...`` (with the write token), or ``None`` without labelling."""
+        return None if self.labels is None else self.labels.url(self.url)
 
     @property
     def url(self) -> str:
@@ -249,9 +264,16 @@ class ReportServer(ThreadingHTTPServer):
                 min_samples=settings["min_samples"],
                 confidence=settings["confidence"],
                 route_on=settings["route_on"],
+                label_link=self.labels is not None,
             ).encode("utf-8")
             self._page = (version, body)
             return body
+
+    def label_page(self, query: Mapping[str, Sequence[str]]) -> bytes:
+        """The label page (``GET /label``; only with labelling on)."""
+        from llm_connect.report._label import render_label_page
+
+        return render_label_page(self.ledger, query).encode("utf-8")
 
     def start(self) -> ReportServer:
         """Serve in a daemon thread; returns ``self``."""
@@ -306,6 +328,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, self.server.page(), "text/html; charset=utf-8", head)
             elif parts.path == "/api/cases":
                 self._json(200, self._cases(parse_qs(parts.query)), head)
+            elif self.server.labels is not None and parts.path == "/label":
+                page = self.server.label_page(parse_qs(parts.query))
+                self._send(200, page, "text/html; charset=utf-8", head)
+            elif self.server.labels is not None and parts.path == "/api/label/next":
+                self._json(200, self.server.labels.next_case(parse_qs(parts.query)), head)
             else:
                 self._json(404, {"error": f"not found: {parts.path}"}, head)
         except ConfigurationError as exc:
@@ -344,7 +371,34 @@ class _Handler(BaseHTTPRequestHandler):
     def _refuse(self) -> None:
         self._json(405, {"error": f"{self.command} is not allowed: this server is read-only"}, False)
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse
+    def do_POST(self) -> None:
+        from llm_connect.report._label import MAX_BODY
+
+        desk = self.server.labels
+        if desk is None or urlsplit(self.path).path != "/api/label":
+            self._refuse()
+            return
+        try:
+            try:
+                size = max(0, int(self.headers.get("Content-Length") or 0))
+            except ValueError:
+                self._json(400, {"error": "Content-Length must be a number"}, False)
+                return
+            # Read what was sent (up to a bound) before any answer, so closing never resets the reply.
+            body = self.rfile.read(min(size, 16 * MAX_BODY))
+            refused = desk.refusal(self.headers, self.headers.get("Host", ""))
+            if refused is not None:
+                self._json(403, {"error": refused}, False)
+            elif size > MAX_BODY:
+                self._json(413, {"error": f"a write's body is at most {MAX_BODY} bytes"}, False)
+            else:
+                self._json(*desk.write(self.headers, body), False)
+        except LLMConnectError as exc:
+            self._json(500, {"error": str(exc)}, False)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse
 
 
 def serve(
@@ -358,14 +412,25 @@ def serve(
     route_on: Sequence[str] = (),
     quiet: bool = True,
     warm: bool = False,
+    label: bool = False,
 ) -> ReportServer:
     """Start serving ``ledger``'s report on ``host:port`` (``port=0``: a free port) in a daemon
     thread; returns the started :class:`ReportServer` (``.url``, ``.shutdown()``).
 
     ``warm=True`` renders the page once before returning (matplotlib's import and the
     figures), so the first request is answered at once.
+
+    ``label=True`` adds the labelling page and its one write route (``_label``): only on a
+    loopback host (127.0.0.1, localhost, ::1; else ``ConfigurationError``), writes only with
+    the per-start token in :attr:`ReportServer.label_url` and the server's own Origin.
     """
     check_settings(min_quality, min_samples, confidence)
+    from llm_connect.report._label import LOOPBACK
+
+    if label and host not in LOOPBACK:
+        raise ConfigurationError(
+            f"the labelling page listens on 127.0.0.1 only, not on {host}: serve read-only (--no-label) there"
+        )
     try:
         server = ReportServer(
             ledger,
@@ -376,6 +441,7 @@ def serve(
             confidence=confidence,
             route_on=route_on,
             quiet=quiet,
+            label=label,
         )
     except OSError as exc:
         raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

@@ -13,7 +13,9 @@ from llm_connect.routing._evidence import (
     gather,
     snapshot_settings,
 )
+from llm_connect.routing._human import human_evidence
 from llm_connect.routing._series import CachedSeries
+from llm_connect.values._decision import TARGETS
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
@@ -85,6 +87,8 @@ class Router:
         # (task, baseline) whose last decision found changed groups: grades are arriving, so the
         # next decision reads the new cases together with the totals.
         self._active: set[tuple[str, str]] = set()
+        # target="human": each group's evidence with the sampled cases and labels it came from.
+        self._human: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"Router({self.ledger!r})"
@@ -152,6 +156,7 @@ class Router:
         allow_uncalibrated: bool = False,
         fixed_n: bool = False,
         min_stability: str | None = None,
+        target: str = "judge",
     ) -> RoutingDecision:
         """Choose the model for ``task`` and store the decision in the ledger.
 
@@ -164,8 +169,14 @@ class Router:
         fixed in advance. ``min_stability`` (``"SAFE"`` or ``"RISKY"``) also requires
         the newest stability analysis stored for the candidate on ``task``
         (``llm-connect stability --task``) to have at least that verdict; a
-        candidate without one is not routed to, and the reason says so. Returns
-        the stored :class:`RoutingDecision` (with ``decision_id`` set).
+        candidate without one is not routed to, and the reason says so.
+        ``target="human"`` bounds the mean of what *people* would say instead of the
+        judge's mean grade: from each routing judge's grades on the cases the label
+        sampler decided (``llm_connect.labels.choose_for_labels``) and people's labels of
+        the chosen ones, prediction-powered and anytime-valid, with the same Bonferroni
+        split and ``min_samples`` (``routing/_human.py``); without a usable label a
+        candidate's status is ``"no human labels yet"``. Returns the stored
+        :class:`RoutingDecision` (with ``decision_id`` set).
         """
         grader_ids = (grader_id,) if isinstance(grader_id, str) else tuple(grader_id)
         cands = list(dict.fromkeys(candidates))
@@ -179,6 +190,10 @@ class Router:
             raise ConfigurationError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
         if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 2:
             raise ConfigurationError(f"min_samples must be an int >= 2, not {min_samples!r}")
+        if target not in TARGETS:
+            raise ConfigurationError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
+        if target == "human" and fixed_n:
+            raise ConfigurationError("target='human' has anytime-valid bounds only; fixed_n must be False")
         if min_stability is not None and min_stability not in STABILITY_ORDER:
             raise ConfigurationError(
                 f"min_stability must be one of {', '.join(STABILITY_ORDER)} or None, not {min_stability!r}"
@@ -224,25 +239,39 @@ class Router:
         )
         versions = {(r.candidate_model, r.grader_id): _version(r) for r in records}
         computed: list[tuple[str, str]] = []
-        found = gather(
-            self.ledger,
-            task,
-            baseline=baseline,
-            candidates=cands,
-            grader_ids=used,
-            min_quality=min_quality,
-            confidence=confidence,
-            min_samples=min_samples,
-            fixed_n=fixed_n,
-            versions=versions,
-            cache=self._evidence,
-            stored=lambda: self.ledger.evidence_snapshots(
-                task=task, baseline_model=baseline, settings=settings
-            ),
-            computed=computed,
-            totals={(r.candidate_model, r.grader_id): (r.n, r.sum_quality) for r in records},
-            series_cache=self._series,
-            new_cases=new_cases,
+        found = (
+            human_evidence(
+                self.ledger,
+                task,
+                baseline=baseline,
+                candidates=cands,
+                grader_ids=used,
+                min_quality=min_quality,
+                min_samples=min_samples,
+                alpha=alpha,
+                cache=self._human,
+            )
+            if target == "human"
+            else gather(
+                self.ledger,
+                task,
+                baseline=baseline,
+                candidates=cands,
+                grader_ids=used,
+                min_quality=min_quality,
+                confidence=confidence,
+                min_samples=min_samples,
+                fixed_n=fixed_n,
+                versions=versions,
+                cache=self._evidence,
+                stored=lambda: self.ledger.evidence_snapshots(
+                    task=task, baseline_model=baseline, settings=settings
+                ),
+                computed=computed,
+                totals={(r.candidate_model, r.grader_id): (r.n, r.sum_quality) for r in records},
+                series_cache=self._series,
+                new_cases=new_cases,
+            )
         )
         if computed:
             self._active.add((task, baseline))
@@ -285,6 +314,7 @@ class Router:
             alpha=alpha,
             fixed_n=fixed_n,
             min_stability=min_stability,
+            target=target,
         )
         decision = RoutingDecision(
             model=baseline if chosen is None else chosen.model,
@@ -301,6 +331,7 @@ class Router:
             allow_uncalibrated=bool(allow_uncalibrated),
             fixed_n=bool(fixed_n),
             min_stability=min_stability,
+            target=target,
             baseline_mean_cost_usd=base_cost,
             baseline_mean_latency_ms=base_latency,
         )

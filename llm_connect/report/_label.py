@@ -1,0 +1,277 @@
+"""The labelling page of ``llm-connect view``: a blind pair of answers, keys 1 / 2 / 3, writes to the ledger.
+
+Routes (only when the server was started with labelling on; ``view --no-label``
+has none of them):
+
+- ``GET /label``: the page (no case data in it; it asks the next route).
+- ``GET /api/label/next?annotator=NAME[&task=T][&candidate=C][&skip=REF,...]``:
+  ``{"case": {...} | null, "left": N}``. A case holds an opaque ``ref``, its
+  task and case id, the prompt (or conversation) and ``answers``: two
+  ``{"text", "tools"}`` in the case's blind order. Model names and the order
+  never reach the page.
+- ``POST /api/label`` with JSON ``{"ref", "choice": "first" | "tie" | "second",
+  "annotator", "note"?, "token"?}``: one :class:`~llm_connect.values.HumanLabel`
+  through :meth:`QualityLedger.record_labels`. The server maps ``first`` /
+  ``second`` to ``candidate`` / ``baseline`` from the order it drew itself.
+
+Writes are refused with 403 unless the request's ``Origin`` is the server's own
+(``http://127.0.0.1:PORT`` or ``http://localhost:PORT``; a missing Origin is
+refused too), its ``Host`` names the server, and it carries the per-start token
+(header ``X-LLM-Connect-Token`` or the body's ``token``, compared in constant
+time). The token is in the URL the CLI prints: ``http://127.0.0.1:PORT/label?token=...``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlencode
+
+from llm_connect.errors import ConfigurationError, LabelConflictError, LabelError
+from llm_connect.report._label_queue import (
+    BLIND_SEED,
+    LabelCase,
+    QueueItem,
+    candidate_first,
+    label_queue,
+    load_case,
+    queue_size,
+)
+from llm_connect.values import HumanLabel
+
+if TYPE_CHECKING:
+    from llm_connect.ledger import QualityLedger
+
+__all__ = ["CHOICES", "LOOPBACK", "MAX_BODY", "TOKEN_HEADER", "Headers", "LabelDesk", "render_label_page"]
+
+TOKEN_HEADER = "X-LLM-Connect-Token"
+"""The request header that may carry the write token (else the JSON body's ``token``)."""
+
+CHOICES = ("first", "tie", "second")
+"""What the page sends: keys 1, 2 and 3."""
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+"""The only hosts a labelling server listens on."""
+
+MAX_BODY = 64 * 1024
+"""Bytes of a write's body at most (413 above)."""
+
+MAX_NOTE = 4000
+"""Characters of a note at most."""
+
+_MAX_REFS = 20_000
+_MAX_SKIP = 200
+
+
+class Headers(Protocol):
+    """What a write's handler reads of the request headers (``http.client`` messages, dicts)."""
+
+    def get(self, name: str, /) -> str | None:
+        """The header's value, or ``None``."""
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """What the server remembers of a case it sent: enough to un-blind a label."""
+
+    item: QueueItem
+    run_id: str | None
+    candidate_first: bool
+
+
+class LabelDesk:
+    """The labelling routes' state: the token, the blind order's seed and the cases sent.
+
+    ``ledger``: where labels go; ``port``: the server's port (its own origins);
+    ``token``: the write token (default: 32 random bytes, URL-safe); ``seed``: the blind
+    order's seed (:func:`~llm_connect.report._label_queue.candidate_first`).
+    """
+
+    def __init__(
+        self, ledger: QualityLedger, *, port: int, token: str | None = None, seed: str = BLIND_SEED
+    ) -> None:
+        self.ledger = ledger
+        self.token = token or secrets.token_urlsafe(32)
+        self.seed = seed
+        self.port = port
+        self._secret = secrets.token_bytes(32)
+        self._shown: OrderedDict[str, _Shown] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- what the server says about itself --------------------------------------
+
+    @property
+    def origins(self) -> frozenset[str]:
+        """The ``Origin`` values the server accepts on a write (its own, by every loopback name)."""
+        return frozenset(f"http://{h}:{self.port}" for h in ("127.0.0.1", "localhost", "[::1]"))
+
+    def url(self, base: str) -> str:
+        """The label page's URL with the token, from the server's ``http://host:port/``."""
+        return f"{base}label?{urlencode({'token': self.token})}"
+
+    # -- reading -----------------------------------------------------------------
+
+    def _ref(self, item: QueueItem) -> str:
+        key = "\x00".join((item.task, item.baseline, item.candidate, item.case_id)).encode("utf-8")
+        return hmac.new(self._secret, key, hashlib.sha256).hexdigest()[:32]
+
+    def _remember(self, ref: str, shown: _Shown) -> None:
+        with self._lock:
+            self._shown[ref] = shown
+            self._shown.move_to_end(ref)
+            while len(self._shown) > _MAX_REFS:
+                self._shown.popitem(last=False)
+
+    def next_case(self, query: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+        """``GET /api/label/next``: the annotator's next blind case, and how many are left."""
+        annotator = _text(query, "annotator")
+        if not annotator:
+            raise ConfigurationError("annotator is required: who is labelling?")
+        task, candidate = _text(query, "task") or None, _text(query, "candidate") or None
+        skip = {r for r in (_text(query, "skip") or "").split(",") if r}
+        if len(skip) > _MAX_SKIP:
+            raise ConfigurationError(f"skip names {len(skip)} cases (at most {_MAX_SKIP})")
+        with self._lock:
+            skipped = {self._shown[r].item for r in skip if r in self._shown}
+        items = label_queue(
+            self.ledger, task=task, candidate=candidate, annotator=annotator, limit=1 + len(skipped)
+        )
+        left = queue_size(self.ledger, task=task, candidate=candidate, annotator=annotator)
+        for item in items:
+            if item in skipped:
+                continue
+            case = load_case(self.ledger, item)
+            if case is not None:
+                return {"case": self._blind(case), "left": left}
+        return {"case": None, "left": left}
+
+    def _blind(self, case: LabelCase) -> dict[str, Any]:
+        item = case.item
+        first = candidate_first(item.task, item.case_id, item.candidate, seed=self.seed)
+        ref = self._ref(item)
+        self._remember(ref, _Shown(item, case.run_id, first))
+        cand = {"text": case.candidate_text, "tools": case.candidate_tools}
+        base = {"text": case.baseline_text, "tools": case.baseline_tools}
+        return {
+            "ref": ref,
+            "task": item.task,
+            "case_id": item.case_id,
+            "prompt": case.prompt,
+            "messages": case.messages,
+            "answers": [cand, base] if first else [base, cand],
+        }
+
+    # -- writing -----------------------------------------------------------------
+
+    def refusal(self, headers: Headers, host: str) -> str | None:
+        """Why a write with these headers is refused before its body is read (``None``: not refused).
+
+        ``host``: the ``Host`` header. The Origin must be one of :attr:`origins` (a missing
+        one is refused: browsers send it on every POST) and the Host must name this server.
+        """
+        origin = headers.get("Origin")
+        if not origin:
+            return "a write needs an Origin header"
+        if origin not in self.origins:
+            return f"Origin {origin!r} is not this server's"
+        if host not in {o.split("//", 1)[1] for o in self.origins}:
+            return f"Host {host!r} is not this server's"
+        return None
+
+    def token_ok(self, given: Any) -> bool:
+        """Whether ``given`` is the write token (constant-time compare)."""
+        if not isinstance(given, str) or not given:
+            return False
+        return hmac.compare_digest(given.encode("utf-8"), self.token.encode("utf-8"))
+
+    def write(self, headers: Headers, body: bytes) -> tuple[int, dict[str, Any]]:
+        """``POST /api/label`` after :meth:`refusal` passed: ``(HTTP status, JSON answer)``.
+
+        403 without the right token (header or body); 400 for a body that is not a JSON
+        object, an unknown choice, no annotator, a note too long; 410 for a ref this server
+        never sent (restart: load the next case); 409 when the annotator already stored a
+        different label for the case. 200 ``{"saved": true, "written": 0|1}`` otherwise: the
+        answer never says which side was the candidate.
+        """
+        data: Any = None
+        try:
+            data = json.loads(body.decode("utf-8")) if body else None
+        except (UnicodeDecodeError, ValueError):
+            data = None
+        token = headers.get(TOKEN_HEADER) or (data.get("token") if isinstance(data, dict) else None)
+        if not self.token_ok(token):
+            return 403, {"error": "a write needs this server's token (open the URL llm-connect view printed)"}
+        if not isinstance(data, dict):
+            return 400, {"error": "the body must be a JSON object"}
+        choice, annotator, note = data.get("choice"), data.get("annotator"), data.get("note")
+        if choice not in CHOICES:
+            return 400, {"error": f"choice must be one of {', '.join(CHOICES)}"}
+        if not isinstance(annotator, str) or not annotator.strip():
+            return 400, {"error": "annotator is required"}
+        if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE):
+            return 400, {"error": f"note must be text of at most {MAX_NOTE} characters"}
+        with self._lock:
+            shown = self._shown.get(str(data.get("ref")))
+        if shown is None:
+            return 410, {"error": "this case was not sent by this server (it restarted?): load the next one"}
+        label = HumanLabel(
+            task=shown.item.task,
+            case_id=shown.item.case_id,
+            candidate=shown.item.candidate,
+            annotator=annotator.strip(),
+            preference=_preference(choice, candidate_first=shown.candidate_first),
+            note=(note or "").strip() or None,
+            run_id=shown.run_id,
+        )
+        try:
+            done = self.ledger.record_labels([label])
+        except LabelConflictError:
+            return 409, {"error": "you labelled this case differently before (labels import --replace)"}
+        except LabelError as exc:
+            return 400, {"error": str(exc)}
+        return 200, {"saved": True, "written": done.written}
+
+
+def _preference(choice: str, *, candidate_first: bool) -> str:
+    """``first`` / ``second`` / ``tie`` as the page says it, to ``candidate`` / ``baseline`` / ``tie``."""
+    if choice == "tie":
+        return "tie"
+    return "candidate" if (choice == "first") == candidate_first else "baseline"
+
+
+def _text(query: Mapping[str, Sequence[str]], name: str) -> str:
+    values = query.get(name)
+    return values[-1].strip() if values else ""
+
+
+def render_label_page(ledger: QualityLedger, query: Mapping[str, Sequence[str]]) -> str:
+    """The label page: the filters' choices from the ledger's totals, CSS and JS inline, no case data."""
+    from markupsafe import Markup
+
+    from llm_connect._version import __version__
+    from llm_connect.report._page import _asset, _environment
+
+    totals = ledger.grade_totals()
+    tasks = sorted({t.task for t in totals})
+    candidates = sorted({t.candidate_model for t in totals})
+    task, candidate = _text(query, "task"), _text(query, "candidate")
+    return (
+        _environment()
+        .get_template("label.html.j2")
+        .render(
+            version=__version__,
+            css=Markup(_asset("label.css")),
+            js=Markup(_asset("label.js")),
+            tasks=tasks,
+            candidates=candidates,
+            task=task if task in tasks else "",
+            candidate=candidate if candidate in candidates else "",
+        )
+    )

@@ -1,0 +1,235 @@
+"""The labelling queue: which cases a person labels next, and what the page shows of one.
+
+:func:`label_queue` is the one place that orders the cases to label; a sampler
+that chooses cases for the prediction-powered bound can put its own first here.
+
+**Order.** A queue entry is one graded (task, baseline, candidate, case id). Its
+*disagreement* is the larger of
+
+- the spread of the case's mean grade across the judges that graded it
+  (``max - min`` of ``sum_quality / n`` over the judges, from ``case_stats``;
+  0 with one judge), and
+- for a ``pairwise:`` judge, ``1 - 2 * |grade - 0.5|``: 1 when the judge called
+  the case a tie (or flipped across orders), 0 when it was sure.
+
+Entries are served by disagreement, largest first, then in the order the cases
+arrived (their first grade's id), then by task, candidate and case. Cases the
+annotator labelled already (for that candidate, any baseline) are left out;
+grades without a case id cannot be labelled and are never queued.
+
+**Blind order.** :func:`candidate_first` draws per (task, case, candidate) from
+a seeded SHA-256 whether the candidate's answer is shown first: stable across
+reloads and restarts, about half the cases each way, never sent to the page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from llm_connect.report._cases import _tools
+
+if TYPE_CHECKING:
+    from llm_connect.ledger import QualityLedger
+
+__all__ = [
+    "BLIND_SEED",
+    "LabelCase",
+    "QueueItem",
+    "candidate_first",
+    "label_queue",
+    "load_case",
+    "queue_size",
+]
+
+BLIND_SEED = "llm-connect-label-v1"
+"""The default seed of the blind order (:func:`candidate_first`)."""
+
+MAX_QUEUE = 500
+"""Entries one :func:`label_queue` call returns at most."""
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """One case waiting for a label: a graded (task, baseline, candidate, case id)."""
+
+    task: str
+    baseline: str
+    """The baseline model as graded (``grades.baseline_model``)."""
+    candidate: str
+    """The candidate model as graded (``grades.candidate_model``): the label's candidate."""
+    case_id: str
+    disagreement: float
+    """The larger of the judges' spread and a pairwise judge's uncertainty (module docstring)."""
+    spread: float
+    """``max - min`` of the case's mean grade across its judges."""
+    judges: int
+    """How many judges graded the case."""
+
+
+@dataclass(frozen=True)
+class LabelCase:
+    """What the labelling page shows of one queued case (both answers of its latest grade)."""
+
+    item: QueueItem
+    run_id: str | None
+    """The run whose answers are shown (stored with the label)."""
+    prompt: str
+    messages: list[dict[str, str]] | None
+    """The conversation (``role``, ``content``), when the case was one; else ``None``."""
+    candidate_text: str
+    baseline_text: str
+    candidate_tools: list[str]
+    baseline_tools: list[str]
+
+
+def candidate_first(task: str, case_id: str, candidate: str, *, seed: str = BLIND_SEED) -> bool:
+    """Whether the candidate's answer is shown first for this case (a seeded hash, not random)."""
+    digest = hashlib.sha256("\x00".join((seed, task, case_id, candidate)).encode("utf-8")).digest()
+    return digest[0] & 1 == 1
+
+
+def _groups_sql(task: str | None, candidate: str | None) -> tuple[str, dict[str, Any]]:
+    """The per-case disagreement of every labellable case (one row per task, baseline, candidate, case)."""
+    where = ["case_key LIKE 'id:%'", "n > 0"]
+    params: dict[str, Any] = {}
+    if task:
+        where.append("task = :task")
+        params["task"] = task
+    if candidate:
+        where.append("candidate_model = :candidate")
+        params["candidate"] = candidate
+    sql = (
+        "SELECT task, baseline_model, candidate_model, case_key, "
+        "MAX(sum_quality / n) - MIN(sum_quality / n) AS spread, "
+        "MAX(CASE WHEN grader_id LIKE 'pairwise:%' "
+        "THEN 1.0 - 2.0 * ABS(sum_quality / n - 0.5) ELSE 0.0 END) AS unsure, "
+        "COUNT(*) AS judges, MIN(first_id) AS first_id "
+        f"FROM case_stats WHERE {' AND '.join(where)} "
+        "GROUP BY task, baseline_model, candidate_model, case_key"
+    )
+    return sql, params
+
+
+def _labelled(
+    ledger: QualityLedger, task: str | None, candidate: str | None, annotator: str
+) -> set[tuple[str, str, str]]:
+    """(task, candidate, case id) the annotator has labelled, within the filters."""
+    from llm_connect.ledger import LabelStore
+
+    store = LabelStore(ledger.engine)
+    labels = store.labels(task=task, candidate=candidate, annotator=annotator)
+    return {(lb.task, lb.candidate, lb.case_id) for lb in labels}
+
+
+def label_queue(
+    ledger: QualityLedger,
+    *,
+    task: str | None = None,
+    candidate: str | None = None,
+    annotator: str,
+    limit: int = 1,
+) -> list[QueueItem]:
+    """The next ``limit`` cases ``annotator`` has not labelled, judges' disagreement first.
+
+    ``task`` and ``candidate`` (the model name as graded) narrow the queue. One SQL
+    statement groups ``case_stats`` per case and orders it (module docstring); the
+    annotator's own labels, read through :class:`~llm_connect.ledger.LabelStore`, are
+    left out of the first ``limit + labelled`` entries, so the query stays bounded.
+    """
+    from sqlalchemy import text
+
+    if not 1 <= limit <= MAX_QUEUE:
+        raise ValueError(f"limit must be in 1..{MAX_QUEUE}, not {limit}")
+    done = _labelled(ledger, task, candidate, annotator)
+    groups, params = _groups_sql(task, candidate)
+    sql = (
+        f"SELECT * FROM ({groups}) q ORDER BY "
+        "CASE WHEN q.spread >= q.unsure THEN q.spread ELSE q.unsure END DESC, "
+        "q.first_id ASC, q.task, q.candidate_model, q.case_key LIMIT :depth"
+    )
+    out: list[QueueItem] = []
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(text(sql), {**params, "depth": limit + len(done)}).mappings().all()
+        conn.rollback()
+    for row in rows:
+        case_id = str(row["case_key"])[3:]
+        if (row["task"], row["candidate_model"], case_id) in done:
+            continue
+        spread, unsure = float(row["spread"]), float(row["unsure"])
+        out.append(
+            QueueItem(
+                task=row["task"],
+                baseline=row["baseline_model"],
+                candidate=row["candidate_model"],
+                case_id=case_id,
+                disagreement=round(max(spread, unsure), 12),
+                spread=round(spread, 12),
+                judges=int(row["judges"]),
+            )
+        )
+        if len(out) == limit:
+            break
+    return out
+
+
+def queue_size(
+    ledger: QualityLedger, *, task: str | None = None, candidate: str | None = None, annotator: str
+) -> int:
+    """About how many cases are left for ``annotator`` (queued cases minus their labels; exact
+    unless a task has several baselines)."""
+    from sqlalchemy import text
+
+    groups, params = _groups_sql(task, candidate)
+    with ledger.engine.connect() as conn:
+        total = int(conn.execute(text(f"SELECT COUNT(*) FROM ({groups}) q"), params).scalar_one())
+        conn.rollback()
+    return max(0, total - len(_labelled(ledger, task, candidate, annotator)))
+
+
+def _messages(ledger: QualityLedger, digest: str | None) -> list[dict[str, str]] | None:
+    if not digest:
+        return None
+    conversation = ledger.conversation(digest)
+    if conversation is None:
+        return None
+    shown = []
+    for message in conversation.messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+        text = content if isinstance(content, str) else ""
+        calls = _tools(message.get("tool_calls") and [c.get("function", c) for c in message["tool_calls"]])
+        if calls:
+            text = (text + "\n" if text else "") + "\n".join(f"tool call: {c}" for c in calls)
+        shown.append({"role": str(message.get("role", "")), "content": text})
+    return shown
+
+
+def load_case(ledger: QualityLedger, item: QueueItem) -> LabelCase | None:
+    """The answers of the latest grade of ``item`` (``None`` when it is gone)."""
+    from sqlalchemy import text
+
+    sql = (
+        "SELECT run_id, prompt, prompt_sha256, baseline_text, candidate_text, baseline_tool_calls, "
+        "candidate_tool_calls FROM grades WHERE task = :task AND case_id = :case AND "
+        "baseline_model = :base AND candidate_model = :cand ORDER BY id DESC LIMIT 1"
+    )
+    params = {"task": item.task, "case": item.case_id, "base": item.baseline, "cand": item.candidate}
+    with ledger.engine.connect() as conn:
+        row = conn.execute(text(sql), params).mappings().first()
+        conn.rollback()
+    if row is None:
+        return None
+    return LabelCase(
+        item=item,
+        run_id=row["run_id"],
+        prompt=row["prompt"] or "",
+        messages=_messages(ledger, row["prompt_sha256"]),
+        candidate_text=row["candidate_text"] or "",
+        baseline_text=row["baseline_text"] or "",
+        candidate_tools=_tools(row["candidate_tool_calls"]),
+        baseline_tools=_tools(row["baseline_tool_calls"]),
+    )
