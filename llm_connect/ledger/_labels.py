@@ -31,7 +31,7 @@ from llm_connect.ledger._engine import ledger_errors, read_connection, write_tra
 from llm_connect.ledger._models import Grade
 from llm_connect.ledger._models_labels import HumanLabelRecord
 from llm_connect.types import utcnow
-from llm_connect.values import CaseLabels, HumanLabel
+from llm_connect.values import CaseLabels, HumanLabel, human_value
 
 __all__ = ["LabelCounts", "LabelStore", "LabelWrite"]
 
@@ -326,6 +326,30 @@ class LabelStore:
         for label in self.labels(task=task, candidate=candidate):
             grouped.setdefault((label.task, label.candidate, label.case_id), []).append(label)
         return [CaseLabels(t, cand, case_id, tuple(group)) for (t, cand, case_id), group in grouped.items()]
+
+    def case_values(self, task: str, candidates: Sequence[str]) -> dict[tuple[str, str], float]:
+        """``(candidate, case_id) -> what people say`` on the judges' 0..1 scale
+        (:func:`~llm_connect.values.human_value`: the majority preference as 1 / 0.5 / 0, else the
+        mean score), for every labelled case of ``candidates`` on ``task``; one light read, for
+        routing on what people would say."""
+        h = _HL.c
+        stmt = select(h.candidate, h.case_id, h.preference, h.score).where(
+            h.task == task, h.candidate.in_(list(candidates))
+        )
+        grouped: dict[tuple[str, str], tuple[list[str], list[float]]] = {}
+        with ledger_errors("reading labels", self.engine.url), read_connection(self.engine) as conn:
+            for candidate, case_id, preference, score in conn.execute(stmt):
+                prefs, scores = grouped.setdefault((candidate, case_id), ([], []))
+                if preference is not None:
+                    prefs.append(preference)
+                if score is not None:
+                    scores.append(float(score))
+        out: dict[tuple[str, str], float] = {}
+        for key, (prefs, scores) in grouped.items():
+            value = human_value(prefs, scores)
+            if value is not None:
+                out[key] = value
+        return out
 
     def counts(self, *, task: Filter = None, candidate: Filter = None) -> list[LabelCounts]:
         """Per graded (task, candidate model): cases graded, cases labelled, annotators, labels.

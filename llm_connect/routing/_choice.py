@@ -13,6 +13,7 @@ from llm_connect.routing._decision import CandidateEvidence, IgnoredGrader, Rout
 from llm_connect.routing._evidence import method_name
 from llm_connect.routing._gate import more_cases
 from llm_connect.values import STABILITY_VERDICTS
+from llm_connect.values._decision import NO_HUMAN_LABELS
 
 __all__ = ["STABILITY_ORDER", "cheapest_proven", "decision_sentence", "explain_decision"]
 
@@ -61,16 +62,26 @@ def explain_decision(
     alpha: float,
     fixed_n: bool = False,
     min_stability: str | None = None,
+    target: str = "judge",
 ) -> str:
-    """The decision in a sentence: the rule, each candidate's evidence (its own ``why``), the cost."""
+    """The decision in a sentence: the rule, each candidate's evidence (its own ``why``), the cost.
+
+    ``target="human"``: the rule bounds the mean of what people would say (prediction-powered,
+    from the judges' grades and people's labels of the sampled cases)."""
     notes = "".join(f" Ignored {g.why}." for g in ignored)
     if not evidence:
         return f"Kept the baseline {baseline}: no candidates were given.{notes}"
     if not used:
         return f"Kept the baseline {baseline}: no usable grader remains, so no candidate has evidence.{notes}"
     k = len(evidence)
+    what = (
+        "mean per-case quality"
+        if target != "human"
+        else "mean per-case human quality (prediction-powered: judge grades plus people's labels "
+        "of sampled cases)"
+    )
     rule = (
-        f"{method_name(fixed_n)} {_pct(1.0 - alpha)} lower bound of mean per-case quality >= "
+        f"{method_name(fixed_n)} {_pct(1.0 - alpha)} lower bound of {what} >= "
         f"{min_quality:g} with >= {min_samples} cases on {' and '.join(used)}"
         + (f"; {_pct(1.0 - alpha * k)} over {k} candidates (Bonferroni)" if k > 1 else "")
         + (f"; stability {min_stability} or better" if min_stability is not None else "")
@@ -97,6 +108,15 @@ def explain_decision(
     )
 
 
+def _candidate_labels(candidate: CandidateEvidence) -> tuple[int, int] | None:
+    """The most labels (and cases) any unproven judge of ``candidate`` still needs, routing on
+    what people would say (``None``: one is too close to call)."""
+    needed = [(g.more_labels, g.more_cases) for g in candidate.graders if g.status != "proven"]
+    if not needed or any(labels is None or cases is None for labels, cases in needed):
+        return None
+    return max(int(labels or 0) for labels, _ in needed), max(int(cases or 0) for _, cases in needed)
+
+
 def _candidate_more(candidate: CandidateEvidence) -> int | None:
     """The most cases any unproven judge of ``candidate`` still needs (``None``: one is too close)."""
     needed = [more_cases(g) for g in candidate.graders if g.status != "proven"]
@@ -113,11 +133,18 @@ def decision_sentence(decision: RoutingDecision) -> str:
     gpt-4o-mini needs about 60 more cases.`` (the full reason is ``decision.reason``; the CLI and
     the report both print this sentence)."""
     d = decision
-    q = f"{d.min_quality:g}"
+    human = d.target == "human"
+    q = f"{d.min_quality:g}" + (" by what people would say" if human else "")
     if d.routed:
         chosen = d.evidence_for(d.model)
         n = len(d.used_grader_ids)
         on = "its routing judge" if n == 1 else "both routing judges" if n == 2 else f"all {n} routing judges"
+        if human:
+            on += (
+                "'s grades corrected by people's labels"
+                if n == 1
+                else "' grades corrected by people's labels"
+            )
         cost = "" if chosen.cost_ratio is None else f", at {chosen.cost_ratio:.2f}x the baseline's cost"
         return f"Route to {d.model} instead of {d.baseline}: proven at {q} on {on}{cost}."
     if not d.candidates:
@@ -136,6 +163,17 @@ def decision_sentence(decision: RoutingDecision) -> str:
         unsettled = True
         if c.status in ("no grades", "no graders"):
             parts.append(f"{c.model} has no grades on a routing judge")
+            continue
+        if c.status == NO_HUMAN_LABELS:
+            parts.append(f"{c.model} has no human labels yet (llm-connect labels queue)")
+            continue
+        if human:
+            labels = _candidate_labels(c)
+            parts.append(
+                f"{c.model} is too close to call"
+                if labels is None
+                else f"{c.model} needs about {labels[0]} more labels (and {labels[1]} more cases)"
+            )
             continue
         more = _candidate_more(c)
         parts.append(

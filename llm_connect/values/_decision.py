@@ -13,12 +13,15 @@ STABILITY_VERDICTS = ("SAFE", "RISKY", "DO_NOT_SHIP")
 """Stability verdicts, best first: what the ledger accepts and ``min_stability`` compares."""
 
 __all__ = [
+    "HUMAN_FIELDS",
     "INSUFFICIENT",
     "NO_GRADES",
+    "NO_HUMAN_LABELS",
     "PROVEN",
     "RULED_OUT",
     "SETTLED",
     "STABILITY_VERDICTS",
+    "TARGETS",
     "UNDECIDED",
     "CandidateEvidence",
     "GraderEvidence",
@@ -32,6 +35,25 @@ RULED_OUT = "ruled out"
 UNDECIDED = "undecided"
 INSUFFICIENT = "insufficient"
 NO_GRADES = "no grades"
+NO_HUMAN_LABELS = "no human labels yet"
+"""The status of a candidate routed on what people would say before any usable label."""
+TARGETS = ("judge", "human")
+"""What a decision bounds: the judge's mean grade, or the mean of what people would say."""
+HUMAN_FIELDS = (
+    "target",
+    "judge_mean",
+    "human_estimate",
+    "judge_bias",
+    "labels_used",
+    "labels_pending",
+    "labels_left_out",
+    "cases_used",
+    "cases_waiting",
+    "cases_unsampled",
+    "more_labels",
+    "more_cases",
+)
+"""The :class:`GraderEvidence` fields of ``target="human"`` (left out of a judge's ``to_dict``)."""
 SETTLED = (PROVEN, RULED_OUT)
 """The statuses more cases cannot change."""
 
@@ -93,6 +115,33 @@ class GraderEvidence:
     """Upper end of that interval."""
     delta_cases: int = 0
     """Cases with a paired difference."""
+    # -- target="human" only (routing on what people would say; None for a judge's evidence) --
+    target: str = "judge"
+    """``judge``: the bounds are of the judge's mean grade; ``human``: of the mean of what people
+    would say, from the judge's grades and the labels of the cases the sampler chose
+    (``mean`` is then the prediction-powered estimate and ``n`` the cases in the bound)."""
+    judge_mean: float | None = None
+    """The judge's mean grade over the sampled cases (what routing on the judge would see)."""
+    human_estimate: float | None = None
+    """The prediction-powered estimate of the mean human value (``None`` before any label)."""
+    judge_bias: float | None = None
+    """Mean of judge grade minus human value over the labelled chosen cases."""
+    labels_used: int | None = None
+    """Labels of chosen cases in the bound."""
+    labels_pending: int | None = None
+    """Chosen cases still without a label; the bound stops before the earliest."""
+    labels_left_out: int | None = None
+    """Labelled cases the sampler did not choose: they count for agreement, never here."""
+    cases_used: int | None = None
+    """Cases in the bound (those before the earliest pending label)."""
+    cases_waiting: int | None = None
+    """Sampled cases after the earliest pending label, waiting for it."""
+    cases_unsampled: int | None = None
+    """Graded cases the sampler has not decided yet (``labels queue``, ``grade --label-rate``)."""
+    more_labels: int | None = None
+    """About how many more labels would settle an undecided candidate."""
+    more_cases: int | None = None
+    """About how many more graded cases those labels come with."""
 
     @property
     def settled(self) -> bool:
@@ -100,8 +149,13 @@ class GraderEvidence:
         return self.status in SETTLED
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field as plain JSON (what decisions, snapshots and ``--json`` carry)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Every field as plain JSON (what decisions, snapshots and ``--json`` carry); a judge's
+        evidence leaves out the ``target="human"`` fields (:data:`HUMAN_FIELDS`)."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if self.target == "human" or f.name not in HUMAN_FIELDS
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GraderEvidence:
@@ -209,6 +263,9 @@ class RoutingDecision:
     """Whether the bounds were single-look intervals (``fixed_n=True``) instead of anytime-valid."""
     min_stability: str | None = None
     """The least stability verdict a candidate needed (``None``: stability not asked)."""
+    target: str = "judge"
+    """``judge`` (the judges' mean grades) or ``human`` (what people would say: the judges'
+    grades corrected by people's labels of sampled cases)."""
 
     @property
     def routed(self) -> bool:
@@ -257,7 +314,8 @@ class RoutingDecision:
                 "allow_uncalibrated": self.allow_uncalibrated,
                 "fixed_n": self.fixed_n,
                 "min_stability": self.min_stability,
-            },
+            }
+            | ({"target": self.target} if self.target != "judge" else {}),
             "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
             "baseline_mean_latency_ms": self.baseline_mean_latency_ms,
             "created_at": self.created_at.isoformat(),
@@ -295,6 +353,7 @@ class RoutingDecision:
             allow_uncalibrated=params["allow_uncalibrated"],
             fixed_n=bool(params.get("fixed_n", False)),
             min_stability=params.get("min_stability"),
+            target=params.get("target", "judge"),
             baseline_mean_cost_usd=data["baseline_mean_cost_usd"],
             baseline_mean_latency_ms=data["baseline_mean_latency_ms"],
             created_at=datetime.fromisoformat(data["created_at"]),
