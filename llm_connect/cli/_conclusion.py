@@ -75,7 +75,13 @@ def conclude(opts: Any, outcome: Any, *, allow_unsettled: bool) -> Conclusion:
     if not report.interrupted and stats:
         try:
             decisions = outcome.route(
-                threshold=threshold, min_samples=needed, allow_uncalibrated=opts.allow_uncalibrated
+                threshold=threshold,
+                min_samples=needed,
+                allow_uncalibrated=opts.allow_uncalibrated,
+                target=opts.target,
+                label_rate=opts.label_rate,
+                label_strategy=opts.label_strategy,
+                label_seed=opts.seed,
             )
         except Exception as exc:  # routing is advice: a failure there does not lose the grades
             routing_error = f"{type(exc).__name__}: {exc}"

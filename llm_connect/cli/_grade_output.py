@@ -128,13 +128,19 @@ def _print_decisions(out: _Out, decisions: list[Any], verbose: bool) -> None:
     """One short line per task; the router's whole reason, wrapped, with ``verbose``."""
     import textwrap
 
-    from llm_connect.routing import decision_sentence
+    from llm_connect.routing import decision_sentence, judge_and_people
 
     for d in decisions:
         arrow = "route to" if d.routed else "keep baseline"
         out.line((f"task {d.task}", "bold"), (f": {arrow} ", None), (d.model, "bold"))
         for text in textwrap.wrap(decision_sentence(d), width=100):
             out.line(("    " + text, None))
+        for cand in d.candidates:  # routing on what people would say: the judge's and people's estimates
+            for g in cand.graders:
+                side = judge_and_people(g)
+                if side is not None:
+                    for text in textwrap.wrap(f"{cand.model} on {g.grader_id}: {side}", width=100):
+                        out.line(("    " + text, None))
         if verbose:
             for text in textwrap.wrap(d.reason, width=100):
                 out.line(("    " + text, "dim"))

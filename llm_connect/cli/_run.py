@@ -61,6 +61,12 @@ class GradeOptions:
     min_samples: int = 30
     confidence: float = 0.95
     allow_uncalibrated: bool = False
+    target: str = "judge"
+    """``judge`` or ``human``: what routing bounds (``Router.decide(target=...)``)."""
+    label_rate: float | None = None
+    """After grading, send this share of newly graded cases to people (``choose_for_labels``)."""
+    label_strategy: str = "uniform"
+    """``uniform`` or ``active``: how the label sampler sets each case's probability."""
     gate: bool = False
     """Whether ``--min-quality`` was given: the quality gate decides the exit code."""
     given: set[str] = field(default_factory=set)
@@ -110,11 +116,23 @@ class Outcome:
     judge_context: Any = None
     """The judges' context: its embedders count texts embedded and read from the embedding cache."""
 
-    def route(self, *, threshold: float, min_samples: int, allow_uncalibrated: bool) -> list[Any]:
+    def route(
+        self,
+        *,
+        threshold: float,
+        min_samples: int,
+        allow_uncalibrated: bool,
+        target: str = "judge",
+        label_rate: float | None = None,
+        label_strategy: str = "uniform",
+        label_seed: int | None = None,
+    ) -> list[Any]:
         """One routing decision per task of the run (stored in the ledger).
 
         ``min_samples`` (distinct cases) is used as given, never lowered to the
-        size of a small suite: below it the evidence says "insufficient".
+        size of a small suite: below it the evidence says "insufficient". With
+        ``label_rate``, the label sampler first decides the newly graded cases of
+        each task x candidate x routing judge (``choose_for_labels``).
         """
         from llm_connect.cli._report import task_sides
         from llm_connect.routing import Router
@@ -123,6 +141,15 @@ class Outcome:
         decisions = []
         for task, (baseline, candidates) in task_sides(self.rows).items():
             graders = {r.grader_id for r in self.rows if r.task == task}
+            if label_rate is not None:
+                from llm_connect.labels import choose_for_labels
+
+                for cand in candidates:
+                    for gid in (g for g in self.gating_ids if g in graders):
+                        choose_for_labels(
+                            self.ledger, task=task, candidate=cand, grader_id=gid, rate=label_rate,
+                            strategy=label_strategy, seed=label_seed,
+                        )  # fmt: skip
             decisions.append(
                 router.decide(
                     task,
@@ -132,6 +159,7 @@ class Outcome:
                     min_quality=threshold,
                     min_samples=min_samples,
                     allow_uncalibrated=allow_uncalibrated,
+                    target=target,
                 )
             )
         return decisions

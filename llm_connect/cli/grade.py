@@ -297,6 +297,36 @@ def grade(
             rich_help_panel="Judges and the gate",
         ),
     ] = False,
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            help="What routing bounds: judge (the judges' mean grade) or human (what people would say: "
+            "the judges' grades corrected by people's labels of the cases the sampler chose).",
+            metavar="judge|human",
+            rich_help_panel="Judges and the gate",
+        ),
+    ] = "judge",
+    label_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--label-rate",
+            help="After grading, send this share (0..1] of newly graded cases to people, per task, "
+            "candidate and routing judge (llm-connect labels queue lists them).",
+            show_default=False,
+            metavar="RATE",
+            rich_help_panel="Judges and the gate",
+        ),
+    ] = None,
+    label_strategy: Annotated[
+        str,
+        typer.Option(
+            "--label-strategy",
+            help="uniform (--label-rate each case) or active (more where the judge is unsure).",
+            metavar="uniform|active",
+            rich_help_panel="Judges and the gate",
+        ),
+    ] = "uniform",
     no_cache: Annotated[
         bool,
         typer.Option(
@@ -450,6 +480,12 @@ def _options(ctx: typer.Context) -> Any:
     if run_id is not None and resume is not None and run_id != resume:
         fail("--run-id and --resume name different runs")
     min_quality, min_samples = p["min_quality"], p["min_samples"]
+    if p["target"] not in ("judge", "human"):
+        fail(f"--target must be judge or human, not {p['target']!r}")
+    if p["label_strategy"] not in ("uniform", "active"):
+        fail(f"--label-strategy must be uniform or active, not {p['label_strategy']!r}")
+    if p["label_rate"] is not None and not 0.0 < p["label_rate"] <= 1.0:
+        fail(f"--label-rate must lie in (0, 1], not {p['label_rate']!r}")
     return GradeOptions(
         suite_path=None if suite_path is None else str(suite_path),
         prompt=single,
@@ -481,6 +517,9 @@ def _options(ctx: typer.Context) -> Any:
         order_seed=p["order_seed"],
         samples=p["samples"],
         allow_uncalibrated=p["allow_uncalibrated"],
+        target=p["target"],
+        label_rate=p["label_rate"],
+        label_strategy=p["label_strategy"],
         min_quality=DEFAULT_MIN_QUALITY if min_quality is None else min_quality,
         min_samples=DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
         gate=min_quality is not None,

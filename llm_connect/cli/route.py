@@ -73,6 +73,16 @@ def route(
             show_default=False,
         ),
     ] = None,
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            help="judge: bound the judges' mean grade; human: bound what people would say, from the "
+            "judges' grades corrected by people's labels of the cases the sampler chose "
+            "(llm-connect labels queue).",
+            metavar="judge|human",
+        ),
+    ] = "judge",
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -84,7 +94,7 @@ def route(
     first output line is the chosen model.
     """
     from llm_connect.cli._common import open_ledger
-    from llm_connect.routing import Router
+    from llm_connect.routing import Router, judge_and_people
 
     if not grader_id:
         fail("give at least one --judge GRADER_ID (see `llm-connect ledger summary`)")
@@ -101,6 +111,7 @@ def route(
         min_samples=min_samples,
         allow_uncalibrated=allow_uncalibrated,
         min_stability=None if min_stability is None else min_stability.upper(),
+        target=target,
     )
     if json_out:
         out = decision.to_dict()
@@ -116,6 +127,9 @@ def route(
         for g in cand.graders:
             mark = "pass" if g.passed else "fail"
             console.print(f"  {cand.model}  {mark}  {g.why}", markup=False)
+            side = judge_and_people(g)
+            if side is not None:
+                console.print(f"  {cand.model}  {g.grader_id}: {side}", markup=False)
         if decision.min_stability is not None:
             mark = "pass" if cand.stability_ok else "fail"
             console.print(

@@ -10,7 +10,13 @@ comes from them.
 
 from __future__ import annotations
 
-from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, decision_sentence, explain_decision
+from llm_connect.routing._choice import (
+    STABILITY_ORDER,
+    cheapest_proven,
+    decision_sentence,
+    explain_decision,
+    judge_and_people,
+)
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import assess, candidate_alpha, gather
 from llm_connect.routing._gate import (
@@ -42,6 +48,7 @@ __all__ = [
     "decision_sentence",
     "explain_decision",
     "gather",
+    "judge_and_people",
     "more_cases",
     "quality_gate",
 ]

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from llm_connect.routing._decision import CandidateEvidence, IgnoredGrader, RoutingDecision
+from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import method_name
 from llm_connect.routing._gate import more_cases
 from llm_connect.values import STABILITY_VERDICTS
 from llm_connect.values._decision import NO_HUMAN_LABELS
 
-__all__ = ["STABILITY_ORDER", "cheapest_proven", "decision_sentence", "explain_decision"]
+__all__ = [
+    "STABILITY_ORDER",
+    "cheapest_proven",
+    "decision_sentence",
+    "explain_decision",
+    "judge_and_people",
+]
 
 STABILITY_ORDER = STABILITY_VERDICTS
 """Stability verdicts, best first (``min_stability="RISKY"`` accepts SAFE and RISKY)."""
@@ -183,3 +189,34 @@ def decision_sentence(decision: RoutingDecision) -> str:
         parts.append(f"{_join(ruled)} {'is' if len(ruled) == 1 else 'are'} ruled out")
     head = f"no candidate is proven at {q}" + (" yet" if unsettled else "")
     return f"Keep {d.baseline}: {head}; {', '.join(parts)}."
+
+
+def _num(value: float | None, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def judge_and_people(evidence: GraderEvidence) -> str | None:
+    """The judge's and the people's estimate side by side, for one judge's evidence routed on what
+    people would say (``None`` for a judge's own evidence): ``judge alone 0.945 | people 0.851
+    [0.802, 0.897] (judge bias +0.094), 30 labels used, 2 pending, 1 left out``; with "about N
+    more labels (and M more cases)" while unsettled. What ``route`` and ``grade`` print."""
+    g = evidence
+    if g.target != "human":
+        return None
+    people = (
+        "no human labels yet"
+        if g.human_estimate is None
+        else f"people {_num(g.human_estimate)} [{_num(g.lower_bound)}, {_num(g.upper_bound)}]"
+        + ("" if g.judge_bias is None else f" (judge bias {_num(g.judge_bias, '+.3f')})")
+    )
+    counts = [f"{g.labels_used or 0} labels used"]
+    if g.labels_pending:
+        counts.append(f"{g.labels_pending} pending")
+    if g.labels_left_out:
+        counts.append(f"{g.labels_left_out} left out (not chosen by the sampler)")
+    if g.cases_unsampled:
+        counts.append(f"{g.cases_unsampled} cases not yet sampled")
+    more = ""
+    if not g.settled and g.more_labels is not None:
+        more = f"; about {g.more_labels} more labels (and {g.more_cases} more cases) would settle it"
+    return f"judge alone {_num(g.judge_mean)} | {people}, {', '.join(counts)}{more}"

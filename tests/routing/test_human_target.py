@@ -255,3 +255,23 @@ def test_a_human_decision_round_trips_and_a_judge_decision_is_unchanged(
     stored = judge.to_dict()["candidates"][0]["graders"][0]
     assert not set(HUMAN_FIELDS) & set(stored)
     assert "human quality" in human.reason and "by what people would say" in decision_sentence(human)
+
+
+def test_route_target_human_prints_the_judge_and_the_people_side_by_side(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    """H16: `llm-connect route --target human`: the decision, then each judge's estimate beside people's."""
+    from typer.testing import CliRunner
+
+    from llm_connect.cli import app
+
+    runs = _runs(1, 60, _biased)
+    simulate(ledger, make_result, runs, rate=0.5, min_quality=0.9, targets=())
+    args = ["route", "-t", runs[0].task, "-b", BASE, "-c", CAND, "--judge", GRADER, "--db", ledger.url]
+    out = CliRunner().invoke(app, [*args, "--target", "human"])
+    assert out.exit_code == 0, out.output
+    assert out.stdout.splitlines()[0] == BASE
+    assert f"{CAND}  {GRADER}: judge alone 0.9" in out.stdout and "| people 0.8" in out.stdout
+    assert "labels used" in out.stdout and "judge bias +0.09" in out.stdout
+    bad = CliRunner().invoke(app, [*args, "--target", "people"])
+    assert bad.exit_code != 0 and "target" in bad.output
