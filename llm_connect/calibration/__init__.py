@@ -1,4 +1,4 @@
-"""Judge calibration: does an LLM judge agree with non-LLM judges, and how is it biased?
+"""Judge calibration: does a judge agree with people and with non-LLM judges, and how is it biased?
 
 :func:`calibrate` pairs the grades of the judge under test with those of
 reference judges (same prompt, same baseline and candidate texts) from a
@@ -7,7 +7,10 @@ reproducible bootstrap intervals, runs bias probes (position, length,
 self-preference), gives a verdict against :class:`CalibrationThresholds` and
 stores the :class:`CalibrationReport` in the ledger's calibrations table,
 where routing reads it: ``Router.decide`` uses an LLM judge's grades only
-after a passing calibration. ``contracts/calibration.md`` defines every figure.
+after a passing calibration. The reference ``"human"`` (``against=["human"]``)
+compares the judge's stored grades with people's labels (:mod:`llm_connect.labels`);
+where it reaches a verdict it alone decides. ``contracts/calibration.md`` defines
+every figure.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect.calibration._calibrate import PROBES, calibrate, pair_key, resolve_grader
 from llm_connect.calibration._fill import FillReport, fill_missing_grades, rebuild_judge
+from llm_connect.calibration._human import HUMAN, HumanReference
+from llm_connect.calibration._human_stats import HumanAgreement, HumanCase, LengthPreference, human_agreement
 from llm_connect.calibration._probes import (
     SCALES,
     LengthProbe,
@@ -49,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_SEED",
+    "HUMAN",
     "MIN_PAIRS",
     "PROBES",
     "SCALES",
@@ -58,6 +64,10 @@ __all__ = [
     "ConfusionMatrix",
     "Estimate",
     "FillReport",
+    "HumanAgreement",
+    "HumanCase",
+    "HumanReference",
+    "LengthPreference",
     "LengthProbe",
     "PositionProbe",
     "ReferenceResult",
@@ -67,6 +77,7 @@ __all__ = [
     "cohen_kappa",
     "evaluate",
     "fill_missing_grades",
+    "human_agreement",
     "length_probe",
     "model_family",
     "pair_key",

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from llm_connect.calibration._human import HUMAN, HumanReference, human_cases
+from llm_connect.calibration._human_stats import LENGTH_MARGIN, human_agreement
 from llm_connect.calibration._probes import (
     SCALES,
     LengthProbe,
@@ -44,6 +46,7 @@ from llm_connect.calibration._report import (
     CalibrationReport,
     CalibrationThresholds,
     evaluate,
+    judge_human,
     judge_reference,
 )
 from llm_connect.calibration._stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, MIN_PAIRS, agreement
@@ -341,6 +344,33 @@ def _run_position(
     return probe, messages
 
 
+def _human(
+    ledger: QualityLedger,
+    judge_rows: Iterable[GradeRow],
+    thresholds: CalibrationThresholds,
+    *,
+    task: str | None,
+    threshold: float,
+    n_boot: int,
+    seed: int,
+    min_pairs: int,
+) -> HumanReference:
+    """The judge's stored grades against the labels the ledger holds for ``task`` (all when ``None``)."""
+    from llm_connect.ledger import LabelStore
+
+    cases, labelled, unmatched = human_cases(judge_rows, LabelStore(ledger.engine).case_labels(task=task))
+    margin = thresholds.max_human_length_difference
+    figures = human_agreement(
+        cases,
+        threshold=threshold,
+        margin=LENGTH_MARGIN if margin is None else margin,
+        n_boot=n_boot,
+        seed=seed,
+        min_pairs=min_pairs,
+    )
+    return judge_human(figures, thresholds, labelled_cases=labelled, unmatched=unmatched)
+
+
 def calibrate(
     ledger: QualityLedger,
     *,
@@ -365,7 +395,11 @@ def calibrate(
     """Calibrate ``judge`` against the reference judges ``against`` from the grades in ``ledger``.
 
     ``judge`` and each reference are grader ids or judge specs (see
-    :func:`resolve_grader`). Grades are paired by prompt and both response
+    :func:`resolve_grader`); the reference ``"human"`` is people's labels in the
+    ledger (``llm-connect labels import``): the judge's stored grades of the labelled
+    cases against the annotators' majority (:mod:`llm_connect.calibration._human`),
+    for any judge, LLM or not. Where it reaches a verdict it alone decides the
+    calibration (``contracts/calibration.md``). Grades are paired by prompt and both response
     digests; per reference the report holds n, Pearson, Spearman, Kendall's
     tau-b, mean absolute difference, Cohen's kappa and the confusion matrix at
     ``threshold`` (pass means ``score >= threshold``), each with a 95%
@@ -410,13 +444,14 @@ def calibrate(
         )
 
     since_dt = _since(since)
+    wants_human = HUMAN in against
     judge_id, judge_spec = resolve_grader(ledger, judge, task=task, since=since_dt)
     if judge_adapter is not None and judge_adapter.grader_id != judge_id:
         raise CalibrationError(
             f"judge_adapter grades as {judge_adapter.grader_id!r}, not as the judge under test {judge_id!r}"
         )
     refs: list[tuple[str, dict[str, Any] | None]] = []
-    for text in against:
+    for text in (a for a in against if a != HUMAN):
         ref_id, ref_spec = resolve_grader(ledger, text, task=task, since=since_dt)
         if ref_id == judge_id:
             raise CalibrationError(f"reference {text!r} is the judge under test ({judge_id!r})")
@@ -424,9 +459,10 @@ def calibrate(
             refs.append((ref_id, ref_spec))
     ref_ids = [r for r, _ in refs]
     graded = _load(ledger, [judge_id, *ref_ids], task=task, since=since_dt)
-    if all(grades_ask_llm(r, graded[r].values()) for r in ref_ids):
+    if not wants_human and all(grades_ask_llm(r, graded[r].values()) for r in ref_ids):
         raise CalibrationError(
-            f"calibrate {judge_id!r} against at least one non-LLM judge (embedding, vrty, exact, ...): "
+            f"calibrate {judge_id!r} against people (human) or at least one non-LLM judge (embedding, vrty, "
+            "exact, ...): "
             f"{', '.join(ref_ids)} all ask an LLM"
         )
     jrows = graded[judge_id]
@@ -480,9 +516,20 @@ def calibrate(
         if messages:
             notes.append(f"position probe: {len(messages)} swapped grading(s) failed, first: {messages[0]}")
 
+    human = None
+    if wants_human:
+        human = _human(
+            ledger, jrows.values(), thresholds, task=task, threshold=threshold, n_boot=n_boot, seed=seed,
+            min_pairs=min_pairs,
+        )  # fmt: skip
     verdict, passed = evaluate(
-        results, thresholds, position=position, length=length, self_preference=self_pref
+        results, thresholds, position=position, length=length, self_preference=self_pref, human=human
     )
+    flagged = any(p is not None and p.flagged for p in (position, length, self_pref))
+    if human is not None and human.decides and (results or flagged):
+        others, _ = evaluate(results, thresholds, position=position, length=length, self_preference=self_pref)
+        if others != verdict:
+            notes.append(f"human labels decide; without them the verdict would be: {others}")
     report = CalibrationReport(
         judge=judge_id,
         references=tuple(results),
@@ -498,6 +545,7 @@ def calibrate(
         length=length,
         self_preference=self_pref,
         judge_spec=judge_spec,
+        human=human,
         n_judge_grades=len(jrows),
         notes=tuple(notes),
         scores=scores,
@@ -508,7 +556,7 @@ def calibrate(
         json.dumps(figures, allow_nan=False)  # strict JSON, or fail loudly before writing
         cal_id = ledger.record_calibration(
             judge_grader_id=judge_id,
-            references=ref_ids,
+            references=[*ref_ids, HUMAN] if human is not None else ref_ids,
             task=task,
             figures=figures,
             verdict=verdict,

@@ -18,6 +18,13 @@ The verdict (also in ``contracts/calibration.md``):
    ``"insufficient data: <reasons>"`` when the references could not be
    judged, else ``"pass"``. Only ``"pass"`` has ``passed=True``; routing
    uses an LLM judge's grades only after a passing calibration.
+5. People decide. When the calibration has a ``"human"`` reference that
+   reached a verdict (pass or fail, :func:`~llm_connect.calibration._human.judge_human`),
+   that verdict alone is the calibration's: ``"pass"``, or ``"fail: human: ..."``,
+   whatever the other references and the probes say (they are still
+   reported, and the report's notes say what they would have decided). A
+   human reference with insufficient data decides nothing: rules 1-4 apply
+   with it counted as a reference with insufficient data.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from llm_connect.calibration._human import HUMAN, HumanReference
+from llm_connect.calibration._human_stats import HumanAgreement
 from llm_connect.calibration._probes import LengthProbe, PositionProbe, SelfPreferenceProbe
 from llm_connect.calibration._stats import Agreement
 from llm_connect.errors import ConfigurationError
@@ -36,6 +45,7 @@ __all__ = [
     "CalibrationThresholds",
     "ReferenceResult",
     "evaluate",
+    "judge_human",
 ]
 
 FORMAT_VERSION = 1
@@ -60,9 +70,17 @@ class CalibrationThresholds:
     """Largest own-family score advantage; ``None``: report only."""
     require_all_references: bool = True
     """Every reference must pass (``False``: at least one)."""
+    min_human_n: int = 20
+    """Fewest labelled cases graded by the judge for a verdict against people."""
+    min_human_kappa: float = 0.4
+    """Smallest Cohen's kappa of the judge's and people's verdicts (three classes)."""
+    min_human_agreement: float = 0.7
+    """Smallest agreement with people on the cases where neither says tie."""
+    max_human_length_difference: float | None = 0.1
+    """Largest excess of the judge's longer-answer rate over people's; ``None``: report only."""
 
     def __post_init__(self) -> None:
-        for name in ("min_spearman", "min_kappa"):
+        for name in ("min_spearman", "min_kappa", "min_human_kappa"):
             value = getattr(self, name)
             if not -1.0 <= value <= 1.0:
                 raise ConfigurationError(f"CalibrationThresholds.{name} must lie in -1..1, not {value!r}")
@@ -71,11 +89,18 @@ class CalibrationThresholds:
                 f"CalibrationThresholds.min_position_consistency must lie in 0..1, "
                 f"not {self.min_position_consistency!r}"
             )
-        if isinstance(self.min_n, bool) or not isinstance(self.min_n, int) or self.min_n < 1:
+        if not 0.0 <= self.min_human_agreement <= 1.0:
             raise ConfigurationError(
-                f"CalibrationThresholds.min_n must be a positive integer, not {self.min_n!r}"
+                "CalibrationThresholds.min_human_agreement must lie in 0..1, "
+                f"not {self.min_human_agreement!r}"
             )
-        for name in ("max_length_excess", "max_self_preference"):
+        for name in ("min_n", "min_human_n"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(
+                    f"CalibrationThresholds.{name} must be a positive integer, not {value!r}"
+                )
+        for name in ("max_length_excess", "max_self_preference", "max_human_length_difference"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ConfigurationError(f"CalibrationThresholds.{name} must be >= 0 or None, not {value!r}")
@@ -142,6 +167,44 @@ def judge_reference(
     return ReferenceResult(reference, agreement, "fail" if reasons else "pass", tuple(reasons), spec)
 
 
+def judge_human(
+    agreement: HumanAgreement,
+    thresholds: CalibrationThresholds,
+    *,
+    labelled_cases: int = 0,
+    unmatched: int = 0,
+) -> HumanReference:
+    """Pass, fail or insufficient data against people (the rule of ``contracts/calibration.md``).
+
+    Insufficient data below ``min_human_n`` labelled cases graded by the judge. Otherwise it
+    passes when Cohen's kappa of the three verdicts is at least ``min_human_kappa``, the
+    non-tie agreement at least ``min_human_agreement`` (point estimates; undefined does not
+    pass) and, unless ``max_human_length_difference`` is ``None``, ``length_preference`` is not
+    flagged.
+    """
+    extra = {"labelled_cases": labelled_cases, "unmatched": unmatched}
+    if agreement.status != "ok" or agreement.n < thresholds.min_human_n:
+        why = (
+            f"{HUMAN}: n={agreement.n} labelled cases graded by the judge "
+            f"< min_human_n={thresholds.min_human_n}"
+        )
+        return HumanReference(agreement, "insufficient data", (why,), **extra)
+    reasons = []
+    kappa = agreement.cohen_kappa.value
+    if kappa is None or kappa < thresholds.min_human_kappa:
+        reasons.append(f"{HUMAN}: kappa {_fmt(kappa)} < {thresholds.min_human_kappa}")
+    non_tie = agreement.agreement_non_tie.value
+    if non_tie is None or non_tie < thresholds.min_human_agreement:
+        reasons.append(f"{HUMAN}: agreement without ties {_fmt(non_tie)} < {thresholds.min_human_agreement}")
+    length = agreement.length_preference
+    if thresholds.max_human_length_difference is not None and length.flagged:
+        reasons.append(
+            f"{HUMAN}: picks the longer answer {_fmt(length.difference.value)} more often than people "
+            f"(> {length.margin})"
+        )
+    return HumanReference(agreement, "fail" if reasons else "pass", tuple(reasons), **extra)
+
+
 def evaluate(
     references: Sequence[ReferenceResult],
     thresholds: CalibrationThresholds,
@@ -149,8 +212,11 @@ def evaluate(
     position: PositionProbe | None = None,
     length: LengthProbe | None = None,
     self_preference: SelfPreferenceProbe | None = None,
+    human: HumanReference | None = None,
 ) -> tuple[str, bool]:
-    """The verdict string and whether it passes (rules 2-4 of the module docstring)."""
+    """The verdict string and whether it passes (rules 2-5 of the module docstring)."""
+    if human is not None and human.decides:
+        return ("pass", True) if human.status == "pass" else ("fail: " + "; ".join(human.reasons), False)
     failures: list[str] = []
     insufficient: list[str] = []
     passing = [r for r in references if r.status == "pass"]
@@ -160,7 +226,9 @@ def evaluate(
                 failures.extend(ref.reasons)
             elif ref.status == "insufficient data":
                 insufficient.extend(ref.reasons)
-    if not references:
+        if human is not None:  # here it did not decide: insufficient data
+            insufficient.extend(human.reasons)
+    if not references and human is None:
         insufficient.append("no reference judge")
     if position is not None and position.status == "ok":
         rate = position.consistency_rate.value
@@ -212,6 +280,9 @@ class CalibrationReport:
     self_preference: SelfPreferenceProbe | None = None
     judge_spec: Mapping[str, Any] | None = None
     """The judge's stored spec, when the ledger holds one."""
+    human: HumanReference | None = None
+    """Agreement with people's labels (``against=["human"]``): the ``"human"`` entry of the JSON
+    ``references``."""
     n_judge_grades: int = 0
     """Distinct pairs the judge graded (within the task and time filters)."""
     notes: tuple[str, ...] = ()
@@ -238,7 +309,8 @@ class CalibrationReport:
             "since": self.since,
             "threshold": self.threshold,
             "n_judge_grades": self.n_judge_grades,
-            "references": [r.to_dict() for r in self.references],
+            "references": [r.to_dict() for r in self.references]
+            + ([] if self.human is None else [self.human.to_dict()]),
             "probes": {
                 "position": None if self.position is None else self.position.to_dict(),
                 "length": None if self.length is None else self.length.to_dict(),

@@ -1,9 +1,10 @@
-"""``llm-connect calibrate``: does an LLM judge agree with non-LLM judges, and how is it biased?
+"""``llm-connect calibrate``: does a judge agree with people and non-LLM judges, and how is it biased?
 
 Grades what is missing on the ledger's existing pairs with the judge under test
 and every reference judge (no baseline or candidate model is called: the
 responses are in the ledger), records those grades, computes the calibration,
-stores it (routing reads it) and prints it. Heavy modules load only when the
+stores it (routing reads it) and prints it. ``--against human`` compares the
+judge's stored grades with people's labels (``llm-connect labels import``). Heavy modules load only when the
 command runs.
 
 Exit codes: 0 the calibration passed, 1 it failed or has insufficient data,
@@ -38,7 +39,7 @@ __all__ = ["app", "calibrate_command"]
 
 app = typer.Typer(
     name="calibrate",
-    help="Calibrate an LLM judge against reference judges before routing trusts it.",
+    help="Calibrate a judge against people and reference judges before routing trusts it.",
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -72,8 +73,9 @@ def _probe_rows(report: CalibrationReport) -> list[tuple[str, str, str]]:
             refs = ", ".join(f"{k} {_est(v)}" for k, v in sorted(ln.references.items()))
             excess = "—" if ln.excess is None else f"{ln.excess:+.2f}"
             figure = (
-                f"Spearman vs length ratio ({ln.unit}): judge {_est(ln.judge)}; {refs}; "
-                f"excess {excess} (margin {ln.margin})"
+                f"Spearman vs length ratio ({ln.unit}): judge {_est(ln.judge)}; "
+                + (f"{refs}; " if refs else "")
+                + f"excess {excess} (margin {ln.margin})"
             )
         else:
             figure = ln.reason or ln.status
@@ -115,7 +117,11 @@ def _print_human(report: CalibrationReport, fill: FillReport | None) -> None:
             _est(a.agreement_rate),
             ref.status,
         )
-    console.print(table)
+    if report.references or report.human is None:
+        console.print(table)
+    else:
+        console.print(title, highlight=False)
+    _print_people(console, report)
     for ref in report.references:
         cm = ref.agreement.confusion
         if cm is not None:
@@ -151,6 +157,44 @@ def _print_human(report: CalibrationReport, fill: FillReport | None) -> None:
     style = "green" if report.passed else "red"
     stored = f" (stored as calibration #{report.calibration_id})" if report.calibration_id is not None else ""
     console.print(f"verdict: [{style}]{report.verdict}[/{style}]{stored}", highlight=False)
+
+
+def _print_people(console: Any, report: CalibrationReport) -> None:
+    """The ``human`` reference: agreement with people, position and length, with intervals."""
+    from rich.table import Table
+
+    human = report.human
+    if human is None:
+        return
+    a = human.agreement
+    table = Table(title="Against people (human labels)", title_justify="left")
+    table.add_column("figure")
+    table.add_column("value [95% interval]", justify="right")
+    table.add_column("n", justify="right")
+    table.add_row("agreement (candidate / baseline / tie)", _est(a.agreement), str(a.n))
+    table.add_row("agreement without ties", _est(a.agreement_non_tie), str(a.n_non_tie))
+    table.add_row("Cohen's kappa", _est(a.cohen_kappa), str(a.n))
+    if a.position_consistency is not None:
+        table.add_row("position consistency", _est(a.position_consistency), str(a.n_position))
+    if a.first_shown_rate is not None:
+        table.add_row("answer shown first wins", _est(a.first_shown_rate), str(a.n_first_shown))
+    ln = a.length_preference
+    if ln.status == "ok":
+        table.add_row("judge picks the longer answer", _est(ln.judge_rate), str(ln.n_judge))
+        table.add_row("people pick the longer answer", _est(ln.human_rate), str(ln.n_human))
+        flag = " FLAGGED" if ln.flagged else ""
+        table.add_row(f"length preference (judge - people){flag}", _est(ln.difference), "")
+    if a.scores is not None and a.scores.status == "ok":
+        table.add_row("Spearman vs mean score", _est(a.scores.spearman), str(a.scores.n))
+        table.add_row("Kendall tau vs mean score", _est(a.scores.kendall_tau), str(a.scores.n))
+        table.add_row("mean |judge - score|", _est(a.scores.mean_abs_diff), str(a.scores.n))
+        table.add_row(f"kappa at {report.threshold}", _est(a.scores.cohen_kappa), str(a.scores.n))
+    console.print(table)
+    console.print(
+        f"  human: {human.status} ({a.n} of {human.labelled_cases} labelled cases graded by the judge, "
+        f"{a.annotators} annotator(s))" + "".join(f"; {why}" for why in human.reasons),
+        highlight=False,
+    )
 
 
 class _CachedAdapter:
@@ -201,7 +245,8 @@ def calibrate_command(
         typer.Option(
             "--against",
             "-a",
-            help="A reference judge (spec such as embedding, vrty, or a grader id); repeatable.",
+            help="A reference judge (spec such as embedding, vrty, or a grader id), or human: people's "
+            "labels in the ledger, which decide where they reach a verdict; repeatable.",
         ),
     ],
     task: Annotated[str | None, typer.Option("--task", "-t", help="Only this task's pairs.")] = None,
@@ -232,6 +277,21 @@ def calibrate_command(
     min_consistency: Annotated[
         float, typer.Option("--min-consistency", min=0.0, max=1.0, help="Smallest position consistency.")
     ] = 0.8,
+    min_human_n: Annotated[
+        int, typer.Option("--min-human-n", min=1, help="Fewest labelled cases for a verdict against people.")
+    ] = 20,
+    min_human_kappa: Annotated[
+        float,
+        typer.Option(
+            "--min-human-kappa", min=-1.0, max=1.0, help="Smallest kappa of the verdicts vs people."
+        ),
+    ] = 0.4,
+    min_human_agreement: Annotated[
+        float,
+        typer.Option(
+            "--min-human-agreement", min=0.0, max=1.0, help="Smallest agreement with people without ties."
+        ),
+    ] = 0.7,
     no_grade: Annotated[
         bool, typer.Option("--no-grade", help="Use only the grades already in the ledger; call no judge.")
     ] = False,
@@ -287,10 +347,16 @@ def calibrate_command(
     calibrations table and printed. Routing uses an LLM judge's grades only after a passing
     calibration.
 
+    --against human compares any judge's stored grades with people's labels (llm-connect
+    labels import): agreement, agreement without ties, Cohen's kappa, position consistency,
+    how often the answer shown first wins, and length preference, each with an interval.
+    Where people's labels reach a verdict, they alone decide the calibration.
+
     Exit codes: 0 pass, 1 fail or insufficient data, 2 usage or input error, 3 some pairs
     could not be graded.
     """
     from llm_connect.calibration import (
+        HUMAN,
         PROBES,
         SCALES,
         CalibrationThresholds,
@@ -313,7 +379,13 @@ def calibrate_command(
     if scale not in SCALES:
         fail(f"--scale: scale must be one of {', '.join(SCALES)}, not {scale!r}")
     thresholds = CalibrationThresholds(
-        min_spearman=min_spearman, min_kappa=min_kappa, min_n=min_n, min_position_consistency=min_consistency
+        min_spearman=min_spearman,
+        min_kappa=min_kappa,
+        min_n=min_n,
+        min_position_consistency=min_consistency,
+        min_human_n=min_human_n,
+        min_human_kappa=min_human_kappa,
+        min_human_agreement=min_human_agreement,
     )
 
     ledger = open_ledger(db)
@@ -341,8 +413,12 @@ def calibrate_command(
         if no_grade:
             references = list(against)
         else:
-            ref_judges = [rebuild_judge(ledger, text, context, task=task, since=since) for text in against]
-            references = [r.grader_id for r in ref_judges]
+            ref_judges = [
+                rebuild_judge(ledger, text, context, task=task, since=since)
+                for text in against
+                if text != HUMAN
+            ]
+            references = [r.grader_id for r in ref_judges] + ([HUMAN] if HUMAN in against else [])
             assert judge_obj is not None
             progress = None
             if not json_out and stdout_is_tty():

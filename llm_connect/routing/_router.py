@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError
+from llm_connect.routing._calibration_gate import gating_calibration
 from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, explain_decision
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import (
@@ -120,7 +121,7 @@ class Router:
             if allow_uncalibrated or not asks_llm.get(gid, False):
                 used.append(gid)
                 continue
-            cal = self.ledger.latest_calibration(gid, task=task)
+            cal = gating_calibration(self.ledger, gid, task=task)  # people's verdict first
             if cal is not None and cal.passed:
                 used.append(gid)
             elif cal is None:
