@@ -1,0 +1,107 @@
+"""Benchmark: ``Router.decide(target="human")`` with 100,000 graded cases and 2,000 labels per candidate.
+
+The ledger: task ``qa``, one baseline, ``--candidates`` candidates, one judge; ``--cases`` graded
+cases per candidate (``record_batch``), every case decided by the label sampler at rate 0.02
+(``choose_for_labels``: about 2,000 chosen per candidate) and every chosen case labelled.
+Timed in one process, alternating, ``--rounds`` times each:
+
+* **judge**: ``Router.decide(..., target="judge")``, a new Router each time (the case rows read
+  and the bounds computed, or the evidence stored by an earlier decision reused);
+* **human cold**: ``target="human"`` with a new Router: the sampled cases joined to their grades,
+  the labels read, the prediction-powered bound computed;
+* **human warm**: ``target="human"`` again with the same Router, nothing changed (the reads
+  again, the bound reused).
+
+Prints medians and the ratio human / judge.
+
+    python scripts/bench/human_decide.py [--cases 100000] [--candidates 1] [--rounds 7] [--url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+from llm_connect.grading import GradingResult
+from llm_connect.labels import HumanLabel, choose_for_labels
+from llm_connect.ledger import QualityLedger, RecordItem
+from llm_connect.routing import Router
+from llm_connect.types import LLMResponse, RunConfig
+
+GRADER = "pairwise:openai:judge:pairwise-v1"
+
+
+def fill(ledger: QualityLedger, cases: int, candidates: list[str]) -> None:
+    config = RunConfig(temperature=0.0, max_tokens=64)
+    base = LLMResponse(text="b", model="big", provider="openai", latency_ms=1.0, cost_usd=0.01)
+    for model in candidates:
+        cand = LLMResponse(text="c", model=model, provider="openai", latency_ms=1.0, cost_usd=0.001)
+        items = [
+            RecordItem(
+                GradingResult(
+                    quality_score=(0.0, 0.5, 1.0, 1.0)[i % 4],
+                    notes="",
+                    grader_id=GRADER,
+                    baseline_response=base,
+                    candidate_response=cand,
+                    prompt=f"question {i}",
+                    run_config=config,
+                ),
+                "qa",
+                "r1",
+                f"case-{i:06d}",
+            )
+            for i in range(cases)
+        ]
+        for start in range(0, len(items), 5000):
+            ledger.record_batch(items[start : start + 5000])
+        queue = choose_for_labels(ledger, task="qa", candidate=model, grader_id=GRADER, rate=0.02, seed=1)
+        prefs = ("candidate", "tie", "baseline")
+        ledger.record_labels(
+            [HumanLabel("qa", c, model, "ana", preference=prefs[k % 3]) for k, c in enumerate(queue)]
+        )
+        print(f"{model}: {cases} cases graded, {len(queue)} labelled")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=100_000)
+    parser.add_argument("--candidates", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--url", default=None, help="a ledger URL (default: a fresh SQLite file)")
+    args = parser.parse_args()
+    url = args.url or f"sqlite:///{tempfile.mkdtemp()}/human.db"
+    candidates = [f"small-{k}" for k in range(args.candidates)]
+    with QualityLedger(url) as ledger:
+        t = time.perf_counter()
+        fill(ledger, args.cases, candidates)
+        print(f"filled in {time.perf_counter() - t:.1f} s")
+        kw = {"baseline": "big", "candidates": candidates, "grader_id": GRADER, "min_quality": 0.6}
+        times: dict[str, list[float]] = {"judge": [], "human cold": [], "human warm": []}
+        last = None
+        for _ in range(args.rounds):
+            t = time.perf_counter()
+            Router(ledger).decide("qa", target="judge", **kw)
+            times["judge"].append(time.perf_counter() - t)
+            router = Router(ledger)
+            t = time.perf_counter()
+            last = router.decide("qa", target="human", **kw)
+            times["human cold"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            router.decide("qa", target="human", **kw)
+            times["human warm"].append(time.perf_counter() - t)
+        judge = statistics.median(times["judge"])
+        for name, values in times.items():
+            med = statistics.median(values)
+            print(
+                f"{name:11s} median {med * 1000:7.2f} ms  (min {min(values) * 1000:.2f})  "
+                f"x{med / judge:.2f} judge"
+            )
+        assert last is not None
+        print(last.candidates[0].graders[0].why)
+
+
+if __name__ == "__main__":
+    main()
