@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from llm_connect._secrets import mask_secrets, mask_value, redact_request
+from llm_connect._secrets import is_secret_key, mask_secrets, mask_value
 from llm_connect.errors import TrafficImportError
 from llm_connect.traffic._call import Skip, TrafficCall
 from llm_connect.traffic._logs import read_langfuse, read_openai_log
@@ -233,6 +233,34 @@ def _lookup(call: TrafficCall, key: str) -> Any:
     return node
 
 
+_SECRET_KEYS: dict[str, bool] = {}
+
+
+def _redact(value: Any) -> Any:
+    """:func:`llm_connect._secrets.redact_request` with the key test remembered per name.
+
+    Span attributes repeat the same few dozen keys on every call; asking
+    ``is_secret_key`` once per name keeps masking off the import's hot path.
+    """
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            key = str(k)
+            secret = _SECRET_KEYS.get(key)
+            if secret is None:
+                secret = is_secret_key(key)
+                if len(_SECRET_KEYS) < 10_000:  # bounded: keys are names, not data
+                    _SECRET_KEYS[key] = secret
+            if not secret:
+                out[key] = _redact(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_redact(v) for v in value]
+    return value
+
+
 def _mask_messages(messages: list[Any], redactor: Redactor | None) -> list[Any]:
     masked = mask_value(messages)
     return masked if redactor is None else redactor.value(masked)  # type: ignore[no-any-return]
@@ -339,10 +367,10 @@ class _Importer:
             case["tool_choice"] = data["tool_choice"]
         if call.tags:
             case["tags"] = [mask_secrets(t) for t in call.tags]
-        metadata = redact_request(call.metadata)
+        metadata = _redact(call.metadata)
         metadata["source"] = {"format": r.format, "file": call.file, "line": call.line, "ref": call.ref}
         if call.settings:
-            metadata["run_settings"] = redact_request(call.settings)
+            metadata["run_settings"] = _redact(call.settings)
         case["metadata"] = metadata if redactor is None else redactor.value(metadata)
         case["responses"] = {opts.response_name: response}
         r.eligible += 1

@@ -57,6 +57,8 @@ _CONTENT_KEYS = frozenset(
         "gen_ai.tool.definitions",
     }
 )
+_KEPT_ELSEWHERE = ("gen_ai.request.", "gen_ai.response.", "gen_ai.usage.")
+"""Attributes the case holds elsewhere (run settings, the recorded answer): not repeated in its metadata."""
 _DETAILS = "gen_ai.client.inference.operation.details"
 _MESSAGE_EVENTS = {
     "gen_ai.system.message": "system",
@@ -279,7 +281,9 @@ class OtlpReader:
                 answer = Answer()
         _span_answer(span, answer)
         meta = dict(span.meta)
-        meta["attributes"] = {k: v for k, v in attrs.items() if k not in _CONTENT_KEYS}
+        meta["attributes"] = {
+            k: v for k, v in attrs.items() if k not in _CONTENT_KEYS and not k.startswith(_KEPT_ELSEWHERE)
+        }
         status = span.status
         error = None
         if status.get("code") in (2, "STATUS_CODE_ERROR") or "error.type" in attrs:
