@@ -26,6 +26,8 @@ FORBIDDEN = {
     # scorers sit below judges: a scorer never imports grading (Case comes from values)
     "scoring": ("llm_connect.grading", "llm_connect.routing", "llm_connect.ledger", "llm_connect.cli"),
     "stability": ("llm_connect.routing", "llm_connect.ledger", "llm_connect.cli"),
+    # suites from traffic write the suite format; they never grade, store or route
+    "traffic": ("llm_connect.grading", "llm_connect.routing", "llm_connect.ledger", "llm_connect.cli"),
 }
 
 
