@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect._structured import FORMATS, ReplyFormat, accepted_format, check_format_option, forget_formats
 from llm_connect.errors import ConfigurationError, JudgeOutputError
-from llm_connect.grading._protocols import Case, judge_spec, spec_args
+from llm_connect.grading._protocols import Case
 from llm_connect.grading._results import GradingResult
+from llm_connect.grading.judges._asking import AskingJudge
 from llm_connect.grading.judges._fences import ReplyError, answer_material, fence, fence_id, reply_object
 from llm_connect.types import LLMResponse, RunConfig
 
@@ -218,7 +219,7 @@ def parse_judge_reply(reply: str) -> tuple[float, str]:
     return score, notes
 
 
-class LLMJudge:
+class LLMJudge(AskingJudge):
     """Asks an LLM to grade the candidate against the baseline with a versioned rubric.
 
     The judge's own call uses ``RunConfig(temperature=0.0, max_tokens=max_tokens,
@@ -277,44 +278,25 @@ class LLMJudge:
         rubric_source: str | None = None,
         response_format: str | None = None,
     ) -> None:
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ConfigurationError(f"LLMJudge seed must be an integer, not {seed!r}")
-        pinned = check_format_option(response_format, what="judge 'llm'")
-        self.adapter = adapter
-        self.seed = seed
         self.rubric = rubric if isinstance(rubric, Rubric) else Rubric.custom(rubric)
-        self.max_tokens = max_tokens
-        self.response_format = pinned
-        """The pinned mode, or ``None`` for the ladder."""
-        self.reply_format = ReplyFormat(_SCHEMA_NAME, JUDGE_REPLY_SCHEMA, pinned)
-        self.grader_id = f"llm:{adapter.adapter_id}:{self.rubric.version}"
         rubric_arg = rubric_source or (self.rubric.version if self.rubric.version in RUBRICS else None)
-        self._spec = judge_spec(
-            "llm",
-            asks_llm=self.asks_llm,
-            **spec_args(
-                {
-                    "model": adapter.adapter_id,
-                    "seed": seed,
-                    "rubric": rubric_arg,
-                    "max_tokens": None if max_tokens == 512 else max_tokens,
-                    "response_format": pinned,
-                }
-            ),
-        )
-        self.judge_config = RunConfig(
-            temperature=0.0,
+        self._setup(
+            adapter,
+            name="llm",
+            seed=seed,
             max_tokens=max_tokens,
-            model_params={} if seed is None else {"seed": seed},
+            response_format=response_format,
+            schema_name=_SCHEMA_NAME,
+            schema=JUDGE_REPLY_SCHEMA,
+            system_prompt=self.rubric.text,
+            spec={"seed": seed, "rubric": rubric_arg},
+            seed_error="LLMJudge seed must be an integer, not {seed!r}",
         )
-        """The judge call's config before a ``response_format`` is added."""
+        self.grader_id = f"llm:{adapter.adapter_id}:{self.rubric.version}"
 
     def __repr__(self) -> str:
         pinned = "" if self.response_format is None else f", response_format={self.response_format!r}"
         return f"LLMJudge({self.adapter!r}, seed={self.seed!r}, rubric={self.rubric.version!r}{pinned})"
-
-    def _base(self, run_config: RunConfig) -> RunConfig:
-        return self.judge_config.replace(timeout_s=run_config.timeout_s, system_prompt=self.rubric.text)
 
     def request(
         self,
@@ -336,13 +318,7 @@ class LLMJudge:
             answer_material(candidate_response),
             system_prompt=run_config.system_prompt,
         )
-        mode = response_format or self.reply_format.first_mode(self.adapter)
-        return message, self.reply_format.config(self._base(run_config), mode)
-
-    def formats_used(self) -> dict[str, str]:
-        """``{adapter id: response format}`` this judge's requests succeeded in so far
-        (several modes comma-separated, in ladder order; empty before the first grade)."""
-        return self.reply_format.formats_used()
+        return self._request(message, run_config, response_format)
 
     def _result(
         self,
@@ -362,24 +338,10 @@ class LLMJudge:
             "rubric_version": self.rubric.version,
             "raw_reply": reply.text,
             "response_format": mode,
-            "judge_model": reply.model,
-            "judge_adapter": self.adapter.adapter_id,
-            "judge_usage": None if reply.usage is None else reply.to_dict()["usage"],
-            "judge_cost_usd": reply.cost_usd,
-            "judge_spec": self._spec,
+            **self._call_details([reply]),
         }
-        if self.seed is not None:
-            details["seed"] = self.seed
-        return GradingResult(
-            quality_score=score,
-            notes=notes,
-            grader_id=self.grader_id,
-            baseline_response=baseline_response,
-            candidate_response=candidate_response,
-            details=details,
-            prompt=prompt,
-            run_config=run_config,
-            asks_llm=self.asks_llm,
+        return self._grade(
+            score, notes, details, baseline_response, candidate_response, prompt=prompt, run_config=run_config
         )
 
     def judge(

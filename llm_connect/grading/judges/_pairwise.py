@@ -34,10 +34,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from llm_connect._structured import FORMATS, ReplyFormat, check_format_option
+from llm_connect._structured import FORMATS, check_format_option
 from llm_connect.errors import ConfigurationError, JudgeOutputError
-from llm_connect.grading._protocols import Case, judge_spec, spec_args
+from llm_connect.grading._protocols import Case
 from llm_connect.grading._results import GradingResult
+from llm_connect.grading.judges._asking import AskingJudge
 from llm_connect.grading.judges._fences import ReplyError, answer_material, fence, fence_id, reply_object
 from llm_connect.types import LLMResponse, RunConfig
 
@@ -263,7 +264,7 @@ def _summary(verdicts: Sequence[OrderVerdict]) -> str:
     return f"{head}. " + " | ".join(parts)
 
 
-class PairwiseJudge:
+class PairwiseJudge(AskingJudge):
     """Asks an LLM which of two answers is better, with the baseline and the candidate in both orders.
 
     Grades (:func:`pairwise_grade`): 1.0 when the candidate wins in both orders,
@@ -341,44 +342,24 @@ class PairwiseJudge:
     ) -> None:
         if orders not in ORDERS:
             raise ConfigurationError(f"judge 'pairwise': option 'orders' must be both or one, not {orders!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ConfigurationError(f"judge 'pairwise': seed must be an integer, not {seed!r}")
-        pinned = check_format_option(response_format, what="judge 'pairwise'")
-        self.adapter = adapter
         self.orders = orders
-        self.seed = seed
-        self.max_tokens = max_tokens
-        self.response_format = pinned
-        """The pinned mode, or ``None`` for the ladder."""
-        self.reply_format = ReplyFormat(_SCHEMA_NAME, PAIRWISE_REPLY_SCHEMA, pinned)
-        self.grader_id = f"pairwise:{adapter.adapter_id}:{PAIRWISE_PROMPT_VERSION}"
-        self._spec = judge_spec(
-            "pairwise",
-            asks_llm=self.asks_llm,
-            **spec_args(
-                {
-                    "model": adapter.adapter_id,
-                    "orders": None if orders == "both" else orders,
-                    "seed": seed,
-                    "max_tokens": None if max_tokens == 512 else max_tokens,
-                    "response_format": pinned,
-                }
-            ),
-        )
-        self.judge_config = RunConfig(
-            temperature=0.0,
+        self._setup(
+            adapter,
+            name="pairwise",
+            seed=seed,
             max_tokens=max_tokens,
-            model_params={} if seed is None else {"seed": seed},
+            response_format=response_format,
+            schema_name=_SCHEMA_NAME,
+            schema=PAIRWISE_REPLY_SCHEMA,
+            system_prompt=PAIRWISE_PROMPT,
+            spec={"orders": None if orders == "both" else orders, "seed": seed},
+            seed_error="judge 'pairwise': seed must be an integer, not {seed!r}",
         )
-        """The judge call's config before a ``response_format`` is added."""
+        self.grader_id = f"pairwise:{adapter.adapter_id}:{PAIRWISE_PROMPT_VERSION}"
 
     def __repr__(self) -> str:
         pinned = "" if self.response_format is None else f", response_format={self.response_format!r}"
         return f"PairwiseJudge({self.adapter!r}, orders={self.orders!r}, seed={self.seed!r}{pinned})"
-
-    def formats_used(self) -> dict[str, str]:
-        """``{adapter id: response format}`` this judge's requests succeeded in so far."""
-        return self.reply_format.formats_used()
 
     def sides_shown_first(self, prompt: str, run_config: RunConfig) -> tuple[str, ...]:
         """The side shown first in each order asked for this case, in the order asked."""
@@ -401,11 +382,7 @@ class PairwiseJudge:
         ``response_format`` defaults to the mode the judge would send first now.
         """
         message = self._message(baseline_response, candidate_response, prompt, run_config, shown_first)
-        mode = response_format or self.reply_format.first_mode(self.adapter)
-        return message, self.reply_format.config(self._base(run_config), mode)
-
-    def _base(self, run_config: RunConfig) -> RunConfig:
-        return self.judge_config.replace(timeout_s=run_config.timeout_s, system_prompt=PAIRWISE_PROMPT)
+        return self._request(message, run_config, response_format)
 
     def _message(
         self,
@@ -500,7 +477,6 @@ class PairwiseJudge:
     ) -> GradingResult:
         winners = [v.winner for v in verdicts]
         modes = [v.response_format for v in verdicts]
-        costs = [v.reply.cost_usd for v in verdicts if v.reply.cost_usd is not None]
         details: dict[str, Any] = {
             "prompt_version": PAIRWISE_PROMPT_VERSION,
             "orders": self.orders,
@@ -517,24 +493,16 @@ class PairwiseJudge:
                 "baseline": len(answer_material(baseline_response)),
                 "candidate": len(answer_material(candidate_response)),
             },
-            "judge_model": verdicts[0].reply.model,
-            "judge_adapter": self.adapter.adapter_id,
-            "judge_usage": [None if v.reply.usage is None else v.reply.to_dict()["usage"] for v in verdicts],
-            "judge_cost_usd": sum(costs) if costs else None,
-            "judge_spec": self._spec,
+            **self._call_details([v.reply for v in verdicts]),
         }
-        if self.seed is not None:
-            details["seed"] = self.seed
-        return GradingResult(
-            quality_score=pairwise_grade(winners),
-            notes=_summary(verdicts),
-            grader_id=self.grader_id,
-            baseline_response=baseline_response,
-            candidate_response=candidate_response,
-            details=details,
+        return self._grade(
+            pairwise_grade(winners),
+            _summary(verdicts),
+            details,
+            baseline_response,
+            candidate_response,
             prompt=prompt,
             run_config=run_config,
-            asks_llm=self.asks_llm,
         )
 
 
