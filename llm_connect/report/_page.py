@@ -28,6 +28,7 @@ from llm_connect.report._cases import (
     truncate,
 )
 from llm_connect.report._decide import TaskReport, check_settings, decide_task, task_sides
+from llm_connect.report._people import human_rows, labels_status
 from llm_connect.report._select import Selection, select
 from llm_connect.report._summary import check_gate, decision_sentence, failures, more_cases
 
@@ -165,6 +166,8 @@ def _calibrations(ledger: QualityLedger, tasks: set[str] | None) -> list[dict[st
         figures = cal.figures or {}
         refs = []
         for ref in figures.get("references") or []:
+            if ref.get("reference") == "human":  # people: shown beside, by _people.human_rows
+                continue
             refs.append(
                 {
                     "reference": ref.get("reference", "?"),
@@ -213,6 +216,7 @@ def _calibrations(ledger: QualityLedger, tasks: set[str] | None) -> list[dict[st
                 "references": refs,
                 "probes": probes,
                 "scatters": scatters,
+                "human": human_rows(figures),
             }
         )
     return out
@@ -296,6 +300,7 @@ def _render(
             confidence_pct=f"{100 * confidence:.4g}%",
             calibrations=_calibrations(ledger, None if tasks_filter is None else set(tasks_filter)),
             stability=_stability(ledger, tasks_filter),
+            labels=labels_status(ledger, tasks_filter),
             options={
                 "tasks": [r.task for r in reports],
                 "candidates": list(dict.fromkeys(g.candidate for r in reports for g in r.groups)),
