@@ -329,12 +329,10 @@ class _Importer:
             r.dropped["empty answer"] = r.dropped.get("empty answer", 0) + 1
             return None
         redactor = Redactor() if opts.redact else None
+        messages = _mask_messages(call.messages or [], redactor)
+        tools = mask_value(call.tools) if call.tools else None
         try:
-            conversation = Conversation(
-                _mask_messages(call.messages or [], redactor),
-                tools=mask_value(call.tools) if call.tools else None,
-                tool_choice=call.tool_choice,
-            )
+            conversation = Conversation(messages, tools=tools, tool_choice=call.tool_choice)
         except ConversationError as exc:
             self.skip(Skip("conversation refused", call.file, call.line, call.ref, detail=str(exc)))
             return None
@@ -358,13 +356,13 @@ class _Importer:
         if redactor is not None:
             for kind, n in redactor.masked.items():
                 self.note(f"redacted {kind.lower()} values", n)
-        data = conversation.to_dict()
+        # the lists Conversation checked (it keeps a copy of its own): no second JSON round trip
         case: dict[str, Any] = {"id": call.ref or f"{Path(call.file).name}:{call.line}", "task": task}
-        case["messages"] = data["messages"]
-        if data["tools"]:
-            case["tools"] = data["tools"]
-        if data["tool_choice"] is not None:
-            case["tool_choice"] = data["tool_choice"]
+        case["messages"] = messages
+        if tools:
+            case["tools"] = tools
+        if call.tool_choice is not None:
+            case["tool_choice"] = call.tool_choice
         if call.tags:
             case["tags"] = [mask_secrets(t) for t in call.tags]
         metadata = _redact(call.metadata)
