@@ -131,7 +131,7 @@ def meta_path(output: str | Path) -> Path:
 
 def _open(path: Path) -> IO[bytes]:
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # a binary file object
     return open(path, "rb")
 
 

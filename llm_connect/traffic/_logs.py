@@ -120,7 +120,8 @@ def _openai_call(obj: Mapping[str, Any], file: str, lineno: int) -> TrafficCall 
             metadata.update(obj["metadata"])
     elif "messages" in obj:  # LiteLLM's StandardLoggingPayload
         messages = obj.get("messages")
-        params = obj.get("model_parameters") if isinstance(obj.get("model_parameters"), Mapping) else {}
+        raw_params = obj.get("model_parameters")
+        params: Mapping[str, Any] = raw_params if isinstance(raw_params, Mapping) else {}
         tools, tool_choice = params.get("tools"), params.get("tool_choice")
         settings = {k: v for k, v in params.items() if k not in _NOT_SETTINGS}
         requested = obj.get("model")
@@ -224,7 +225,8 @@ def _langfuse_call(
     answer.latency_ms = _iso_ms(obs.get("startTime"), obs.get("endTime"))
     if answer.latency_ms is None and _number(obs.get("latency")) is not None:
         answer.latency_ms = float(obs["latency"]) * 1000.0  # Langfuse's latency is in seconds
-    params = obs.get("modelParameters") if isinstance(obs.get("modelParameters"), Mapping) else {}
+    raw_params = obs.get("modelParameters")
+    params: Mapping[str, Any] = raw_params if isinstance(raw_params, Mapping) else {}
     settings = {
         k: (_number(v) if _number(v) is not None and isinstance(v, str) else v) for k, v in params.items()
     }
