@@ -62,7 +62,7 @@ def test_a_judge_whose_verdict_follows_the_order_gives_the_position_figures_comp
     assert a.cohen_kappa.value == pytest.approx(float((p_o - p_e) / (1 - p_e)))
     assert a.confusion == ((7, 1, 0), (0, 4, 0), (6, 2, 4))
     for est in (a.agreement, a.agreement_non_tie, a.cohen_kappa, a.position_consistency, a.first_shown_rate):
-        assert est.ci_low is not None and est.ci_high is not None
+        assert est.value is not None and est.ci_low is not None and est.ci_high is not None
         assert est.ci_low <= est.value <= est.ci_high
 
     data = report.to_dict()
@@ -108,9 +108,10 @@ def test_a_judge_that_always_picks_the_longer_answer_is_flagged_on_length(
     assert length.judge_rate.value == 1.0
     assert length.human_rate.value == pytest.approx(people_longer / n)
     assert length.difference.value == pytest.approx(1.0 - people_longer / n)
-    assert length.flagged and length.difference.value > 0.10
+    assert length.flagged and (length.difference.value or 0.0) > 0.10
     assert not report.passed and "longer answer" in report.verdict
-    assert report.human.agreement.position_consistency.value == 1.0  # length bias, not order bias
+    position = report.human.agreement.position_consistency
+    assert position is not None and position.value == 1.0  # length bias, not order bias
 
     # Any judge, LLM or not: the truth reference agrees with people, lengths from the stored texts.
     truth = calibrate(ledger, judge=p.TRUTH_ID, against=["human"], record=False)
