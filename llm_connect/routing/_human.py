@@ -10,6 +10,11 @@ anytime-valid bounds on the mean human value decide as the judge's bounds do
 ``min_samples`` are the judge's. A label of a case the sampler did not choose never enters
 the bound (it cannot be unbiased); the evidence counts such labels as left out. Graded cases
 the sampler has not decided yet have no inclusion probability and wait for it.
+
+A Router keeps each group's arrays, its labels and the bound's running sums between decisions
+(``routing/_human_cache.py``): a decision reads only the sampling rows, cases and labels that
+arrived since and continues the bound from the first pending label, with the figures of a full
+read and a fresh computation (``docs/decisions.md``, "why asking often is cheap and still exact").
 """
 
 from __future__ import annotations
@@ -17,14 +22,15 @@ from __future__ import annotations
 from collections.abc import Hashable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.ledger import LabelStore, SamplingDesign, SamplingStore
+from llm_connect.ledger import SamplingDesign
 from llm_connect.values import GraderEvidence
 from llm_connect.values._decision import PROVEN
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
+    from llm_connect.routing._ppi import HumanBound
 
-__all__ = ["human_evidence", "human_grader_evidence"]
+__all__ = ["bound_evidence", "human_evidence", "human_grader_evidence"]
 
 
 def _arrays(design: SamplingDesign, values: dict[tuple[str, str], float]) -> tuple[Any, Any, Any, Any, int]:
@@ -71,16 +77,24 @@ def human_grader_evidence(
         floor=design.floor,
         min_samples=min_samples,
     )
-    gid = design.grader_id
+    return bound_evidence(hb, design.grader_id, left_out=left_out, undecided=design.undecided, alpha=alpha)
+
+
+def bound_evidence(
+    hb: HumanBound, grader_id: str, *, left_out: int, undecided: int, alpha: float
+) -> GraderEvidence:
+    """The evidence a :class:`~llm_connect.routing._ppi.HumanBound` gives, with the labels left
+    out (of cases the sampler did not choose) and the graded cases not yet sampled."""
+    gid = grader_id
     notes = []
     if left_out:
         notes.append(
             f"{left_out} label{'s' if left_out != 1 else ''} of cases the sampler did not choose "
             "left out (they count for agreement, not here)"
         )
-    if design.undecided:
+    if undecided:
         notes.append(
-            f"{design.undecided} graded case{'s' if design.undecided != 1 else ''} not yet sampled "
+            f"{undecided} graded case{'s' if undecided != 1 else ''} not yet sampled "
             "(llm-connect labels queue)"
         )
     why = f"{gid}: {hb.why}" + "".join(f"; {note}" for note in notes)
@@ -106,7 +120,7 @@ def human_grader_evidence(
         labels_left_out=left_out,
         cases_used=hb.cases_used,
         cases_waiting=hb.waiting,
-        cases_unsampled=design.undecided,
+        cases_unsampled=undecided,
         more_labels=hb.more_labels,
         more_cases=hb.more_cases,
     )
@@ -125,33 +139,26 @@ def human_evidence(
     cache: MutableMapping[Hashable, Any] | None = None,
 ) -> dict[tuple[str, str], GraderEvidence]:
     """Evidence about the mean human quality for every (candidate, grader id) of ``task`` against
-    ``baseline``: one read of the sampled cases, one of the labels.
+    ``baseline``.
 
-    ``cache`` (kept by the caller between calls) holds each group's evidence with the design
-    and labels it came from, so a group whose sampled cases and labels are unchanged is not
-    computed again.
+    ``cache`` (kept by the caller between calls) holds each group's sampled cases as arrays,
+    each candidate's labels and the bound's running sums (``routing/_human_cache.py``): a
+    later call reads only what arrived since and continues the bound; the evidence is that of
+    a full read and a fresh computation (:func:`human_grader_evidence` over
+    ``SamplingStore.design`` and ``LabelStore.case_values``).
     """
+    from llm_connect.routing._human_cache import group_evidence
+
     cands = list(dict.fromkeys(candidates))
     graders = list(dict.fromkeys(grader_ids))
-    designs = SamplingStore(ledger.engine).design(task, baseline, cands, graders)
-    values = LabelStore(ledger.engine).case_values(task, cands)
-    out: dict[tuple[str, str], GraderEvidence] = {}
-    settings = (task, baseline, min_quality, min_samples, alpha)
-    for cand in cands:
-        mine = {k: v for k, v in values.items() if k[0] == cand}
-        for gid in graders:
-            design = designs[(cand, gid)]
-            key = (*settings, cand, gid)
-            hit = None if cache is None else cache.get(key)
-            if hit is not None and hit[0] == design and hit[1] == mine:
-                out[(cand, gid)] = hit[2]
-                continue
-            ev = human_grader_evidence(
-                design, mine, min_quality=min_quality, min_samples=min_samples, alpha=alpha
-            )
-            out[(cand, gid)] = ev
-            if cache is not None:
-                if len(cache) > 10_000:
-                    cache.clear()
-                cache[key] = (design, mine, ev)
-    return out
+    return group_evidence(
+        ledger,
+        task,
+        baseline,
+        cands,
+        graders,
+        min_quality=min_quality,
+        min_samples=min_samples,
+        alpha=alpha,
+        cache={} if cache is None else cache,
+    )

@@ -43,6 +43,7 @@ import numpy as np
 
 from llm_connect.errors import ConfigurationError
 from llm_connect.routing._bounds import TRUNCATION, cases_needed
+from llm_connect.routing._ppi_running import PPIState, continue_sequence, start_state
 from llm_connect.values._decision import INSUFFICIENT, PROVEN, RULED_OUT, UNDECIDED
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "HumanBound",
     "PPISequence",
     "human_bound",
+    "human_bound_continued",
     "inclusion_probabilities",
     "judge_uncertainty",
     "ppi_sequence",
@@ -379,6 +381,32 @@ def human_bound(
     Raises ``ConfigurationError`` (a ``ValueError``) naming the case for bad input, including a
     label on a case the sampler did not choose.
     """
+    return human_bound_continued(
+        judge, inclusion, chosen, human, alpha=alpha, min_quality=min_quality, floor=floor,
+        min_samples=min_samples,
+    )[0]  # fmt: skip
+
+
+def human_bound_continued(
+    judge: Any,
+    inclusion: Any,
+    chosen: Any,
+    human: Any,
+    *,
+    alpha: float,
+    min_quality: float,
+    floor: float | None = None,
+    min_samples: int = 30,
+    start: PPIState | None = None,
+) -> tuple[HumanBound, PPIState | None]:
+    """:func:`human_bound`, and the sequence's running sums at the first pending case (``None``
+    without a label in the sequence), from which a later call continues.
+
+    ``start``: running sums of an earlier call over the same first ``start.t`` cases (the
+    caller vouches that they have not changed since); used when its settings are this call's
+    and it does not reach past the first pending case, else the sequence starts again. The
+    figures are those of a fresh computation either way (``tests/routing/test_ppi_running.py``).
+    """
     if not 0.0 < alpha < 1.0:
         raise ConfigurationError(f"alpha must lie strictly between 0 and 1, not {alpha!r}")
     if not 0.0 <= min_quality <= 1.0:
@@ -414,14 +442,26 @@ def human_bound(
         + (f", {pending} chosen for labelling and awaiting their label" if pending else ""),
     )
     if labels_used == 0:
-        return base
+        return base, None
     uniform = bool(np.all(p == p[0]))  # labels alone are a random subsample only then
     share = LABELS_SHARE if uniform and p[0] < 1.0 else 0.0
-    seq = ppi_sequence(j[used], p[used], ch[used], h[used], alpha, floor=floor, labels_share=share)
-    lower, upper = float(seq.lower[-1]), float(seq.upper[-1])
+    # The sequence over the cases used, continued from ``start`` when it belongs to it.
+    state = start_state(alpha, floor, share)
+    if (
+        start is not None
+        and start.t <= cut
+        and (start.alpha, start.floor, start.share)
+        == (
+            state.alpha,
+            state.floor,
+            state.share,
+        )
+    ):
+        state = start
+    state = continue_sequence(state, j[state.t : cut], p[state.t : cut], ch[state.t : cut], h[state.t : cut])
+    lower, upper = state.bounds()
     jj, pp, cc, hh = j[used], p[used], ch[used], np.nan_to_num(h[used])
-    lam_all, c_all = _tuning(jj, pp, cc, np.where(cc, hh, 0.0))
-    lam, c = float(lam_all[-1]), float(c_all[-1])
+    lam, c = state.coefficients()
     a = np.clip(lam * jj + c, 0.0, 1.0)
     y = a + np.where(cc, (hh - a) / pp, 0.0)
     estimate = float(np.clip(y.mean(), 0.0, 1.0))
@@ -450,7 +490,7 @@ def human_bound(
     )
     if pending:
         why += f"; {pending} label{'s' if pending != 1 else ''} pending, {n - cut} cases wait for them"
-    return replace(
+    bound = replace(
         base,
         status=status,
         lower=lower,
@@ -462,6 +502,7 @@ def human_bound(
         offset=c,
         why=why,
     )
+    return bound, state
 
 
 def _projected_total(

@@ -9,12 +9,17 @@ Timed in one process, alternating, ``--rounds`` times each:
   and the bounds computed, or the evidence stored by an earlier decision reused);
 * **human cold**: ``target="human"`` with a new Router: the sampled cases joined to their grades,
   the labels read, the prediction-powered bound computed;
-* **human warm**: ``target="human"`` again with the same Router, nothing changed (the reads
-  again, the bound reused).
+* **human warm**: ``target="human"`` again with the same Router, nothing changed (the checks
+  that nothing changed, the evidence reused);
+* **loop**: the routing loop, one Router kept: ``--loop`` batches of ``--batch`` new cases
+  graded, the sampler's decisions, the chosen cases labelled, then one timed decision per
+  target (``judge`` with a Router of its own kept likewise): the new rows read, the bound
+  continued.
 
 Prints medians and the ratio human / judge.
 
-    python scripts/bench/human_decide.py [--cases 100000] [--candidates 1] [--rounds 7] [--url URL]
+    python scripts/bench/human_decide.py [--cases 100000] [--candidates 1] [--rounds 7] [--loop 20]
+        [--batch 50] [--url URL]
 """
 
 from __future__ import annotations
@@ -33,36 +38,44 @@ from llm_connect.types import LLMResponse, RunConfig
 GRADER = "pairwise:openai:judge:pairwise-v1"
 
 
-def fill(ledger: QualityLedger, cases: int, candidates: list[str]) -> None:
+def grade_and_label(ledger: QualityLedger, cases: range, model: str) -> int:
+    """Grade ``cases`` of ``model``, let the sampler decide them (rate 0.02), label the chosen."""
     config = RunConfig(temperature=0.0, max_tokens=64)
     base = LLMResponse(text="b", model="big", provider="openai", latency_ms=1.0, cost_usd=0.01)
-    for model in candidates:
-        cand = LLMResponse(text="c", model=model, provider="openai", latency_ms=1.0, cost_usd=0.001)
-        items = [
-            RecordItem(
-                GradingResult(
-                    quality_score=(0.0, 0.5, 1.0, 1.0)[i % 4],
-                    notes="",
-                    grader_id=GRADER,
-                    baseline_response=base,
-                    candidate_response=cand,
-                    prompt=f"question {i}",
-                    run_config=config,
-                ),
-                "qa",
-                "r1",
-                f"case-{i:06d}",
-            )
-            for i in range(cases)
-        ]
-        for start in range(0, len(items), 5000):
-            ledger.record_batch(items[start : start + 5000])
-        queue = choose_for_labels(ledger, task="qa", candidate=model, grader_id=GRADER, rate=0.02, seed=1)
-        prefs = ("candidate", "tie", "baseline")
+    cand = LLMResponse(text="c", model=model, provider="openai", latency_ms=1.0, cost_usd=0.001)
+    items = [
+        RecordItem(
+            GradingResult(
+                quality_score=(0.0, 0.5, 1.0, 1.0)[i % 4],
+                notes="",
+                grader_id=GRADER,
+                baseline_response=base,
+                candidate_response=cand,
+                prompt=f"question {i}",
+                run_config=config,
+            ),
+            "qa",
+            "r1",
+            f"case-{i:06d}",
+        )
+        for i in cases
+    ]
+    for start in range(0, len(items), 5000):
+        ledger.record_batch(items[start : start + 5000])
+    queue = choose_for_labels(
+        ledger, task="qa", candidate=model, grader_id=GRADER, rate=0.02, seed=cases.start
+    )
+    prefs = ("candidate", "tie", "baseline")
+    if queue:
         ledger.record_labels(
             [HumanLabel("qa", c, model, "ana", preference=prefs[k % 3]) for k, c in enumerate(queue)]
         )
-        print(f"{model}: {cases} cases graded, {len(queue)} labelled")
+    return len(queue)
+
+
+def fill(ledger: QualityLedger, cases: int, candidates: list[str]) -> None:
+    for model in candidates:
+        print(f"{model}: {cases} cases graded, {grade_and_label(ledger, range(cases), model)} labelled")
 
 
 def main() -> None:
@@ -70,6 +83,8 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=100_000)
     parser.add_argument("--candidates", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--loop", type=int, default=20, help="batches of the routing loop")
+    parser.add_argument("--batch", type=int, default=50, help="new cases per batch")
     parser.add_argument("--url", default=None, help="a ledger URL (default: a fresh SQLite file)")
     args = parser.parse_args()
     url = args.url or f"sqlite:///{tempfile.mkdtemp()}/human.db"
@@ -100,6 +115,29 @@ def main() -> None:
                 f"x{med / judge:.2f} judge"
             )
         assert last is not None
+        print(last.candidates[0].graders[0].why)
+        # The routing loop: one Router per target kept, a batch of new cases and labels before each.
+        kept = {"judge": Router(ledger), "human": Router(ledger)}
+        for target, router in kept.items():
+            router.decide("qa", target=target, **kw)
+        loop: dict[str, list[float]] = {"judge": [], "human": []}
+        n = args.cases
+        for _ in range(args.loop):
+            for model in candidates:
+                grade_and_label(ledger, range(n, n + args.batch), model)
+            n += args.batch
+            for target, router in kept.items():
+                t = time.perf_counter()
+                last = router.decide("qa", target=target, **kw)
+                loop[target].append(time.perf_counter() - t)
+        judge_loop = statistics.median(loop["judge"])
+        for target, values in loop.items():
+            med = statistics.median(values)
+            print(
+                f"loop {target:6s} median {med * 1000:7.2f} ms  (min {min(values) * 1000:.2f}, max "
+                f"{max(values) * 1000:.2f})  x{med / judge:.2f} judge (new Router)  "
+                f"x{med / judge_loop:.2f} judge (loop)"
+            )
         print(last.candidates[0].graders[0].why)
 
 

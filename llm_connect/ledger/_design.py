@@ -1,0 +1,253 @@
+"""Reading the sampling design and the labels as arrays, in full or past a mark.
+
+Routing on what people would say (``routing/_human.py``) reads, per (task, baseline,
+candidate, grader), the sampled cases in the sampler's order joined to the judge's grade
+(:meth:`SamplingStore.design` does the same into tuples) and people's labels. A Router asks
+after every batch, so :class:`DesignReader` gives both as arrays and can read only what
+came after a :class:`DesignMark` (the sampling rows past the last position read, the cases
+graded since, the labels past the last id), in one snapshot, with the checks that tell
+whether the earlier read is still exact:
+
+* **grades** - every grade written adds to the group's running totals (``grade_stats``).
+  When the totals grew by exactly the cases that arrived since (``case_stats`` rows past
+  the greatest ``first_id`` read), no case read before has a new grade, so its judge value
+  stands; otherwise (a replicate of a known case, a case committed out of order) the group
+  is read in full. A case that arrived since and was sampled at a position already read
+  (it was graded against another baseline first) also means a full read.
+* **labels** - a version of the labels up to the last id read (count, and sums over ids
+  and contents); unchanged, only labels past that id are read; changed (a label
+  replaced), every label of the candidate is read again.
+
+Labels and sampling rows are never deleted; sampling rows never change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine
+
+from llm_connect.ledger._cases import _fetch
+from llm_connect.ledger._engine import ledger_errors, read_connection
+
+__all__ = ["DesignMark", "DesignReader", "DesignRows", "LabelRows"]
+
+_GROUP = "task = %s AND baseline_model = %s AND grader_id = %s AND candidate_model = %s"
+_JOINED = (
+    "SELECT s.position, CASE WHEN s.chosen THEN -s.inclusion ELSE s.inclusion END, s.floor, "
+    "c.sum_quality / c.n FROM label_sampling s JOIN case_stats c ON c.task = s.task "
+    "AND c.baseline_model = %s AND c.grader_id = s.grader_id AND c.candidate_model = s.candidate "
+    "AND c.case_key = 'id:' || s.case_id "
+    "WHERE s.task = %s AND s.candidate = %s AND s.grader_id = %s AND s.position > %s ORDER BY s.position"
+)
+_TOTALS = f"SELECT n, sum_quality FROM grade_stats WHERE {_GROUP}"
+_LAST = f"SELECT MAX(first_id) FROM case_stats WHERE {_GROUP}"
+_ID_CASES = f"SELECT COUNT(*) FROM case_stats WHERE {_GROUP} AND case_key LIKE 'id:%%'"
+_ARRIVED = (
+    "SELECT c.first_id, c.n, c.sum_quality, c.case_key LIKE 'id:%%', s.position FROM case_stats c "
+    "LEFT JOIN label_sampling s ON s.task = c.task AND s.candidate = c.candidate_model "
+    "AND s.grader_id = c.grader_id AND s.case_id = substr(c.case_key, 4) AND c.case_key LIKE 'id:%%' "
+    "WHERE c.task = %s AND c.baseline_model = %s AND c.grader_id = %s AND c.candidate_model = %s "
+    "AND c.first_id > %s"
+)
+_POSITIONS = (
+    "SELECT case_id, position FROM label_sampling WHERE task = %s AND candidate = %s AND grader_id = %s "
+    "AND case_id IN ({})"
+)
+#: Case ids per ``IN (...)``: well under both backends' parameter limits.
+_CHUNK = 500
+_CODE = "CASE preference WHEN 'candidate' THEN 1 WHEN 'tie' THEN 2 WHEN 'baseline' THEN 3 ELSE 4 END"
+_LABEL_VERSION = (
+    f"SELECT COUNT(*), SUM(id * {_CODE}), SUM(score * id) FROM human_labels "
+    "WHERE task = %s AND candidate = %s AND id <= %s"
+)
+_LABELS = (
+    "SELECT id, case_id, preference, score FROM human_labels "
+    "WHERE task = %s AND candidate = %s AND id > %s ORDER BY id"
+)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DesignRows:
+    """Sampled cases of one group in the sampler's order, as arrays (parallel, one per case):
+    ``positions`` (int64, the sampler's positions), ``judge`` (the judge's mean grade against
+    the baseline, clipped to 0..1), ``inclusion`` and ``chosen``; ``floor``: the least floor
+    of these rows (``None`` without any)."""
+
+    positions: Any
+    judge: Any
+    inclusion: Any
+    chosen: Any
+    floor: float | None
+
+    def __len__(self) -> int:
+        return int(self.positions.size)
+
+
+@dataclass(frozen=True, slots=True)
+class DesignMark:
+    """Where a group's read stopped: the last sampling position joined (-1: none), the
+    greatest ``first_id`` of its cases (-1: none), its grades and Σ quality, and how many of
+    its cases have a case id."""
+
+    position: int
+    first_id: int
+    grades: int
+    sum_quality: float
+    id_cases: int
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRows:
+    """Labels of one (task, candidate) with ids past a mark: ``(case_id, preference, score)``
+    each, in id order; ``full``: every label (the earlier ones changed, or no mark);
+    ``last_id`` and ``version`` make the next mark."""
+
+    rows: tuple[tuple[str, str | None, float | None], ...]
+    full: bool
+    last_id: int
+    version: tuple[Any, ...]
+
+
+def _rows(raw: list[Any]) -> DesignRows:
+    """:class:`DesignRows` of ``(position, ±inclusion (negative: chosen), floor, judge)`` rows."""
+    flat = np.fromiter(chain.from_iterable(raw), dtype=float, count=4 * len(raw)).reshape(-1, 4)
+    signed = flat[:, 1]
+    chosen = signed < 0.0
+    return DesignRows(
+        positions=flat[:, 0].astype(np.int64),
+        judge=np.minimum(1.0, np.maximum(0.0, flat[:, 3])),
+        inclusion=np.abs(signed),
+        chosen=chosen,
+        floor=float(flat[:, 2].min()) if len(raw) else None,
+    )
+
+
+def join_rows(old: DesignRows, new: DesignRows) -> DesignRows:
+    """``old`` followed by ``new`` (new arrays; neither is changed)."""
+    if not len(new):
+        return old
+    if not len(old):
+        return new
+    assert old.floor is not None and new.floor is not None
+    return DesignRows(
+        positions=np.concatenate((old.positions, new.positions)),
+        judge=np.concatenate((old.judge, new.judge)),
+        inclusion=np.concatenate((old.inclusion, new.inclusion)),
+        chosen=np.concatenate((old.chosen, new.chosen)),
+        floor=min(old.floor, new.floor),
+    )
+
+
+class DesignReader:
+    """Reads a group's sampling design and a candidate's labels as arrays, in full or past a mark.
+
+    Example::
+
+        reader = DesignReader(ledger.engine)
+        rows, mark = reader.design("qa", "big", "small", "judge")
+        more = reader.design_since("qa", "big", "small", "judge", mark)  # None: read in full
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[Connection]:
+        """One transaction whose statements see one snapshot (SQLite: ``BEGIN``, WAL; PostgreSQL:
+        repeatable read)."""
+        with ledger_errors("reading label sampling", self.engine.url), self.engine.connect() as conn:
+            if self.engine.dialect.name == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+
+    def design(
+        self, task: str, baseline: str, candidate: str, grader_id: str
+    ) -> tuple[DesignRows, DesignMark]:
+        """Every sampled case of the group with its judge value, and the mark to read on from."""
+        group = (task, baseline, grader_id, candidate)
+        with self._snapshot() as conn:
+            totals = _fetch(conn, _TOTALS, group)
+            # The greatest first_id of any case (with a case id or not) bounds what arrives next.
+            first = _fetch(conn, _LAST, group)[0][0]
+            id_cases = _fetch(conn, _ID_CASES, group)[0][0]
+            raw = _fetch(conn, _JOINED, (baseline, task, candidate, grader_id, -1))
+        rows = _rows(raw)
+        n, total = (int(totals[0][0]), float(totals[0][1])) if totals else (0, 0.0)
+        mark = DesignMark(
+            position=int(rows.positions[-1]) if len(rows) else -1,
+            first_id=-1 if first is None else int(first),
+            grades=n,
+            sum_quality=total,
+            id_cases=int(id_cases or 0),
+        )
+        return rows, mark
+
+    def design_since(
+        self, task: str, baseline: str, candidate: str, grader_id: str, mark: DesignMark
+    ) -> tuple[DesignRows, DesignMark] | None:
+        """The sampled cases after ``mark.position`` and the new mark; ``None`` when more changed
+        than new cases (read the group in full)."""
+        group = (task, baseline, grader_id, candidate)
+        with self._snapshot() as conn:
+            arrived = _fetch(conn, _ARRIVED, (*group, mark.first_id))
+            raw = _fetch(conn, _JOINED, (baseline, task, candidate, grader_id, mark.position))
+            totals = _fetch(conn, _TOTALS, group)
+        n, total = (int(totals[0][0]), float(totals[0][1])) if totals else (0, 0.0)
+        add_n = sum(int(r[1]) for r in arrived)
+        expected = mark.sum_quality + sum(float(r[2]) for r in arrived)
+        if mark.grades + add_n != n or abs(expected - total) > 1e-9 * max(1.0, abs(total)):
+            return None
+        if any(r[4] is not None and int(r[4]) <= mark.position for r in arrived):
+            return None  # a case sampled earlier now graded against this baseline: in the middle
+        rows = _rows(raw)
+        return rows, DesignMark(
+            position=int(rows.positions[-1]) if len(rows) else mark.position,
+            first_id=max([mark.first_id, *(int(r[0]) for r in arrived)]),
+            grades=n,
+            sum_quality=total,
+            id_cases=mark.id_cases + sum(1 for r in arrived if r[3]),
+        )
+
+    def positions(self, task: str, candidate: str, grader_id: str, case_ids: Sequence[str]) -> dict[str, int]:
+        """The sampler's positions of those of ``case_ids`` it decided (a few hundred per query)."""
+        out: dict[str, int] = {}
+        ids = list(case_ids)
+        with ledger_errors("reading label sampling", self.engine.url), read_connection(self.engine) as conn:
+            for start in range(0, len(ids), _CHUNK):
+                part = ids[start : start + _CHUNK]
+                marks = ", ".join(["%s"] * len(part))
+                for case_id, position in _fetch(
+                    conn, _POSITIONS.format(marks), (task, candidate, grader_id, *part)
+                ):
+                    out[str(case_id)] = int(position)
+        return out
+
+    def labels_since(
+        self, task: str, candidate: str, last_id: int | None, version: tuple[Any, ...]
+    ) -> LabelRows:
+        """Labels of ``candidate`` on ``task`` past ``last_id`` when those up to it still have
+        ``version``; else (or with ``last_id`` ``None``) every label, with ``full`` set."""
+        with ledger_errors("reading labels", self.engine.url), self._snapshot() as conn:
+            same = (
+                last_id is not None
+                and tuple(_fetch(conn, _LABEL_VERSION, (task, candidate, last_id))[0]) == version
+            )
+            start = last_id if same and last_id is not None else -1
+            raw = _fetch(conn, _LABELS, (task, candidate, start))
+            end = int(raw[-1][0]) if raw else start
+            now = (
+                tuple(_fetch(conn, _LABEL_VERSION, (task, candidate, end))[0]) if raw or not same else version
+            )
+        return LabelRows(
+            rows=tuple((r[1], r[2], None if r[3] is None else float(r[3])) for r in raw),
+            full=not same,
+            last_id=end,
+            version=now,
+        )

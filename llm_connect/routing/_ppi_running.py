@@ -1,0 +1,203 @@
+"""The prediction-powered sequence of ``_ppi`` continued from running sums (one series).
+
+:func:`~llm_connect.routing._ppi.ppi_sequence` computes the bounds after every case of whole
+series (arrays of runs, for simulations). Every quantity in it is an element-wise function
+of the current case and of cumulative sums over the cases before (the tuning's weighted
+moments, Σy, the variance estimate's Σ, the bets' Σ, the running extremes of the bounds,
+and the same for the labels-alone bound over the labelled cases). :class:`PPIState` holds
+those sums after ``t`` cases and :func:`continue_sequence` extends them by new cases with
+the same expressions; ``np.cumsum`` adds in order, so a continued sequence equals the full
+one bit for bit (``tests/routing/test_ppi_running.py``). A Router keeps the state at the
+first pending label (the sequence stops there) and continues from it when cases or labels
+arrive after it; a change before it means starting again from nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from llm_connect.routing._bounds import TRUNCATION
+
+__all__ = ["LabelSums", "PPIState", "continue_sequence", "start_state"]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSums:
+    """The labels-alone bound (``_ppi._labels_only``, one side) after ``t`` labels."""
+
+    t: int = 0
+    sum_v: float = 0.0
+    sum_sq: float = 0.0
+    sum_lam_v: float = 0.0
+    sum_psi: float = 0.0
+    sum_lam: float = 0.0
+    best: float = -math.inf
+
+    @property
+    def lower(self) -> float:
+        """The bound so far, clipped to 0..1 (0 before any label)."""
+        return 0.0 if self.t == 0 else min(1.0, max(0.0, self.best))
+
+
+@dataclass(frozen=True, slots=True)
+class PPIState:
+    """Running sums of the prediction-powered sequence after ``t`` cases, at one ``alpha``,
+    ``floor`` and labels share (the settings the sums belong to)."""
+
+    alpha: float
+    floor: float
+    share: float
+    t: int = 0
+    # the tuning's weighted moments over labelled cases: count, Σw, Σwj, Σwh, Σwjh, Σwjj
+    tuning: tuple[float, float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    sum_y: float = 0.0
+    sum_sq: float = 0.0
+    sum_eta_y: float = 0.0
+    penalty: float = 0.0
+    sum_eta: float = 0.0
+    best_low: float = -math.inf
+    best_high: float = math.inf
+    labels: tuple[LabelSums, LabelSums] = field(default_factory=lambda: (LabelSums(), LabelSums()))
+
+    def bounds(self) -> tuple[float, float]:
+        """``(lower, upper)`` after the ``t`` cases (the last entries of ``ppi_sequence``)."""
+        lower = min(1.0, max(0.0, self.best_low))
+        upper = min(1.0, max(0.0, self.best_high))
+        if self.share > 0.0:
+            lower = max(lower, self.labels[0].lower)
+            upper = min(upper, 1.0 - self.labels[1].lower)
+        return lower, upper
+
+    def coefficients(self) -> tuple[float, float]:
+        """``(lam, c)`` tuned on every labelled case so far."""
+        lam, c = _coefficients(*(np.array([v]) for v in self.tuning))
+        return float(lam[0]), float(c[0])
+
+
+def start_state(alpha: float, floor: float, share: float) -> PPIState:
+    """The state before any case."""
+    return PPIState(alpha=float(alpha), floor=float(floor), share=float(share))
+
+
+def _running(first: float, values: Any) -> Any:
+    """Cumulative sums of ``values`` continued from ``first`` (sequential adds, as over the whole)."""
+    return np.cumsum(np.concatenate(([first], values)))[1:]
+
+
+def _coefficients(n_lab: Any, sw: Any, swj: Any, swh: Any, swjh: Any, swjj: Any) -> tuple[Any, Any]:
+    """``_ppi._tuning``'s ``(lam, c)`` from its cumulative sums (element-wise, same expressions)."""
+    from llm_connect.routing._ppi import _RIDGE, LAM_MAX
+
+    scale = np.where(sw > 0.0, n_lab / np.where(sw > 0.0, sw, 1.0), 0.0)
+    total = sw * scale + _RIDGE
+    mj = (swj * scale + 0.5 * _RIDGE) / total
+    mh = (swh * scale + 0.5 * _RIDGE) / total
+    cov = swjh * scale / total - mj * mh
+    var = (swjj * scale + 0.25 * _RIDGE) / total - mj * mj
+    lam = np.clip(cov / (var + 1e-3), 0.0, LAM_MAX)
+    return lam, mh - lam * mj
+
+
+def _labels(start: LabelSums, v: Any, log_inv_alpha: float) -> LabelSums:
+    """``_ppi._labels_only``'s lower bound of ``v`` (the new labelled values) continued."""
+    if not v.size:
+        return start
+    t0 = float(start.t)
+    t = t0 + np.arange(1, v.size + 1, dtype=float)
+    sum_v = _running(start.sum_v, v)
+    mean_after = (0.5 + sum_v) / (t + 1.0)
+    sum_sq = _running(start.sum_sq, (v - mean_after) ** 2)
+    sq_after = (0.25 + sum_sq) / (t + 1.0)
+    m = np.concatenate((np.array([(0.5 + start.sum_v) / (t0 + 1.0)]), mean_after[:-1]))
+    s2 = np.concatenate((np.array([(0.25 + start.sum_sq) / (t0 + 1.0)]), sq_after[:-1]))
+    lam = np.minimum(TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (s2 * t * np.log1p(t))))
+    psi = -np.log1p(-lam) - lam
+    sum_lam_v = _running(start.sum_lam_v, lam * v)
+    sum_psi = _running(start.sum_psi, psi * (v - m) ** 2)
+    sum_lam = _running(start.sum_lam, lam)
+    low = (sum_lam_v - sum_psi - log_inv_alpha) / sum_lam
+    return LabelSums(
+        t=start.t + int(v.size),
+        sum_v=float(sum_v[-1]),
+        sum_sq=float(sum_sq[-1]),
+        sum_lam_v=float(sum_lam_v[-1]),
+        sum_psi=float(sum_psi[-1]),
+        sum_lam=float(sum_lam[-1]),
+        best=max(start.best, float(low.max())),
+    )
+
+
+def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, human: Any) -> PPIState:
+    """``start`` extended by the cases given (1-D arrays; ``human`` set on every chosen case).
+
+    The same computation as :func:`~llm_connect.routing._ppi.ppi_sequence` over the cases
+    before and these together, at ``start``'s settings; no validation (``human_bound``'s).
+    """
+    from llm_connect.routing._ppi import _range
+
+    j = np.asarray(judge, dtype=float)
+    n = j.size
+    if n == 0:
+        return start
+    p = np.asarray(inclusion, dtype=float)
+    ch = np.asarray(chosen, dtype=bool)
+    h = np.where(ch, np.nan_to_num(np.asarray(human, dtype=float)), 0.0)
+    floor, share = start.floor, start.share
+    alpha = start.alpha * (1.0 - share) if share > 0.0 else start.alpha
+    log_inv_alpha = math.log(1.0 / alpha)
+
+    # The tuning after each case, and before each (the state's sums before the first).
+    w = np.where(ch, (1.0 - p) / (p * p), 0.0)
+    sums = [
+        _running(s0, x)
+        for s0, x in zip(start.tuning, (ch.astype(float), w, w * j, w * h, w * j * h, w * j * j), strict=True)
+    ]
+    lam_after, c_after = _coefficients(*sums)
+    lam_0, c_0 = start.coefficients() if start.t else (0.0, 0.5)
+    lam = np.concatenate(([lam_0], lam_after[:-1]))
+    c = np.concatenate(([c_0], c_after[:-1]))
+    a = np.clip(lam * j + c, 0.0, 1.0)
+    y = a + np.where(ch, (h - a) / p, 0.0)
+    y_min, y_max = _range(lam, c, floor)
+    width = y_max - y_min
+
+    t0 = float(start.t)
+    t = t0 + np.arange(1, n + 1, dtype=float)
+    sum_y = _running(start.sum_y, y)
+    mean_after = np.clip((0.5 + sum_y) / (t + 1.0), 0.0, 1.0)
+    m = np.concatenate(([min(1.0, max(0.0, (0.5 + start.sum_y) / (t0 + 1.0)))], mean_after[:-1]))
+    prior = 0.25 / floor
+    sum_sq = _running(start.sum_sq, (y - mean_after) ** 2)
+    sq_after = (prior + sum_sq) / (t + 1.0)
+    s2 = np.concatenate(([(prior + start.sum_sq) / (t0 + 1.0)], sq_after[:-1]))
+    bet = np.sqrt(2.0 * log_inv_alpha / (s2 * t * np.log1p(t)))
+    gamma = np.minimum(TRUNCATION, width * bet)
+    eta = gamma / width
+    psi = -np.log1p(-gamma) - gamma
+    penalty = _running(start.penalty, psi * ((y - m) / width) ** 2)
+    sum_eta = _running(start.sum_eta, eta)
+    sum_eta_y = _running(start.sum_eta_y, eta * y)
+    low = (sum_eta_y - penalty - log_inv_alpha) / sum_eta
+    high = (sum_eta_y + penalty + log_inv_alpha) / sum_eta
+    labels = start.labels
+    if share > 0.0:
+        v = h[ch]
+        lia = math.log(1.0 / (start.alpha * share))
+        labels = (_labels(labels[0], v, lia), _labels(labels[1], 1.0 - v, lia))
+    return replace(
+        start,
+        t=start.t + n,
+        tuning=tuple(float(s[-1]) for s in sums),  # type: ignore[arg-type]
+        sum_y=float(sum_y[-1]),
+        sum_sq=float(sum_sq[-1]),
+        sum_eta_y=float(sum_eta_y[-1]),
+        penalty=float(penalty[-1]),
+        sum_eta=float(sum_eta[-1]),
+        best_low=max(start.best_low, float(low.max())),
+        best_high=min(start.best_high, float(high.min())),
+        labels=labels,
+    )
