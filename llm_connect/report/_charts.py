@@ -100,8 +100,10 @@ def cost_quality_figure(report: TaskReport) -> Any:
             shifted = x * 10 ** (dodge * max(span, 0.5)) if log else x + dodge * (max(values) or 1.0)
             pts_x.append(shifted)
             pts_y.append(ev.mean)
-            lo.append(ev.mean - (ev.lower_bound if ev.lower_bound is not None else ev.mean))
-            hi.append((ev.upper_bound if ev.upper_bound is not None else ev.mean) - ev.mean)
+            # The anytime bounds are running extremes: after a run of good cases the lower bound
+            # can sit above today's mean. The bar then reaches from the mean to the far bound.
+            lo.append(max(0.0, ev.mean - (ev.lower_bound if ev.lower_bound is not None else ev.mean)))
+            hi.append(max(0.0, (ev.upper_bound if ev.upper_bound is not None else ev.mean) - ev.mean))
         if pts_x:
             ax.errorbar(
                 pts_x,

@@ -46,6 +46,16 @@ class GroupFigures:
     latency_ratio: float | None
     histogram: tuple[int, ...]
     """Distinct cases per score bin (:data:`BINS` bins of the per-case mean quality)."""
+    people: GraderEvidence | None = None
+    """What people would say (``Router.decide(target="human")``'s evidence: the judge's grades
+    plus the labels of sampled cases), when the sampler or people have touched this group."""
+
+    @property
+    def people_line(self) -> str | None:
+        """The judge's and the people's estimate side by side (``routing.judge_and_people``)."""
+        from llm_connect.routing import judge_and_people
+
+        return None if self.people is None else judge_and_people(self.people)
 
 
 @dataclass(frozen=True)
@@ -228,6 +238,9 @@ def decide_task(
         baseline_mean_cost_usd=base_cost,
         baseline_mean_latency_ms=base_latency,
     )
+    people = _people(
+        ledger, task, baseline, cands, graders, min_quality=min_quality, min_samples=min_samples, alpha=alpha
+    )
     groups = []
     for model in cands:
         for g in graders:
@@ -245,6 +258,41 @@ def decide_task(
                     cost_ratio=None if t is None else _ratio(cost, t.baseline_mean_cost_usd),
                     latency_ratio=None if t is None else _ratio(latency, t.baseline_mean_latency_ms),
                     histogram=_histogram(series.get((model, g))),
+                    people=people.get((model, g)),
                 )
             )
     return TaskReport(decision=decision, groups=tuple(groups), graders=tuple(graders))
+
+
+def _people(
+    ledger: QualityLedger,
+    task: str,
+    baseline: str,
+    candidates: Sequence[str],
+    graders: Sequence[str],
+    *,
+    min_quality: float,
+    min_samples: int,
+    alpha: float,
+) -> dict[tuple[str, str], GraderEvidence]:
+    """The human-target evidence of each (candidate, judge) that has sampled cases or labels, as
+    ``Router.decide(target="human")`` computes it (read only; nothing stored)."""
+    if not candidates or not graders:
+        return {}
+    from llm_connect.routing._human import human_evidence
+
+    found = human_evidence(
+        ledger,
+        task,
+        baseline=baseline,
+        candidates=candidates,
+        grader_ids=graders,
+        min_quality=min_quality,
+        min_samples=min_samples,
+        alpha=alpha,
+    )
+    return {
+        key: ev
+        for key, ev in found.items()
+        if ev.labels_used or ev.labels_pending or ev.labels_left_out or ev.human_estimate is not None
+    }
