@@ -1,4 +1,10 @@
-"""The ledger's conversations and stability analyses (tables in ``_models_chat``)."""
+"""The conversations store: multi-turn prompts graded with grades, and stability analyses.
+
+:class:`ChatStore` owns ``conversations``, ``stability_runs`` and ``stability_responses``
+(``_models_chat``) over the ledger's engine. Grades name a conversation by its digest
+(``grades.prompt_sha256``); the grades store writes conversations in its own transaction
+through :meth:`ChatStore.add_conversations`.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Connection, Table, select
+from sqlalchemy import Connection, Engine, Table, select
 
 from llm_connect._secrets import mask_value
 from llm_connect.errors import LedgerError
+from llm_connect.ledger._engine import dialect_insert, reading, write
 from llm_connect.ledger._models_chat import ConversationRecord, StabilityResponseRecord, StabilityRunRecord
 from llm_connect.ledger._rows import StabilityResponseRow, StabilityRow
 from llm_connect.types import Conversation
@@ -18,7 +25,7 @@ from llm_connect.values import STABILITY_VERDICTS
 if TYPE_CHECKING:
     from llm_connect.ledger._rows import RecordItem
 
-__all__ = ["VERDICTS", "ChatMixin", "conversation_rows"]
+__all__ = ["VERDICTS", "ChatStore", "conversation_rows"]
 
 _CONV = cast(Table, ConversationRecord.__table__)
 _STAB = cast(Table, StabilityRunRecord.__table__)
@@ -55,26 +62,25 @@ def _finite(value: Any, where: str) -> None:
             _finite(v, f"{where}[{i}]")
 
 
-class ChatMixin:
-    """Conversations stored with grades, and stability analyses (mixed into ``QualityLedger``)."""
+class ChatStore:
+    """Conversations stored with grades, and stability analyses, over the ledger's engine."""
 
-    if TYPE_CHECKING:
-        store_text: bool
+    def __init__(self, engine: Engine, *, store_text: bool = True) -> None:
+        self.engine = engine
+        self.store_text = store_text
 
-        def _insert(self, table: Any) -> Any: ...
-        def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any: ...
-        def _connect(self) -> Connection: ...
-        def _read(self, what: str) -> Any: ...
-
-    def _conversations_in(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
-        """Store conversations not stored yet (in the caller's transaction)."""
-        if rows and self.store_text:
-            conn.execute(self._insert(_CONV).on_conflict_do_nothing(index_elements=["sha256"]), rows)
+    def add_conversations(self, conn: Connection, records: Sequence[RecordItem]) -> None:
+        """Store the conversations of ``records`` not stored yet, in ``conn``'s transaction
+        (none in a ledger opened with ``store_text=False``)."""
+        rows = conversation_rows(records) if self.store_text else []
+        if rows:
+            stmt = dialect_insert(conn.dialect.name, _CONV).on_conflict_do_nothing(index_elements=["sha256"])
+            conn.execute(stmt, rows)
 
     def conversation(self, sha256: str) -> Conversation | None:
         """The conversation whose digest is ``sha256`` (a grade's ``prompt_sha256``), or ``None``."""
         stmt = select(_CONV).where(_CONV.c.sha256 == sha256)
-        with self._read("reading a conversation"), self._connect() as conn:
+        with reading(self.engine, "reading a conversation") as conn:
             row = conn.execute(stmt).mappings().first()
         if row is None:
             return None
@@ -142,13 +148,13 @@ class ChatMixin:
             for r in responses
         ]
 
-        def write(conn: Connection) -> int:
+        def insert(conn: Connection) -> int:
             new_id = int(conn.execute(_STAB.insert().returning(_STAB.c.id), run_row).scalar_one())
             if response_rows:
                 conn.execute(_STAB_RESP.insert(), [{**r, "stability_run_id": new_id} for r in response_rows])
             return new_id
 
-        return self._write("recording a stability analysis", write)  # type: ignore[no-any-return]
+        return write(self.engine, "recording a stability analysis", insert)
 
     def stability_runs(
         self, *, task: str | None = None, model: str | None = None, limit: int | None = None
@@ -161,7 +167,7 @@ class ChatMixin:
             stmt = stmt.where(_STAB.c.model == model)
         if limit is not None:
             stmt = stmt.limit(limit)
-        with self._read("reading stability analyses"), self._connect() as conn:
+        with reading(self.engine, "reading stability analyses") as conn:
             return [StabilityRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]
 
     def latest_stability(self, task: str, model: str) -> StabilityRow | None:
@@ -176,5 +182,5 @@ class ChatMixin:
             .where(_STAB_RESP.c.stability_run_id == stability_run_id)
             .order_by(_STAB_RESP.c.run_index)
         )
-        with self._read("reading stability responses"), self._connect() as conn:
+        with reading(self.engine, "reading stability responses") as conn:
             return [StabilityResponseRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]

@@ -12,9 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from llm_connect._json import compact_dumps, strict_dumps
+from sqlalchemy import null
+
+from llm_connect._json import strict_dumps
 from llm_connect._secrets import mask_secrets, mask_value
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError
@@ -22,34 +25,16 @@ from llm_connect.ledger._rows import GradeRow, RecordItem, grade_row
 from llm_connect.types import LLMResponse, RunConfig
 from llm_connect.values import GradingResult
 
-__all__ = [
-    "GRADE_COLUMNS",
-    "INSERT_COLUMNS",
-    "KEY_POSITIONS",
-    "batch_values",
-    "grade_row",
-    "sha256_text",
-    "validate_item",
-]
-
-
-# An empty SHA-256 context to copy: OpenSSL 3 looks the digest up again on every
-# hashlib.sha256() call, and a grade takes three digests (~10% faster each).
-_SHA256 = hashlib.sha256()
+__all__ = ["GRADE_COLUMNS", "INSERT_COLUMNS", "grade_row", "grade_rows", "sha256_text", "validate_item"]
 
 
 def sha256_text(text: str) -> str:
     """Hex SHA-256 of ``text`` encoded as UTF-8."""
-    digest = _SHA256.copy()
-    digest.update(text.encode("utf-8"))
-    return digest.hexdigest()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def validate_item(index: int, item: object) -> RecordItem:
-    """Check one batch item before anything is written; the error names the item.
-
-    :func:`batch_values` calls it only for items its own quick test does not pass.
-    """
+    """Check one batch item before anything is written; the error names the item."""
     if not isinstance(item, RecordItem):
         raise GradingValidationError(f"item {index}: expected a RecordItem, not {type(item).__name__}")
     if not isinstance(item.result, GradingResult):
@@ -77,17 +62,14 @@ def validate_item(index: int, item: object) -> RecordItem:
     return item
 
 
-def _tool_calls_json(response: LLMResponse) -> str | None:
-    if not response.tool_calls:
-        return None
-    return json.dumps(
-        [t.to_dict() for t in response.tool_calls],
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
+_NULL = null()  # SQL NULL in a JSON column (None would be stored as JSON ``null``)
 
 
-#: Columns of ``grades`` written on insert, in the order of :func:`batch_values`.
+def _tool_calls(response: LLMResponse) -> Any:
+    return [t.to_dict() for t in response.tool_calls] if response.tool_calls else _NULL
+
+
+#: Columns of ``grades`` written on insert (the keys of a :func:`grade_rows` row).
 INSERT_COLUMNS: tuple[str, ...] = (
     "created_at",
     "run_id",
@@ -133,29 +115,22 @@ INSERT_COLUMNS: tuple[str, ...] = (
     "asks_llm",
     "score_delta",
 )
-#: Positions of the idempotency key (run_id, case_id, grader_id, candidate_model) in a values tuple.
-KEY_POSITIONS: tuple[int, ...] = tuple(
-    INSERT_COLUMNS.index(c) for c in ("run_id", "case_id", "grader_id", "candidate_model")
-)
 
 
-def _config_values(config: RunConfig) -> tuple[str, str | None]:
+def _config_values(config: RunConfig) -> tuple[Any, str | None]:
     system = config.system_prompt
-    # to_json() drops the tracker and secret-named params and masks credential-shaped values.
-    return (
-        mask_secrets(compact_dumps(json.loads(config.to_json()))),
-        None if system is None else sha256_text(system),
-    )
+    # to_json() drops the tracker and secret-named params; credential-shaped values are masked.
+    return json.loads(mask_secrets(config.to_json())), None if system is None else sha256_text(system)
 
 
-def _metadata_json(index: int, metadata: Mapping[str, Any]) -> str:
-    """A case's metadata (a mapping: :func:`validate_item` checked it) as JSON text, NaN refused,
-    credentials masked."""
+def _metadata(index: int, metadata: Mapping[str, Any]) -> Any:
+    """A case's metadata (a mapping: :func:`validate_item` checked it), NaN refused, credentials
+    masked."""
     try:
         text = strict_dumps(dict(metadata))
     except (TypeError, ValueError) as exc:
         raise GradingValidationError(f"item {index}: metadata must be JSON without NaN: {exc}") from None
-    return mask_secrets(text)
+    return json.loads(mask_secrets(text))
 
 
 def _score_delta(details: Mapping[str, Any]) -> float | None:
@@ -169,141 +144,88 @@ def _score_delta(details: Mapping[str, Any]) -> float | None:
     return delta if -1.0 <= delta <= 1.0 else None
 
 
-def _tags_json(tags: Sequence[str]) -> str:
-    return json.dumps(list(tags), ensure_ascii=False)
-
-
-def batch_values(items: Sequence[RecordItem], *, store_text: bool, now: Any) -> list[tuple[Any, ...]]:
-    """Validate a batch and return each item's ``grades`` values, in :data:`INSERT_COLUMNS` order.
+def grade_rows(items: Sequence[RecordItem], *, store_text: bool, now: datetime) -> list[dict[str, Any]]:
+    """Validate a batch and return each item's ``grades`` row (column name -> value).
 
     Every item is checked (:func:`validate_item`; the error names the item's
-    index) before the caller writes anything. JSON columns are encoded here
-    (compact text), so the driver's ``executemany`` gets plain values; ``now``
-    is passed through as given. Work on what items share (the texts of a
-    response graded by several judges, one prompt, one run config) is done
-    once per batch (the caller's list holds them, so ``id()`` identifies them).
+    index) before the caller writes anything. JSON columns hold Python values
+    (SQL ``NULL`` as :func:`~sqlalchemy.null`); the engine encodes them. Work on
+    what items share (one run config, one metadata object) is done once per batch.
     """
-    items = items if type(items) is list else list(items)
-    digests: dict[int, str] = {}
-    configs: dict[int, tuple[str, str | None]] = {}
-    tag_texts: dict[int, str] = {}
-    meta_texts: dict[int, str] = {}
-    get_digest = digests.get
-    new_digest = _SHA256.copy
-    version = __version__
-    rows: list[tuple[Any, ...]] = []
-    append = rows.append
+    configs: dict[int, tuple[Any, str | None]] = {}
+    metas: dict[int, Any] = {}
+    rows: list[dict[str, Any]] = []
     for index, item in enumerate(items):
-        if type(item) is not RecordItem:
-            validate_item(index, item)  # raises unless it is a RecordItem subclass
-        result, task, run_id, case_id, tags = item.result, item.task, item.run_id, item.case_id, item.tags
-        if not (  # the usual item passes this one test; validate_item names a bad field
-            type(result) is GradingResult
-            and type(task) is str
-            and task.strip()
-            and (run_id is None or (type(run_id) is str and run_id))
-            and (case_id is None or (type(case_id) is str and case_id))
-            and not tags
-            and item.baseline_adapter_id is None
-            and item.candidate_adapter_id is None
-            and item.metadata is None
-        ):
-            validate_item(index, item)
+        validate_item(index, item)
+        result = item.result
         config = result.run_config
         if config is None:
-            config_json = system_sha = None
+            config_value, system_sha = _NULL, None
         else:
-            known = configs.get(id(config))
-            if known is None:
-                known = configs[id(config)] = _config_values(config)
-            config_json, system_sha = known
+            if id(config) not in configs:
+                configs[id(config)] = _config_values(config)
+            config_value, system_sha = configs[id(config)]
+        if item.metadata is None:
+            metadata = _NULL
+        else:
+            if id(item.metadata) not in metas:
+                metas[id(item.metadata)] = _metadata(index, item.metadata)
+            metadata = metas[id(item.metadata)]
         base, cand = result.baseline_response, result.candidate_response
-        prompt, base_text, cand_text = result.prompt, base.text, cand.text
-        # The three digests, spelled out: a helper call per text costs more than the lookups.
         conversation = result.conversation
-        prompt_sha = get_digest(id(prompt)) if conversation is None else conversation.digest
-        if prompt_sha is None:
-            h = new_digest()
-            h.update(prompt.encode("utf-8"))
-            prompt_sha = digests[id(prompt)] = h.hexdigest()
-        base_sha = get_digest(id(base_text))
-        if base_sha is None:
-            h = new_digest()
-            h.update(base_text.encode("utf-8"))
-            base_sha = digests[id(base_text)] = h.hexdigest()
-        cand_sha = get_digest(id(cand_text))
-        if cand_sha is None:
-            h = new_digest()
-            h.update(cand_text.encode("utf-8"))
-            cand_sha = digests[id(cand_text)] = h.hexdigest()
-        # Free text and judge details are masked by value (masked JSON text stays JSON);
-        # nothing in details is dropped by its name (``token_count`` is data, not a secret).
-        notes, details = mask_secrets(result.notes), result.details_json()
-        if mask_secrets(details) != details:  # something credential-like: mask value by value
-            details = compact_dumps(mask_value(result.details))
-        if tags:
-            tags_json = tag_texts.get(id(tags))
-            if tags_json is None:
-                tags_json = tag_texts[id(tags)] = _tags_json(tags)
-        else:
-            tags_json = "[]"
-        metadata = item.metadata
-        if metadata is None:
-            metadata_json = None
-        else:
-            metadata_json = meta_texts.get(id(metadata))
-            if metadata_json is None:
-                metadata_json = meta_texts[id(metadata)] = _metadata_json(index, metadata)
+        # The details as validated (encoded by GradingResult); masked by value, never filtered by
+        # name (``token_count`` is data).
+        details_text = result.details_json()
+        details = json.loads(details_text)
+        if mask_secrets(details_text) != details_text:
+            details = mask_value(details)
         base_usage, cand_usage = base.usage, cand.usage
-        # Both sides' fields read straight into the row: a helper returning a tuple per response,
-        # unpacked here, cost ~0.8 us a grade more (docs/benchmarks.md, record_many third pass).
-        append(
-            (
-                now,
-                run_id,
-                case_id,
-                task,
-                tags_json,
-                prompt if store_text else None,
-                prompt_sha,
-                system_sha,
-                item.baseline_adapter_id or f"{base.provider}:{base.asked_model}",
-                base.provider,
-                base.requested_model or base.model,
-                base_text if store_text else None,
-                base_sha,
-                base.latency_ms,
-                None if base_usage is None else base_usage.prompt_tokens,
-                None if base_usage is None else base_usage.completion_tokens,
-                base.cost_usd,
-                base.finish_reason,
-                _tool_calls_json(base) if base.tool_calls else None,
-                item.candidate_adapter_id or f"{cand.provider}:{cand.asked_model}",
-                cand.provider,
-                cand.requested_model or cand.model,
-                cand_text if store_text else None,
-                cand_sha,
-                cand.latency_ms,
-                None if cand_usage is None else cand_usage.prompt_tokens,
-                None if cand_usage is None else cand_usage.completion_tokens,
-                cand.cost_usd,
-                cand.finish_reason,
-                _tool_calls_json(cand) if cand.tool_calls else None,
-                result.grader_id,
-                result.quality_score,
-                notes,
-                details,
-                config_json,
-                version,
-                base.model,
-                base.endpoint,
-                cand.model,
-                cand.endpoint,
-                metadata_json,
-                result.asks_llm,
-                _score_delta(result.details),
-            )
-        )
+        row = {
+            "created_at": now,
+            "run_id": item.run_id,
+            "case_id": item.case_id,
+            "task": item.task,
+            "tags": list(item.tags),
+            "prompt": result.prompt if store_text else None,
+            "prompt_sha256": sha256_text(result.prompt) if conversation is None else conversation.digest,
+            "system_prompt_sha256": system_sha,
+            "baseline_adapter_id": item.baseline_adapter_id or f"{base.provider}:{base.asked_model}",
+            "baseline_provider": base.provider,
+            "baseline_model": base.requested_model or base.model,
+            "baseline_text": base.text if store_text else None,
+            "baseline_text_sha256": sha256_text(base.text),
+            "baseline_latency_ms": base.latency_ms,
+            "baseline_prompt_tokens": None if base_usage is None else base_usage.prompt_tokens,
+            "baseline_completion_tokens": None if base_usage is None else base_usage.completion_tokens,
+            "baseline_cost_usd": base.cost_usd,
+            "baseline_finish_reason": base.finish_reason,
+            "baseline_tool_calls": _tool_calls(base),
+            "baseline_served_model": base.model,
+            "baseline_endpoint": base.endpoint,
+            "candidate_adapter_id": item.candidate_adapter_id or f"{cand.provider}:{cand.asked_model}",
+            "candidate_provider": cand.provider,
+            "candidate_model": cand.requested_model or cand.model,
+            "candidate_text": cand.text if store_text else None,
+            "candidate_text_sha256": sha256_text(cand.text),
+            "candidate_latency_ms": cand.latency_ms,
+            "candidate_prompt_tokens": None if cand_usage is None else cand_usage.prompt_tokens,
+            "candidate_completion_tokens": None if cand_usage is None else cand_usage.completion_tokens,
+            "candidate_cost_usd": cand.cost_usd,
+            "candidate_finish_reason": cand.finish_reason,
+            "candidate_tool_calls": _tool_calls(cand),
+            "candidate_served_model": cand.model,
+            "candidate_endpoint": cand.endpoint,
+            "grader_id": result.grader_id,
+            "quality_score": result.quality_score,
+            "notes": mask_secrets(result.notes),
+            "details": details,
+            "run_config": config_value,
+            "llm_connect_version": __version__,
+            "metadata": metadata,
+            "asks_llm": result.asks_llm,
+            "score_delta": _score_delta(result.details),
+        }
+        rows.append(row)
     return rows
 
 

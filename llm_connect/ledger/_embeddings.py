@@ -1,8 +1,8 @@
-"""The ledger's embedding cache (table ``embedding_cache`` in ``_models_embeddings``).
+"""The embedding cache store: :class:`EmbeddingStore` owns ``embedding_cache`` (``_models_embeddings``).
 
 Vectors are float32, little-endian, ``dim`` of them; a row whose bytes are not
 exactly ``4 * dim`` long, or whose values are not finite, is corrupt: it is
-never returned (the caller re-encodes the text and :meth:`~EmbeddingsMixin.put_embeddings`
+never returned (the caller re-encodes the text and :meth:`~EmbeddingStore.put_embeddings`
 writes over it).
 """
 
@@ -12,15 +12,16 @@ import math
 import sys
 from array import array
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import cast
 
-from sqlalchemy import Connection, Table, select
+from sqlalchemy import Connection, Engine, Table, select
 
 from llm_connect.errors import LedgerError
+from llm_connect.ledger._engine import dialect_insert, reading, write
 from llm_connect.ledger._models_embeddings import EmbeddingCacheRecord
 from llm_connect.types import utcnow
 
-__all__ = ["EmbeddingsMixin", "pack_vector", "unpack_vector"]
+__all__ = ["EmbeddingStore", "pack_vector", "unpack_vector"]
 
 _EMB = cast(Table, EmbeddingCacheRecord.__table__)
 # Digests per SELECT ... IN (...) and rows per INSERT: well under both backends' parameter limits.
@@ -48,19 +49,12 @@ def unpack_vector(blob: bytes, dim: int) -> list[float] | None:
     return values if all(math.isfinite(v) for v in values) else None
 
 
-class EmbeddingsMixin:
-    """Cached embedding vectors (mixed into ``QualityLedger``)."""
+class EmbeddingStore:
+    """Cached embedding vectors over the ledger's engine, by model id and text digest."""
 
-    if TYPE_CHECKING:
-        store_text: bool
-
-        @property
-        def dialect(self) -> str: ...
-
-        def _insert(self, table: Any) -> Any: ...
-        def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any: ...
-        def _connect(self) -> Connection: ...
-        def _read(self, what: str) -> Any: ...
+    def __init__(self, engine: Engine, *, store_text: bool = True) -> None:
+        self.engine = engine
+        self.store_text = store_text
 
     def cached_embeddings(self, model_id: str, digests: Sequence[str]) -> dict[str, list[float]]:
         """The cached vectors of ``model_id`` for the texts whose SHA-256 digests are ``digests``.
@@ -73,7 +67,7 @@ class EmbeddingsMixin:
         if not wanted:
             return found
         c = _EMB.c
-        with self._read("reading cached embeddings"), self._connect() as conn:
+        with reading(self.engine, "reading cached embeddings") as conn:
             for start in range(0, len(wanted), _CHUNK):
                 stmt = select(c.text_sha256, c.dim, c.vector).where(
                     c.model_id == model_id, c.text_sha256.in_(wanted[start : start + _CHUNK])
@@ -117,9 +111,9 @@ class EmbeddingsMixin:
                 }
             )
 
-        def write(conn: Connection) -> int:
+        def upsert(conn: Connection) -> int:
             for start in range(0, len(rows), _CHUNK):
-                stmt = self._insert(_EMB)
+                stmt = dialect_insert(conn.dialect.name, _EMB)
                 stmt = stmt.on_conflict_do_update(
                     index_elements=["model_id", "text_sha256"],
                     set_={
@@ -131,4 +125,4 @@ class EmbeddingsMixin:
                 conn.execute(stmt, rows[start : start + _CHUNK])
             return len(rows)
 
-        return cast(int, self._write("caching embeddings", write))
+        return write(self.engine, "caching embeddings", upsert)

@@ -25,16 +25,20 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
+from llm_connect._json import strict_dumps
 from llm_connect.errors import LedgerError
 
 __all__ = [
     "DEFAULT_URL",
     "ENV_VAR",
+    "dialect_insert",
     "display_url",
     "ledger_errors",
     "make_engine",
     "read_connection",
+    "reading",
     "resolve_url",
+    "write",
     "write_transaction",
 ]
 
@@ -132,23 +136,20 @@ PG_CLIENT_KEEPALIVES: dict[str, int] = {
 """libpq connection parameters: the client notices a dead server the same way."""
 
 
-def _postgres_url(url: URL) -> URL:
-    """``url`` with :data:`PG_SESSION_SETTINGS` added to its ``options`` (the URL's own win)."""
+def _postgres_options(url: URL) -> str:
+    """The URL's ``options`` with :data:`PG_SESSION_SETTINGS` added (the URL's own win)."""
     given = url.query.get("options")
     text = " ".join(given) if isinstance(given, tuple) else (given or "")
     extra = " ".join(f"-c {k}={v}" for k, v in PG_SESSION_SETTINGS.items() if k not in text)
-    if not extra:
-        return url
-    return url.update_query_dict({"options": f"{text} {extra}".strip()})
+    return f"{text} {extra}".strip()
 
 
 def make_engine(url: URL) -> Engine:
     """An engine for ``url`` with the ledger's connection settings."""
-    kwargs: dict[str, Any] = {}
-    given = url
+    kwargs: dict[str, Any] = {"json_serializer": strict_dumps}
     if url.get_backend_name() == "postgresql":
-        url = _postgres_url(url)
-        kwargs["connect_args"] = {k: v for k, v in PG_CLIENT_KEEPALIVES.items() if k not in url.query}
+        keepalives = {k: v for k, v in PG_CLIENT_KEEPALIVES.items() if k not in url.query}
+        kwargs["connect_args"] = {**keepalives, "options": _postgres_options(url)}
     if url.get_backend_name() == "sqlite":
         if _is_memory(url):
             kwargs["poolclass"] = StaticPool
@@ -168,7 +169,7 @@ def make_engine(url: URL) -> Engine:
         extra = "pip install 'llm-connect[postgres]'"
         how = extra if driver == "psycopg" else f"pip install {driver}, or postgresql+psycopg:// and {extra}"
         raise LedgerError(
-            f"PostgreSQL needs the {driver} driver: {how} ({display_url(given)}: {exc})"
+            f"PostgreSQL needs the {driver} driver: {how} ({display_url(url)}: {exc})"
         ) from None
     except ArgumentError as exc:
         raise LedgerError(f"cannot create an engine for {display_url(url)}: {exc}") from None
@@ -263,6 +264,32 @@ def read_connection(engine: Engine) -> Connection:
     if engine.dialect.name == "postgresql":
         conn = conn.execution_options(isolation_level="AUTOCOMMIT")
     return conn
+
+
+def dialect_insert(dialect: str, table: Any) -> Any:
+    """``INSERT`` into ``table`` for ``dialect`` (``sqlite`` or ``postgresql``), with its
+    ``on_conflict_do_nothing`` / ``on_conflict_do_update``."""
+    # Imported here: the postgresql package loads every PostgreSQL driver's dialect (~50 ms).
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table)
+
+
+def write(engine: Engine, what: str, fn: Callable[[Connection], T]) -> T:
+    """:func:`write_transaction` with errors translated (:func:`ledger_errors`)."""
+    with ledger_errors(what, engine.url):
+        return write_transaction(engine, fn)
+
+
+@contextmanager
+def reading(engine: Engine, what: str) -> Iterator[Connection]:
+    """A :func:`read_connection` with errors translated (:func:`ledger_errors`)."""
+    with ledger_errors(what, engine.url), read_connection(engine) as conn:
+        yield conn
 
 
 def write_transaction(engine: Engine, fn: Callable[[Connection], T], *, single_statement: bool = False) -> T:

@@ -1,22 +1,24 @@
 """Shared (fleet) runs: many worker processes grade one run through one PostgreSQL ledger.
 
-Mixed into :class:`~llm_connect.ledger.QualityLedger`; every public method here
-is part of its surface. PostgreSQL only: on SQLite each raises
+:class:`FleetStore` owns ``run_suites``, ``run_cases``, ``fleet_workers`` and
+``rate_buckets`` (``_models_fleet``) over the ledger's engine; ``QualityLedger``
+delegates its shared-run methods here. It is coordination, not storage: the
+grades themselves go through the grades store. PostgreSQL only: on SQLite each raises
 :class:`~llm_connect.errors.LedgerError` (SQLite has one writer at a time and
 no row locks, so workers could neither claim cases side by side nor hold them).
 
 The protocol, all on the database's clock (``now()``), never a client's:
 
-1. Every process registers the run's cases (:meth:`FleetMixin.register_run_cases`,
+1. Every process registers the run's cases (:meth:`FleetStore.register_run_cases`,
    idempotent; a different suite under the same run id is refused).
-2. Each claims small batches (:meth:`~FleetMixin.claim_cases`: ``SELECT ... FOR
+2. Each claims small batches (:meth:`~FleetStore.claim_cases`: ``SELECT ... FOR
    UPDATE SKIP LOCKED`` over pending cases and claimed cases whose lease has
    expired, in suite order), renews the lease while it works
-   (:meth:`~FleetMixin.renew_leases`), and records the outcomes with
+   (:meth:`~FleetStore.renew_leases`), and records the outcomes with
    ``record_outcomes(..., worker_id=...)``: that marks the cases done in the
    same transaction, and writes only what belongs to cases the worker still
    holds, so a worker whose lease was taken over changes nothing.
-3. :meth:`~FleetMixin.acquire_rate` is a token bucket in one row every process
+3. :meth:`~FleetStore.acquire_rate` is a token bucket in one row every process
    shares (``--rpm`` / ``--tpm`` for the whole fleet).
 """
 
@@ -25,16 +27,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 
 from llm_connect.errors import LedgerError, RunMismatchError
+from llm_connect.ledger._engine import reading, write
 
-if TYPE_CHECKING:
-    from llm_connect.ledger._rows import RecordItem
-
-__all__ = ["DEFAULT_LEASE_S", "FleetMixin", "FleetStatus", "FleetWorkerRow"]
+__all__ = ["DEFAULT_LEASE_S", "FleetStatus", "FleetStore", "FleetWorkerRow"]
 
 #: The default lease of a claimed case, in seconds (``--lease-s``).
 DEFAULT_LEASE_S = 60.0
@@ -164,7 +164,7 @@ _RETURN_RATE = text("UPDATE rate_buckets SET tokens = LEAST(burst, tokens + :amo
 
 @dataclass(frozen=True)
 class FleetWorkerRow:
-    """One worker process of a shared run (``fleet_workers``) as :meth:`FleetMixin.run_status` reads it."""
+    """One worker process of a shared run (``fleet_workers``) as :meth:`FleetStore.run_status` reads it."""
 
     worker_id: str
     host: str
@@ -196,7 +196,7 @@ class FleetWorkerRow:
 
 @dataclass(frozen=True)
 class FleetStatus:
-    """Where a shared run stands (:meth:`FleetMixin.run_status`)."""
+    """Where a shared run stands (:meth:`FleetStore.run_status`)."""
 
     run_id: str
     suite_digest: str
@@ -256,26 +256,15 @@ def _ids(case_ids: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(case_ids))
 
 
-class FleetMixin:
+class FleetStore:
     """Coordination of shared runs: case claims with leases, workers, a shared rate limit."""
 
-    if TYPE_CHECKING:
-        from sqlalchemy import Engine
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
-        engine: Engine
-        store_text: bool
-
-        def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any: ...
-        def _connect(self) -> Connection: ...
-        def _read(self, what: str) -> Any: ...
-        def _dialect_name(self) -> str: ...
-        def _insert(self, table: Any) -> Any: ...
-        def _cache_in(self, conn: Connection, rows: list[dict[str, Any]]) -> None: ...
-        def _skips_in(self, conn: Connection, rows: list[dict[str, Any]]) -> int: ...
-        def _conversations_in(self, conn: Connection, rows: list[dict[str, Any]]) -> None: ...
-
-    def _shared_only(self, what: str) -> None:
-        if self._dialect_name() != "postgresql":
+    def check_shared(self, what: str) -> None:
+        """Raise :class:`~llm_connect.errors.LedgerError` naming ``what`` unless on PostgreSQL."""
+        if self.engine.dialect.name != "postgresql":
             raise LedgerError(f"{what}: {_WHY}")
 
     # -- cases -----------------------------------------------------------------
@@ -291,7 +280,7 @@ class FleetMixin:
         CONFLICT DO NOTHING``). The same run id with another digest raises
         :class:`~llm_connect.errors.RunMismatchError` naming the run.
         """
-        self._shared_only("registering a shared run")
+        self.check_shared("registering a shared run")
         if not isinstance(run_id, str) or not run_id:
             raise LedgerError(f"run_id must be a non-empty string, not {run_id!r}")
         ids = [c[0] for c in cases]
@@ -302,7 +291,7 @@ class FleetMixin:
         if any(not isinstance(i, str) or not i for i in ids):
             raise LedgerError(f"shared run {run_id!r}: every case needs a non-empty string id")
 
-        def write(conn: Connection) -> int:
+        def run(conn: Connection) -> int:
             params = {"run": run_id, "digest": suite_digest, "n": len(ids)}
             if conn.execute(_SUITE_INSERT, params).first() is None:
                 stored = conn.execute(_SUITE_READ, {"run": run_id}).one()
@@ -327,7 +316,7 @@ class FleetMixin:
                 )
             return len(ids)
 
-        return self._write("registering a shared run", write)  # type: ignore[no-any-return]
+        return write(self.engine, "registering a shared run", run)
 
     def claim_cases(self, run_id: str, worker_id: str, *, limit: int, lease_s: float) -> list[str]:
         """Claim up to ``limit`` cases of ``run_id`` for ``worker_id``; their ids in suite order.
@@ -339,16 +328,16 @@ class FleetMixin:
         clock); each claim adds one to the case's ``attempts``. An empty list:
         nothing left to claim right now.
         """
-        self._shared_only("claiming cases")
+        self.check_shared("claiming cases")
         if limit <= 0:
             return []
         params = {"run": run_id, "worker": worker_id, "limit": int(limit), "lease": float(lease_s)}
 
-        def write(conn: Connection) -> list[str]:
+        def run(conn: Connection) -> list[str]:
             conn.execute(_CLAIM_PLAN)
             return [r[0] for r in sorted(conn.execute(_CLAIM, params).all(), key=lambda r: r[1])]
 
-        return self._write("claiming cases", write)  # type: ignore[no-any-return]
+        return write(self.engine, "claiming cases", run)
 
     def renew_leases(
         self, run_id: str, worker_id: str, case_ids: Sequence[str], *, lease_s: float
@@ -359,90 +348,49 @@ class FleetMixin:
         answer was taken over by another worker after its lease expired (or is
         finished), and this worker should drop it.
         """
-        self._shared_only("renewing leases")
+        self.check_shared("renewing leases")
         wanted = _ids(case_ids)
         if not wanted:
             return []
         params = {"run": run_id, "worker": worker_id, "ids": wanted, "lease": float(lease_s)}
 
-        def write(conn: Connection) -> list[str]:
+        def run(conn: Connection) -> list[str]:
             held = {r[0] for r in conn.execute(_RENEW, params)}
             return [c for c in wanted if c in held]
 
-        return self._write("renewing leases", write)  # type: ignore[no-any-return]
+        return write(self.engine, "renewing leases", run)
 
     def release_cases(self, run_id: str, worker_id: str, case_ids: Sequence[str]) -> None:
         """Give back the cases ``worker_id`` holds among ``case_ids`` (pending again; a graceful stop)."""
-        self._shared_only("releasing cases")
+        self.check_shared("releasing cases")
         wanted = _ids(case_ids)
         if not wanted:
             return
         params = {"run": run_id, "worker": worker_id, "ids": wanted}
-        self._write("releasing cases", lambda conn: conn.execute(_RELEASE, params))
+        write(self.engine, "releasing cases", lambda conn: conn.execute(_RELEASE, params))
 
-    def _record_claimed(
-        self,
-        run_id: str | None,
-        worker_id: str,
-        *,
-        records: Sequence[RecordItem],
-        rows: list[tuple[Any, ...]],
-        cache_rows: list[dict[str, Any]],
-        skip_rows: list[dict[str, Any]],
-        failure_rows: list[dict[str, Any]],
-        finished_case_ids: Sequence[str],
-    ) -> list[int]:
-        """``record_outcomes(..., worker_id=...)``: finish the cases ``worker_id`` still holds and
-        write only their outcomes (cache entries always), in one transaction."""
-        from llm_connect.ledger._chat import conversation_rows
-        from llm_connect.ledger._insert import insert_grades
-        from llm_connect.ledger._records import _FAILURES, _RUNS, _new_run
-
-        self._shared_only("recording a shared run's cases")
-        if run_id is None:
-            raise LedgerError("a shared run's outcomes need its run_id")
-        if any(item.case_id is None for item in records):
-            raise LedgerError(f"shared run {run_id!r}: every grade needs its case_id")
-        produced = [item.case_id for item in records] + [r["case_id"] for r in skip_rows]
-        failed = {r["case_id"] for r in failure_rows}.difference(produced)
-        case_ids = _ids([*produced, *(r["case_id"] for r in failure_rows), *finished_case_ids])
-        params = {"run": run_id, "worker": worker_id, "ids": case_ids, "failed": sorted(failed)}
-
-        def write(conn: Connection) -> list[int]:
-            held = {r[0] for r in conn.execute(_FINISH, params)} if case_ids else set()
-            if cache_rows:
-                self._cache_in(conn, cache_rows)
-            mine = [i for i, item in enumerate(records) if item.case_id in held]
-            ids = insert_grades(conn, [rows[i] for i in mine]) if mine else []
-            if mine:
-                self._conversations_in(conn, conversation_rows([records[i] for i in mine]))
-            skips = [r for r in skip_rows if r["case_id"] in held]
-            fails = [r for r in failure_rows if r["case_id"] in held]
-            if skips or fails:
-                conn.execute(
-                    self._insert(_RUNS).on_conflict_do_nothing(index_elements=["run_id"]), _new_run(run_id)
-                )
-            if skips:
-                self._skips_in(conn, skips)
-            if fails:
-                conn.execute(_FAILURES.insert(), fails)
-            return ids
-
-        if not (case_ids or cache_rows):
-            return []
-        return self._write("recording a shared run's cases", write)  # type: ignore[no-any-return]
+    def finish_cases(
+        self, conn: Connection, run_id: str, worker_id: str, case_ids: Sequence[str], failed: Sequence[str]
+    ) -> set[str]:
+        """In ``conn``'s transaction: the cases ``worker_id`` still holds among ``case_ids`` become
+        ``done`` (``failed`` for those in ``failed``); returns them. A case another worker took
+        over is left as it is (and not returned)."""
+        if not case_ids:
+            return set()
+        params = {"run": run_id, "worker": worker_id, "ids": _ids(case_ids), "failed": sorted(failed)}
+        return {r[0] for r in conn.execute(_FINISH, params)}
 
     # -- workers ---------------------------------------------------------------
 
     def register_worker(self, run_id: str, worker_id: str, *, host: str, pid: int) -> None:
         """Register (or restart) ``worker_id`` of shared run ``run_id``, heartbeat now, counts zero."""
-        self._shared_only("registering a worker")
+        self.check_shared("registering a worker")
         params = {"run": run_id, "worker": worker_id, "host": host, "pid": int(pid)}
-        self._write("registering a worker", lambda conn: conn.execute(_WORKER_UPSERT, params))
+        write(self.engine, "registering a worker", lambda conn: conn.execute(_WORKER_UPSERT, params))
 
     def heartbeat(self, run_id: str, worker_id: str, *, calls: int, failures: int, cases_done: int) -> None:
         """Mark ``worker_id`` alive now and store its counts (absolute, not increments)."""
-        self._shared_only("a worker's heartbeat")
+        self.check_shared("a worker's heartbeat")
         params = {
             "run": run_id,
             "worker": worker_id,
@@ -451,20 +399,20 @@ class FleetMixin:
             "done": int(cases_done),
         }
 
-        def write(conn: Connection) -> None:
+        def run(conn: Connection) -> None:
             if conn.execute(_HEARTBEAT, params).rowcount == 0:
                 raise LedgerError(
                     f"worker {worker_id!r} is not registered for shared run {run_id!r} "
                     "(call register_worker first)"
                 )
 
-        self._write("a worker's heartbeat", write)
+        write(self.engine, "a worker's heartbeat", run)
 
     def stop_worker(self, run_id: str, worker_id: str) -> None:
         """Mark ``worker_id`` stopped (it no longer counts as alive)."""
-        self._shared_only("stopping a worker")
+        self.check_shared("stopping a worker")
         params = {"run": run_id, "worker": worker_id}
-        self._write("stopping a worker", lambda conn: conn.execute(_STOP, params))
+        write(self.engine, "stopping a worker", lambda conn: conn.execute(_STOP, params))
 
     # -- status ----------------------------------------------------------------
 
@@ -476,8 +424,8 @@ class FleetMixin:
         database's clock. Raises :class:`~llm_connect.errors.LedgerError` naming
         the run when it is not a shared run of this ledger.
         """
-        self._shared_only("reading a shared run's status")
-        with self._read("reading a shared run's status"), self._connect() as conn:
+        self.check_shared("reading a shared run's status")
+        with reading(self.engine, "reading a shared run's status") as conn:
             rec = conn.execute(_STATUS, {"run": run_id, "window": _RATE_WINDOW_S}).mappings().first()
             if rec is None:
                 raise LedgerError(
@@ -517,13 +465,13 @@ class FleetMixin:
         it, so the grants over any span of T seconds total at most ``burst +
         rate_per_s * T``.
         """
-        self._shared_only("a shared rate limit")
+        self.check_shared("a shared rate limit")
         if not (rate_per_s > 0 and burst > 0):
             raise ValueError(f"rate_per_s and burst must be positive, not {rate_per_s!r} and {burst!r}")
         if not 0 <= cost <= burst:
             raise ValueError(f"cost must lie between 0 and burst ({burst!r}), not {cost!r}")
         params = {"key": key, "rate": float(rate_per_s), "burst": float(burst), "cost": float(cost)}
-        with self._read("a shared rate limit"), self._connect() as conn:
+        with reading(self.engine, "a shared rate limit") as conn:
             granted, tokens, idle_s = conn.execute(_ACQUIRE, params).one()
         if granted:
             return 0.0
@@ -535,9 +483,9 @@ class FleetMixin:
     def return_rate(self, key: str, *, amount: float) -> None:
         """Give ``amount`` tokens back to bucket ``key`` (up to its burst), e.g. a token budget
         estimated higher than the call used."""
-        self._shared_only("a shared rate limit")
+        self.check_shared("a shared rate limit")
         if amount <= 0:
             return
         params = {"key": key, "amount": float(amount)}
-        with self._read("a shared rate limit"), self._connect() as conn:
+        with reading(self.engine, "a shared rate limit") as conn:
             conn.execute(_RETURN_RATE, params)

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from sqlalchemy import JSON, Engine, Table
 
-from llm_connect.ledger._cases import _SNAP, _SNAP_KEY, _SNAP_VALUES
+from llm_connect.ledger._decisions import _SNAP, _SNAP_KEY, _SNAP_VALUES
 from llm_connect.ledger._engine import WRITE_ATTEMPTS, read_connection
 from llm_connect.ledger._models import RoutingDecisionRecord
 

@@ -1,73 +1,75 @@
-"""QualityLedger: every grade in SQL, on SQLite or PostgreSQL."""
+"""QualityLedger: every grade in SQL, on SQLite or PostgreSQL; the one public entry.
+
+The ledger is one engine (``_engine.py``: URL, connections, transactions, error
+translation, migrations) and a store per concern over it, each in its own module
+with its own tables:
+
+============================  ==================================================================
+``_grades.py`` GradeStore     ``grades``, ``grade_stats``, ``case_stats``: grades, running totals
+``_runs.py`` RunStore         ``runs``, ``run_failures``, ``run_skips``, ``response_cache``
+``_calibrations.py``          ``calibrations``
+``_decisions.py``             ``routing_decisions``, ``evidence_snapshots`` (``_pipeline.py``)
+``_chat.py`` ChatStore        ``conversations``, ``stability_runs``, ``stability_responses``
+``_embeddings.py``            ``embedding_cache``
+``_fleet.py`` FleetStore      ``run_suites``, ``run_cases``, ``fleet_workers``, ``rate_buckets``
+``_labels.py`` LabelStore     ``human_labels``
+``_sampling.py``              ``label_sampling``
+============================  ==================================================================
+
+:class:`QualityLedger` delegates each public method to the store that owns its
+tables (the table at the end of the class says which); the writes that span
+stores (a batch of grades with its conversations, a finished case's outcomes)
+are composed here, in one transaction.
+"""
 
 from __future__ import annotations
 
-import csv
-import json
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime
-from pathlib import Path
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import update_wrapper
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, select, text
+from sqlalchemy import Connection, Engine
 
 from llm_connect.errors import LedgerError
-from llm_connect.ledger._cases import TOTALS_COLUMNS, CasesMixin, _match, totals_row
-from llm_connect.ledger._chat import ChatMixin, conversation_rows
-from llm_connect.ledger._convert import GRADE_COLUMNS, batch_values, grade_row
-from llm_connect.ledger._embeddings import EmbeddingsMixin
-from llm_connect.ledger._engine import (
-    display_url,
-    ledger_errors,
-    make_engine,
-    read_connection,
-    resolve_url,
-    write_transaction,
-)
-from llm_connect.ledger._fleet import FleetMixin
-from llm_connect.ledger._insert import created_value, insert_grades
+from llm_connect.ledger._calibrations import CalibrationStore
+from llm_connect.ledger._chat import ChatStore
+from llm_connect.ledger._convert import grade_rows
+from llm_connect.ledger._decisions import DecisionStore
+from llm_connect.ledger._embeddings import EmbeddingStore
+from llm_connect.ledger._engine import display_url, make_engine, resolve_url, write
+from llm_connect.ledger._fleet import FleetStore
+from llm_connect.ledger._grades import GradeStore
 from llm_connect.ledger._labels import LabelStore, LabelWrite
 from llm_connect.ledger._migrate import ensure_schema
-from llm_connect.ledger._models import (
-    CASE_STATS_REBUILD_SQL,
-    GRADE_STATS_REBUILD_SQL,
-    CaseStats,
-    Grade,
-    GradeStats,
-    RunSkip,
-    utcnow,
-)
-from llm_connect.ledger._records import RecordsMixin
-from llm_connect.ledger._rows import GradeRow, GradeTotals, RecordItem, SummaryRow
-from llm_connect.ledger._stats import mean_std, t_interval
+from llm_connect.ledger._models import utcnow
+from llm_connect.ledger._rows import RecordItem
+from llm_connect.ledger._runs import RunStore, failure_row, skip_rows
+from llm_connect.types import LLMResponse
 from llm_connect.values import GradingResult, HumanLabel
+
+if TYPE_CHECKING:
+    from llm_connect.values import NotApplicable
 
 __all__ = ["QualityLedger"]
 
-_G = cast(Table, Grade.__table__)
-_SKIPS = cast(Table, RunSkip.__table__)
-_S = cast(Table, GradeStats.__table__)
-_KEY = ("run_id", "case_id", "grader_id", "candidate_model")
-_KEY_COLUMNS = [_G.c[name] for name in _KEY]
-# Parameters per statement stay well under SQLite's and PostgreSQL's limits.
-_CHUNK = 500
-
 Filter = str | Sequence[str] | None
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S")
 
 
-def _totals_filter(task: Filter, baseline: Filter, candidate: Filter, grader: Filter) -> list[Any]:
-    """WHERE conditions on the running totals (``grade_stats``) for the filters given."""
-    c = _S.c
-    conditions = (
-        _match(c.task, task),
-        _match(c.baseline_model, baseline),
-        _match(c.candidate_model, candidate),
-        _match(c.grader_id, grader),
-    )
-    return [cond for cond in conditions if cond is not None]
+def _to(store: str, method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[Any, P], R]:
+    """A :class:`QualityLedger` method that calls ``method`` on the ledger's ``store``
+    (same signature and docstring)."""
+
+    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return method(getattr(self, store), *args, **kwargs)
+
+    update_wrapper(call, method)
+    return call
 
 
-class QualityLedger(RecordsMixin, CasesMixin, ChatMixin, FleetMixin, EmbeddingsMixin):
+class QualityLedger:
     """Every grade in SQL: SQLite by default, PostgreSQL for fleets.
 
     ``url`` is a SQLAlchemy URL; without one, ``$LLM_CONNECT_DATABASE_URL``,
@@ -95,6 +97,14 @@ class QualityLedger(RecordsMixin, CasesMixin, ChatMixin, FleetMixin, EmbeddingsM
         except BaseException:
             self.engine.dispose()
             raise
+        self.grades = GradeStore(self.engine)
+        self.runs = RunStore(self.engine)
+        self.calibration_store = CalibrationStore(self.engine)
+        self.decision_store = DecisionStore(self.engine)
+        self.chat = ChatStore(self.engine, store_text=self.store_text)
+        self.embeddings = EmbeddingStore(self.engine, store_text=self.store_text)
+        self.fleet = FleetStore(self.engine)
+        self.label_store = LabelStore(self.engine)
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -121,32 +131,7 @@ class QualityLedger(RecordsMixin, CasesMixin, ChatMixin, FleetMixin, EmbeddingsM
     def __repr__(self) -> str:
         return f"QualityLedger({self.url!r}, store_text={self.store_text})"
 
-    def _dialect_name(self) -> str:
-        return self.engine.dialect.name
-
-    def _insert(self, table: Any) -> Any:
-        """A dialect-specific INSERT (supports ``on_conflict_do_nothing``)."""
-        # Imported here: the postgresql package loads every PostgreSQL driver's dialect (~50 ms).
-        if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-            return pg_insert(table)
-        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-        return sqlite_insert(table)
-
-    def _write(self, what: str, fn: Any, *, single_statement: bool = False) -> Any:
-        with ledger_errors(what, self._url):
-            return write_transaction(self.engine, fn, single_statement=single_statement)
-
-    def _connect(self) -> Connection:
-        """A connection for one-statement reads (autocommit on PostgreSQL)."""
-        return read_connection(self.engine)
-
-    def _read(self, what: str) -> Any:
-        return ledger_errors(what, self._url)
-
-    # -- writing grades --------------------------------------------------------
+    # -- writes that span stores, in one transaction ---------------------------
 
     def record(
         self,
@@ -186,324 +171,179 @@ class QualityLedger(RecordsMixin, CasesMixin, ChatMixin, FleetMixin, EmbeddingsM
         A database failure (constraint violation, dropped connection) raises
         :class:`~llm_connect.errors.LedgerError` and leaves the ledger as it was.
         """
-        rows = batch_values(items, store_text=self.store_text, now=created_value(utcnow(), self.dialect))
-        if not rows:
-            return []
-        conversations = conversation_rows(items)
+        return self._outcomes("recording grades", None, records=items)
 
-        def write(conn: Connection) -> list[int]:
-            ids = insert_grades(conn, rows)
-            self._conversations_in(conn, conversations)
+    def record_outcomes(
+        self,
+        run_id: str | None,
+        *,
+        records: Sequence[RecordItem] = (),
+        cache: Sequence[tuple[str, str, LLMResponse]] = (),
+        not_applicable: Sequence[NotApplicable] = (),
+        failures: Sequence[Mapping[str, Any]] = (),
+        worker_id: str | None = None,
+        finished_case_ids: Sequence[str] = (),
+    ) -> list[int]:
+        """Write what finished cases produced in ONE transaction: all of it, or nothing.
+
+        ``records`` are grades (as :meth:`record_batch`), ``cache`` response-cache
+        entries (as :meth:`cache_put_many`), ``not_applicable`` pairs of ``run_id``
+        (as :meth:`record_not_applicable`) and ``failures`` mappings with the keyword
+        arguments of :meth:`record_failure` except ``run_id``. A crash or a refused
+        grade (:class:`~llm_connect.errors.GradeConflictError`) leaves none of them
+        written. Returns the grades' ids in order.
+
+        ``worker_id`` (a shared run, PostgreSQL only): the cases of the call (every
+        case id among ``records``, ``not_applicable``, ``failures`` and
+        ``finished_case_ids``, the cases that produced nothing to write) that this
+        worker still holds become ``done`` (``failed`` when a failure is their only
+        outcome) in the same transaction, and only their grades, skips and failures
+        are written (cache entries always are); the outcomes of a case whose lease
+        another worker took over are dropped without a word. The ids returned are
+        those of the grades written.
+        """
+        what = "recording finished cases" if worker_id is None else "recording a shared run's cases"
+        return self._outcomes(
+            what,
+            run_id,
+            records=records,
+            cache=cache,
+            not_applicable=not_applicable,
+            failures=failures,
+            worker_id=worker_id,
+            finished_case_ids=finished_case_ids,
+        )
+
+    def _outcomes(
+        self,
+        what: str,
+        run_id: str | None,
+        *,
+        records: Sequence[RecordItem] = (),
+        cache: Sequence[tuple[str, str, LLMResponse]] = (),
+        not_applicable: Sequence[NotApplicable] = (),
+        failures: Sequence[Mapping[str, Any]] = (),
+        worker_id: str | None = None,
+        finished_case_ids: Sequence[str] = (),
+    ) -> list[int]:
+        records = list(records)
+        rows = grade_rows(records, store_text=self.store_text, now=utcnow())
+        if (not_applicable or failures) and run_id is None:
+            raise LedgerError("not-applicable pairs and failures belong to a run: give its run_id")
+        skips = skip_rows(run_id, not_applicable) if run_id is not None else []
+        fails = [
+            failure_row(
+                run_id,  # type: ignore[arg-type]
+                f["case_id"],
+                f["task"],
+                f["stage"],
+                f["error_type"],
+                f["message"],
+                f.get("adapter_id"),
+            )
+            for f in failures
+        ]
+        case_ids: list[str] = []
+        failed: set[str] = set()
+        if worker_id is not None:
+            self.fleet.check_shared("recording a shared run's cases")
+            if run_id is None:
+                raise LedgerError("a shared run's outcomes need its run_id")
+            if any(item.case_id is None for item in records):
+                raise LedgerError(f"shared run {run_id!r}: every grade needs its case_id")
+            produced = [item.case_id for item in records] + [r["case_id"] for r in skips]
+            failed = {r["case_id"] for r in fails}.difference(produced)
+            case_ids = list(dict.fromkeys([*produced, *(r["case_id"] for r in fails), *finished_case_ids]))
+        if not (rows or cache or skips or fails or case_ids):
+            return []
+
+        def outcomes(conn: Connection) -> list[int]:
+            mine = list(range(len(records)))
+            own_skips, own_fails = skips, fails
+            if worker_id is not None:  # only what belongs to cases this worker still holds
+                held = self.fleet.finish_cases(conn, run_id, worker_id, case_ids, sorted(failed))  # type: ignore[arg-type]
+                mine = [i for i, item in enumerate(records) if item.case_id in held]
+                own_skips = [r for r in skips if r["case_id"] in held]
+                own_fails = [r for r in fails if r["case_id"] in held]
+            if cache:
+                self.runs.add_cache(conn, cache)
+            ids = self.grades.add(conn, [rows[i] for i in mine]) if mine else []
+            if mine:
+                self.chat.add_conversations(conn, [records[i] for i in mine])
+            if own_skips or own_fails:
+                self.runs.add_run(conn, run_id)  # type: ignore[arg-type]
+                self.runs.add_skips(conn, own_skips)
+                self.runs.add_failures(conn, own_fails)
             return ids
 
-        return self._write("recording grades", write)  # type: ignore[no-any-return]
+        return write(self.engine, what, outcomes)
 
-    # -- human labels (a store of their own over this engine) ------------------
+    def completed_keys(self, run_id: str) -> set[tuple[str, str, str]]:
+        """``(case_id, grader_id, candidate_model)`` of every grade already stored for ``run_id``,
+        and of every pair recorded as not applicable (:meth:`record_not_applicable`)."""
+        return self.grades.graded_keys(run_id) | self.runs.skipped_keys(run_id)
+
+    # -- delegated to the store that owns the tables ----------------------------
+
+    # grades, running totals and the figures read from them (_grades.py)
+    results = _to("grades", GradeStore.results)
+    count = _to("grades", GradeStore.count)
+    summary = _to("grades", GradeStore.summary)
+    grade_totals = _to("grades", GradeStore.grade_totals)
+    case_series = _to("grades", GradeStore.case_series)
+    routing_read = _to("grades", GradeStore.routing_read)
+    rebuild_stats = _to("grades", GradeStore.rebuild_stats)
+    export = _to("grades", GradeStore.export)
+    # runs, failures, not-applicable pairs, the response cache (_runs.py)
+    cache_key = staticmethod(RunStore.cache_key)
+    cache_get = _to("runs", RunStore.cache_get)
+    cache_get_many = _to("runs", RunStore.cache_get_many)
+    cache_put = _to("runs", RunStore.cache_put)
+    cache_put_many = _to("runs", RunStore.cache_put_many)
+    start_run = _to("runs", RunStore.start_run)
+    finish_run = _to("runs", RunStore.finish_run)
+    run = _to("runs", RunStore.run)
+    record_failure = _to("runs", RunStore.record_failure)
+    failures = _to("runs", RunStore.failures)
+    record_not_applicable = _to("runs", RunStore.record_not_applicable)
+    not_applicable = _to("runs", RunStore.not_applicable)
+    # calibrations (_calibrations.py)
+    record_calibration = _to("calibration_store", CalibrationStore.record_calibration)
+    calibrations = _to("calibration_store", CalibrationStore.calibrations)
+    latest_calibration = _to("calibration_store", CalibrationStore.latest_calibration)
+    # routing decisions and evidence snapshots (_decisions.py)
+    record_decision = _to("decision_store", DecisionStore.record_decision)
+    decisions = _to("decision_store", DecisionStore.decisions)
+    evidence_snapshots = _to("decision_store", DecisionStore.evidence_snapshots)
+    # conversations and stability analyses (_chat.py)
+    conversation = _to("chat", ChatStore.conversation)
+    record_stability = _to("chat", ChatStore.record_stability)
+    stability_runs = _to("chat", ChatStore.stability_runs)
+    latest_stability = _to("chat", ChatStore.latest_stability)
+    stability_responses = _to("chat", ChatStore.stability_responses)
+    # the embedding cache (_embeddings.py)
+    cached_embeddings = _to("embeddings", EmbeddingStore.cached_embeddings)
+    put_embeddings = _to("embeddings", EmbeddingStore.put_embeddings)
+    # shared runs: claims, leases, workers, rate buckets (_fleet.py)
+    register_run_cases = _to("fleet", FleetStore.register_run_cases)
+    claim_cases = _to("fleet", FleetStore.claim_cases)
+    renew_leases = _to("fleet", FleetStore.renew_leases)
+    release_cases = _to("fleet", FleetStore.release_cases)
+    register_worker = _to("fleet", FleetStore.register_worker)
+    heartbeat = _to("fleet", FleetStore.heartbeat)
+    stop_worker = _to("fleet", FleetStore.stop_worker)
+    run_status = _to("fleet", FleetStore.run_status)
+    acquire_rate = _to("fleet", FleetStore.acquire_rate)
+    return_rate = _to("fleet", FleetStore.return_rate)
+
+    # -- human labels (_labels.py) ---------------------------------------------
 
     def record_labels(self, labels: Iterable[HumanLabel], *, replace: bool = False) -> LabelWrite:
         """Store human labels in one transaction (:meth:`LabelStore.record`): each must name a
         graded (task, case, candidate); a different label under a stored key is refused unless
         ``replace``. Labels never change a grade."""
-        return LabelStore(self.engine).record(labels, replace=replace)
+        return self.label_store.record(labels, replace=replace)
 
     def labels(self, task: Filter = None, candidate: Filter = None) -> list[HumanLabel]:
         """Stored human labels, by task and candidate model (:meth:`LabelStore.labels`)."""
-        return LabelStore(self.engine).labels(task=task, candidate=candidate)
-
-    # -- reading grades --------------------------------------------------------
-
-    @staticmethod
-    def _filters(
-        *,
-        task: Filter = None,
-        baseline_model: Filter = None,
-        candidate_model: Filter = None,
-        grader_id: Filter = None,
-        run_id: Filter = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[ColumnElement[bool]]:
-        conditions = [
-            _match(_G.c.task, task),
-            _match(_G.c.baseline_model, baseline_model),
-            _match(_G.c.candidate_model, candidate_model),
-            _match(_G.c.grader_id, grader_id),
-            _match(_G.c.run_id, run_id),
-            None if since is None else _G.c.created_at >= since,
-            None if until is None else _G.c.created_at < until,
-        ]
-        return [c for c in conditions if c is not None]
-
-    def results(
-        self,
-        *,
-        task: Filter = None,
-        baseline_model: Filter = None,
-        candidate_model: Filter = None,
-        grader_id: Filter = None,
-        run_id: Filter = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-    ) -> Iterator[GradeRow]:
-        """Stored grades matching every filter given, oldest first, as :class:`GradeRow`.
-
-        Each filter takes one value or a sequence of values; ``since`` is
-        inclusive and ``until`` exclusive. Rows are streamed, so iterating a
-        large ledger does not load it all at once.
-        """
-        stmt = (
-            select(*[_G.c[name] for name in GRADE_COLUMNS])
-            .where(
-                *self._filters(
-                    task=task,
-                    baseline_model=baseline_model,
-                    candidate_model=candidate_model,
-                    grader_id=grader_id,
-                    run_id=run_id,
-                    since=since,
-                    until=until,
-                )
-            )
-            .order_by(_G.c.id)
-        )
-        if limit is not None:
-            stmt = stmt.limit(limit)
-        return self._stream(stmt)
-
-    def _stream(self, stmt: Any) -> Iterator[GradeRow]:
-        with self._read("reading grades"), self.engine.connect() as conn:
-            result = conn.execution_options(yield_per=1000).execute(stmt)
-            for mapping in result.mappings():
-                yield grade_row(mapping)
-
-    def summary(
-        self,
-        *,
-        task: Filter = None,
-        baseline_model: Filter = None,
-        candidate_model: Filter = None,
-        grader_id: Filter = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        confidence: float = 0.95,
-    ) -> list[SummaryRow]:
-        """One :class:`SummaryRow` per (task, baseline model, candidate model, grader id).
-
-        The confidence interval is a two-sided Student t-interval for the mean
-        quality (``scipy.stats.t``), clipped to 0..1; ``None`` when ``n < 2``.
-        """
-        if not 0.0 < confidence < 1.0:
-            raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
-        if since is None and until is None:
-            records = self._summary_from_totals(task, baseline_model, candidate_model, grader_id)
-        else:
-            records = self._summary_from_grades(
-                task, baseline_model, candidate_model, grader_id, since, until
-            )
-        out = []
-        for rec in records:
-            n = int(rec[4])
-            mean, std = mean_std(n, float(rec[5]), float(rec[6]))
-            low, high = t_interval(n, mean, std, confidence)
-            out.append(
-                SummaryRow(
-                    task=rec[0],
-                    baseline_model=rec[1],
-                    candidate_model=rec[2],
-                    grader_id=rec[3],
-                    n=n,
-                    mean=float(mean or 0.0),
-                    std=std,
-                    ci_low=low,
-                    ci_high=high,
-                    confidence=confidence,
-                    baseline_mean_cost_usd=None if rec[7] is None else float(rec[7]),
-                    candidate_mean_cost_usd=None if rec[8] is None else float(rec[8]),
-                    baseline_mean_latency_ms=None if rec[9] is None else float(rec[9]),
-                    candidate_mean_latency_ms=None if rec[10] is None else float(rec[10]),
-                    first_at=rec[11],
-                    last_at=rec[12],
-                )
-            )
-        return out
-
-    def _summary_from_totals(
-        self, task: Filter, baseline: Filter, candidate: Filter, grader: Filter
-    ) -> list[Any]:
-        c = _S.c
-        conditions = _totals_filter(task, baseline, candidate, grader)
-        keys = (c.task, c.baseline_model, c.candidate_model, c.grader_id)
-        stmt = (
-            select(
-                *keys,
-                c.n,
-                c.sum_quality,
-                c.sum_quality_sq,
-                c.baseline_cost_sum,
-                c.baseline_cost_n,
-                c.candidate_cost_sum,
-                c.candidate_cost_n,
-                c.baseline_latency_sum,
-                c.baseline_latency_n,
-                c.candidate_latency_sum,
-                c.candidate_latency_n,
-                c.first_at,
-                c.last_at,
-            )
-            .where(*conditions)
-            .order_by(*keys)
-        )
-        with self._read("summarising grades"), self._connect() as conn:
-            rows = conn.execute(stmt).all()
-        return [
-            (*r[:7], *(r[i] / r[i + 1] if r[i + 1] else None for i in (7, 9, 11, 13)), r[15], r[16])
-            for r in rows
-        ]
-
-    def _summary_from_grades(
-        self,
-        task: Filter,
-        baseline: Filter,
-        candidate: Filter,
-        grader: Filter,
-        since: datetime | None,
-        until: datetime | None,
-    ) -> list[Any]:
-        keys = (_G.c.task, _G.c.baseline_model, _G.c.candidate_model, _G.c.grader_id)
-        q = _G.c.quality_score
-        stmt = (
-            select(
-                *keys,
-                func.count(),
-                func.sum(q),
-                func.sum(q * q),
-                func.avg(_G.c.baseline_cost_usd),
-                func.avg(_G.c.candidate_cost_usd),
-                func.avg(_G.c.baseline_latency_ms),
-                func.avg(_G.c.candidate_latency_ms),
-                func.min(_G.c.created_at),
-                func.max(_G.c.created_at),
-            )
-            .where(
-                *self._filters(
-                    task=task,
-                    baseline_model=baseline,
-                    candidate_model=candidate,
-                    grader_id=grader,
-                    since=since,
-                    until=until,
-                )
-            )
-            .group_by(*keys)
-            .order_by(*keys)
-        )
-        with self._read("summarising grades"), self._connect() as conn:
-            return list(conn.execute(stmt).all())
-
-    def grade_totals(
-        self,
-        *,
-        task: Filter = None,
-        baseline_model: Filter = None,
-        grader_id: Filter = None,
-        candidate_model: Filter = None,
-    ) -> list[GradeTotals]:
-        """Running totals per (task, baseline model, grader id, candidate model), one query.
-
-        What routing reads: sums and counts kept current by every write, so the
-        answer costs the same at a thousand grades or a million. Each filter takes
-        one value or a sequence of values.
-        """
-        conditions = _totals_filter(task, baseline_model, candidate_model, grader_id)
-        stmt = select(*(_S.c[name] for name in TOTALS_COLUMNS)).where(*conditions)
-        with self._read("reading grade totals"), self._connect() as conn:
-            records = conn.execute(stmt).all()
-        return [totals_row(r) for r in records]
-
-    def rebuild_stats(self) -> None:
-        """Recompute the running totals (``grade_stats``, ``case_stats``) from ``grades``.
-
-        Only needed after grades were inserted or deleted with plain SQL
-        behind the ledger's back; every ledger write keeps them current.
-        """
-
-        def write(conn: Connection) -> None:
-            conn.execute(_S.delete())
-            conn.execute(text(GRADE_STATS_REBUILD_SQL))
-            conn.execute(cast(Table, CaseStats.__table__).delete())
-            conn.execute(text(CASE_STATS_REBUILD_SQL))
-
-        self._write("rebuilding grade totals", write)
-
-    def export(
-        self,
-        path: str | Path,
-        format: str = "jsonl",
-        *,
-        task: Filter = None,
-        baseline_model: Filter = None,
-        candidate_model: Filter = None,
-        grader_id: Filter = None,
-        run_id: Filter = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-    ) -> int:
-        """Write matching grades to ``path`` as JSON Lines or CSV; returns the rows written.
-
-        CSV has one column per :class:`GradeRow` field; JSON-valued fields
-        (tags, details, run config, tool calls) are JSON text in their cell.
-        """
-        if format not in ("jsonl", "csv"):
-            raise ValueError(f"export format must be 'jsonl' or 'csv', not {format!r}")
-        rows = self.results(
-            task=task,
-            baseline_model=baseline_model,
-            candidate_model=candidate_model,
-            grader_id=grader_id,
-            run_id=run_id,
-            since=since,
-            until=until,
-            limit=limit,
-        )
-        count = 0
-        try:
-            with open(path, "w", encoding="utf-8", newline="") as fh:
-                if format == "jsonl":
-                    for row in rows:
-                        fh.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
-                        count += 1
-                else:
-                    writer = csv.DictWriter(fh, fieldnames=list(GRADE_COLUMNS))
-                    writer.writeheader()
-                    for row in rows:
-                        data = row.to_dict()
-                        writer.writerow(
-                            {
-                                k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
-                                for k, v in data.items()
-                            }
-                        )
-                        count += 1
-        except OSError as exc:
-            raise LedgerError(f"cannot write export to {path}: {exc}") from None
-        return count
-
-    def count(self, **filters: Any) -> int:
-        """How many stored grades match the filters of :meth:`results`."""
-        stmt = select(func.count()).select_from(_G).where(*self._filters(**filters))
-        with self._read("counting grades"), self._connect() as conn:
-            return int(conn.execute(stmt).scalar_one())
-
-    def completed_keys(self, run_id: str) -> set[tuple[str, str, str]]:
-        """``(case_id, grader_id, candidate_model)`` of every grade already stored for ``run_id``,
-        and of every pair recorded as not applicable (:meth:`record_not_applicable`)."""
-        graded = select(_G.c.case_id, _G.c.grader_id, _G.c.candidate_model).where(
-            and_(_G.c.run_id == run_id, _G.c.case_id.is_not(None))
-        )
-        skipped = select(_SKIPS.c.case_id, _SKIPS.c.grader_id, _SKIPS.c.candidate_model).where(
-            _SKIPS.c.run_id == run_id
-        )
-        with self._read("reading completed cases"), self._connect() as conn:
-            return {(r[0], r[1], r[2]) for stmt in (graded, skipped) for r in conn.execute(stmt)}
+        return self.label_store.labels(task=task, candidate=candidate)

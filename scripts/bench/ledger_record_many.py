@@ -20,13 +20,7 @@ For SQLite the per-row cost of the ledger's Python side alone (validation and
 conversion to row tuples, no database) is printed too: the work the
 pre-converted baseline skips.
 
-``--reference`` adds a fourth side: ``record_batch`` with the ``case_stats``
-upsert left out (patched out of ``_insert``; a measuring aid, not a mode of the
-ledger), so the cost of keeping the per-case totals is measured in the same
-round as the rest.
-
-    python scripts/bench/ledger_record_many.py [--n 20000] [--batch 500] [--rounds 5] [--dir DIR] \
-        [--reference]
+    python scripts/bench/ledger_record_many.py [--n 20000] [--batch 500] [--rounds 5] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -39,15 +33,13 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from _pg import pg_schema, raw_connect
 
-import llm_connect.ledger._insert as insert_module
 from llm_connect.grading import GradingResult
 from llm_connect.ledger import QualityLedger, RecordItem, upgrade
 from llm_connect.ledger._engine import SQLITE_MMAP_BYTES
@@ -185,31 +177,6 @@ class Ours(Side):
         self.ledger.close()
 
 
-@contextmanager
-def without_case_stats() -> Iterator[None]:
-    """The ledger's write path with the ``case_stats`` upsert replaced by a no-op statement."""
-    m = insert_module
-    saved = m._SQLITE_CASES, m._PG_CASES, m._PG_MOVE
-    m._SQLITE_CASES, m._PG_CASES = "SELECT ?", "SELECT %s"
-    m._PG_MOVE = (
-        f"WITH staged AS (DELETE FROM {m._PG_STAGE} RETURNING *) "
-        f"INSERT INTO grades (id, {m._COLS}) SELECT id, {m._COLS} FROM staged "
-        f"ON CONFLICT ({m._KEY_COLS}) DO NOTHING RETURNING id"
-    )
-    try:
-        yield
-    finally:
-        m._SQLITE_CASES, m._PG_CASES, m._PG_MOVE = saved
-
-
-class OursWithoutCaseStats(Ours):
-    """Reference: ``record_batch`` as above but without the ``case_stats`` upsert."""
-
-    def write(self, lo: int) -> None:
-        with without_case_stats():
-            super().write(lo)
-
-
 class Raw(Side):
     """The driver's ``executemany`` of rows; pre-converted (timed: the insert alone) or converted
     in the timed loop by :func:`convert` (what a hand-written logger does)."""
@@ -316,14 +283,13 @@ def bench_round(sides: dict[str, Side], n: int, batch: int, round_no: int) -> di
 
 
 def bench_convert_only(results: list[GradingResult], batch: int) -> float:
-    """The ledger's Python side alone: items built, validated and turned into row tuples, no database."""
-    from llm_connect.ledger._convert import batch_values
-    from llm_connect.ledger._insert import created_value
+    """The ledger's Python side alone: items built, validated and turned into rows, no database."""
+    from llm_connect.ledger._convert import grade_rows
     from llm_connect.ledger._models import utcnow
 
     t0 = time.perf_counter()
     for lo in range(0, len(results), batch):
-        batch_values(items(results, lo, batch), store_text=True, now=created_value(utcnow(), "sqlite"))
+        grade_rows(items(results, lo, batch), store_text=True, now=utcnow())
     return time.perf_counter() - t0
 
 
@@ -344,9 +310,6 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--rounds", "--repeat", type=int, default=5, help="rounds (fresh databases each)")
     parser.add_argument("--dir", default=None, help="directory of the SQLite files (default: temp dir)")
-    parser.add_argument(
-        "--reference", action="store_true", help="also time record_batch without the case_stats upsert"
-    )
     args = parser.parse_args()
     results = make_results(args.n)
     n, batch = args.n, args.batch
@@ -363,8 +326,6 @@ def main() -> None:
             "raw": RawSqlite(results, batch, sqlite_connect(fresh), json.dumps, pre=True),
             "raw_conv": RawSqlite(results, batch, sqlite_connect(fresh), json.dumps, pre=False),
         }
-        if args.reference:
-            sides["no_cases"] = OursWithoutCaseStats(results, batch, lambda: f"sqlite:///{fresh()}")
         times = run("SQLite", sides, n, batch, args.rounds, "sqlite3 executemany")
         convert_only = min(bench_convert_only(results, batch) for _ in range(3))
         print(
@@ -392,8 +353,6 @@ def main() -> None:
         "raw": RawPostgres(results, batch, postgres_connect(schema), Json, pre=True),
         "raw_conv": RawPostgres(results, batch, postgres_connect(schema), Json, pre=False),
     }
-    if args.reference:
-        pg_sides["no_cases"] = OursWithoutCaseStats(results, batch, schema)
     try:
         run("PostgreSQL", pg_sides, n, batch, args.rounds, "psycopg executemany")
     finally:
@@ -416,15 +375,6 @@ def _report(name: str, n: int, times: dict[str, list[float]], what: str) -> None
         f"{name}: ratio vs raw insert: median {med(vs_raw):.2f} of {len(vs_raw)} rounds "
         f"(range {vs_raw[0]:.2f}-{vs_raw[-1]:.2f}); vs raw + convert: median {med(vs_conv):.2f}"
     )
-    if "no_cases" in times:
-        ref = times["no_cases"]
-        vs_ref = sorted(r / o for r, o in zip(ref, ours, strict=True))
-        vs_raw_ref = sorted(r / o for r, o in zip(raw, ref, strict=True))
-        print(
-            f"{name}: without the case_stats upsert (reference) {n / med(ref):,.0f} grades/s, ratio vs raw "
-            f"insert median {med(vs_raw_ref):.2f}; record_many / reference: median {med(vs_ref):.2f} "
-            f"(range {vs_ref[0]:.2f}-{vs_ref[-1]:.2f})"
-        )
 
 
 if __name__ == "__main__":

@@ -56,7 +56,6 @@ from sqlalchemy import create_engine, text
 
 from llm_connect.ledger import QualityLedger, upgrade
 from llm_connect.ledger._convert import INSERT_COLUMNS
-from llm_connect.ledger._insert import sqlite_timestamp
 from llm_connect.ledger._models import Grade
 from llm_connect.routing import Router
 
@@ -65,6 +64,11 @@ CANDIDATES = ["cand-a", "cand-b", "cand-c", "cand-d", "cand-e"]
 GRADERS = ["exact", "embedding"]
 QUALITY = {"cand-a": 0.97, "cand-b": 0.95, "cand-c": 0.91, "cand-d": 0.85, "cand-e": 0.99}
 COST = {"cand-a": 0.0004, "cand-b": 0.0002, "cand-c": 0.0001, "cand-d": 0.00005, "cand-e": 0.002}
+
+
+def sqlite_timestamp(moment: datetime) -> str:
+    """``moment`` in the text form SQLAlchemy stores SQLite timestamps in (naive UTC)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def rows(total: int, timestamp: Callable[[datetime], Any], runs: int = 5) -> Iterator[tuple[Any, ...]]:

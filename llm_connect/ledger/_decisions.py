@@ -1,0 +1,155 @@
+"""The decisions store: routing decisions kept for audit, and the evidence they computed.
+
+:class:`DecisionStore` owns ``routing_decisions`` and ``evidence_snapshots`` (``_models``)
+over the ledger's engine. ``Router.decide`` writes a decision with its snapshots in one
+transaction (on psycopg in one round trip: ``_pipeline.py``) and reads the snapshots
+back while a group's running totals are unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from sqlalchemy import Connection, Engine, Table, select
+
+from llm_connect._version import __version__
+from llm_connect.ledger._cases import fetch
+from llm_connect.ledger._engine import dialect_insert, ledger_errors, reading, write
+from llm_connect.ledger._models import EvidenceSnapshot, RoutingDecisionRecord, utcnow
+from llm_connect.ledger._runs import finite_json
+
+if TYPE_CHECKING:
+    from llm_connect.values import RoutingDecision
+
+__all__ = ["DecisionStore", "evidence_snapshot_rows", "write_evidence_snapshots"]
+
+_DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
+
+
+class DecisionStore:
+    """Routing decisions and the evidence snapshots stored with them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record_decision(
+        self,
+        decision: RoutingDecision,
+        *,
+        evidence_snapshots: Sequence[tuple[str, str, Sequence[Any], Any]] = (),
+        snapshot_settings: str = "",
+    ) -> int:
+        """Store a routing decision for audit; returns its id.
+
+        ``evidence_snapshots`` ((candidate, grader id, (n, Σ, Σ²), evidence JSON) under
+        ``snapshot_settings``) are upserted in the same transaction (see
+        :meth:`evidence_snapshots`).
+        """
+        data = decision.to_dict()
+        row = {
+            "created_at": decision.created_at,
+            "task": decision.task,
+            "baseline_model": decision.baseline,
+            "chosen_model": decision.model,
+            "reason": decision.reason,
+            "grader_ids": list(decision.grader_ids),
+            "parameters": finite_json(data["parameters"], "decision parameters"),
+            "evidence": finite_json(data, "decision evidence"),
+            "llm_connect_version": __version__,
+        }
+
+        def insert(conn: Connection) -> int:
+            if conn.dialect.name == "postgresql":
+                # An audit row: skip waiting for the WAL flush (a server crash may lose the
+                # last fraction of a second of decisions, never corrupt them).
+                conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
+            if snapshots:
+                write_evidence_snapshots(conn, snapshots)
+            return int(conn.execute(_DECISIONS.insert().returning(_DECISIONS.c.id), row).scalar_one())
+
+        snapshots = (
+            evidence_snapshot_rows(decision.task, decision.baseline, snapshot_settings, evidence_snapshots)
+            if evidence_snapshots
+            else []
+        )
+        if self.engine.dialect.driver == "psycopg":
+            # The same transaction in one round trip (it is most of what a decision costs).
+            from llm_connect.ledger._pipeline import pg_record_decision
+
+            with ledger_errors("recording a routing decision", self.engine.url):
+                return pg_record_decision(self.engine, row, snapshots)
+        return write(self.engine, "recording a routing decision", insert)
+
+    def decisions(self, task: str | None = None, *, limit: int | None = None) -> list[RoutingDecision]:
+        """Stored routing decisions, oldest first (the newest ``limit`` when given)."""
+        from llm_connect.values import RoutingDecision
+
+        stmt = select(_DECISIONS.c.id, _DECISIONS.c.evidence).order_by(_DECISIONS.c.id.desc())
+        if task is not None:
+            stmt = stmt.where(_DECISIONS.c.task == task)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        with reading(self.engine, "reading routing decisions") as conn:
+            recs = conn.execute(stmt).all()
+        return [RoutingDecision.from_dict(evidence, decision_id=rid) for rid, evidence in reversed(recs)]
+
+    def evidence_snapshots(
+        self, *, task: str, baseline_model: str, settings: str
+    ) -> dict[tuple[str, str], tuple[tuple[int, float, float], dict[str, Any]]]:
+        """Stored evidence of (task, baseline, settings): (candidate, grader id) -> (version, JSON).
+
+        Written by :meth:`record_decision` (``evidence_snapshots=``); routing uses an entry only
+        while its version equals the group's current running totals.
+        """
+        sql = (
+            "SELECT candidate_model, grader_id, version_n, version_sum, version_sum_sq, evidence "
+            "FROM evidence_snapshots WHERE task = %s AND baseline_model = %s AND settings = %s"
+        )
+        with reading(self.engine, "reading evidence snapshots") as conn:
+            records = fetch(conn, sql, (task, baseline_model, settings))
+        return {(r[0], r[1]): ((int(r[2]), float(r[3]), float(r[4])), _json(r[5])) for r in records}
+
+
+def _json(value: Any) -> Any:
+    """A JSON column as the driver returns it: text on SQLite, already parsed by psycopg."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+_SNAP = cast(Table, EvidenceSnapshot.__table__)
+_SNAP_KEY = ("task", "baseline_model", "grader_id", "candidate_model", "settings")
+_SNAP_VALUES = ("version_n", "version_sum", "version_sum_sq", "evidence", "updated_at")
+
+
+def evidence_snapshot_rows(
+    task: str, baseline_model: str, settings: str, snapshots: Sequence[tuple[str, str, Sequence[Any], Any]]
+) -> list[dict[str, Any]]:
+    """Rows for :func:`write_evidence_snapshots`: (candidate, grader id, (n, Σ, Σ²), evidence JSON)."""
+    now = utcnow()
+    return [
+        {
+            "task": task,
+            "baseline_model": baseline_model,
+            "grader_id": grader,
+            "candidate_model": candidate,
+            "settings": settings,
+            "version_n": int(version[0]),
+            "version_sum": float(version[1]),
+            "version_sum_sq": float(version[2]),
+            "evidence": evidence,
+            "updated_at": now,
+        }
+        for candidate, grader, version, evidence in snapshots
+    ]
+
+
+def write_evidence_snapshots(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Upsert evidence snapshots within ``conn``'s transaction (newest wins)."""
+    if not rows:
+        return
+    insert = dialect_insert(conn.dialect.name, _SNAP)
+    stmt = insert.on_conflict_do_update(
+        index_elements=list(_SNAP_KEY), set_={c: insert.excluded[c] for c in _SNAP_VALUES}
+    )
+    conn.execute(stmt, rows)

@@ -1,0 +1,637 @@
+"""The grades store: every grade, its running totals, and the figures read from them.
+
+:class:`GradeStore` owns ``grades``, ``grade_stats`` and ``case_stats`` (``_models``)
+over the ledger's engine. A batch of grades goes in with one SQLAlchemy Core
+``INSERT ... ON CONFLICT DO NOTHING RETURNING`` (``insertmanyvalues`` batches the
+rows) inside the caller's transaction, and the running totals of the rows actually
+inserted are upserted in the same transaction, so routing and summaries read a
+handful of rows however large the ledger grows.
+
+The idempotency key is (run_id, case_id, grader_id, candidate_model) when run_id
+and case_id are both given: recording the same grade again returns the stored id
+and writes nothing; a different grade under a stored key (or twice in one batch)
+raises :class:`~llm_connect.errors.GradeConflictError` and the whole batch is
+rolled back. Grades without a key are inserted with ids in parameter order.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, cast
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Table,
+    and_,
+    bindparam,
+    case,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    text,
+    tuple_,
+)
+
+from llm_connect.errors import GradeConflictError, LedgerError
+from llm_connect.ledger._cases import (
+    TOTALS_COLUMNS,
+    fetch,
+    fetch_together,
+    match,
+    series_query,
+    totals_row,
+)
+from llm_connect.ledger._convert import GRADE_COLUMNS, grade_row
+from llm_connect.ledger._engine import dialect_insert, ledger_errors, reading, write
+from llm_connect.ledger._models import (
+    CASE_KEY_SQL,
+    CASE_STATS_REBUILD_SQL,
+    GRADE_STATS_REBUILD_SQL,
+    CaseStats,
+    Grade,
+    GradeStats,
+)
+from llm_connect.ledger._rows import CaseSeries, GradeRow, GradeTotals, SummaryRow
+from llm_connect.ledger._stats import mean_std, t_interval
+
+__all__ = ["SAME_GRADE_COLUMNS", "GradeStore"]
+
+_G = cast(Table, Grade.__table__)
+_S = cast(Table, GradeStats.__table__)
+_C = cast(Table, CaseStats.__table__)
+_KEY = ("run_id", "case_id", "grader_id", "candidate_model")
+_GROUP = ("task", "baseline_model", "grader_id", "candidate_model")
+_LOOKUP_CHUNK = 200  # keys per lookup of stored grades (4 parameters each)
+_IDS_CHUNK = 5000  # ids per case totals statement: under both backends' parameter limits
+
+Filter = str | Sequence[str] | None
+Key = tuple[Any, ...]
+Row = dict[str, Any]
+
+#: What makes two grades under one key "the same grade" (re-recording it is then a no-op).
+SAME_GRADE_COLUMNS: tuple[str, ...] = (
+    "task",
+    "baseline_model",
+    "prompt_sha256",
+    "baseline_text_sha256",
+    "candidate_text_sha256",
+    "quality_score",
+    "candidate_served_model",
+)
+
+
+def _key(row: Row) -> Key | None:
+    return tuple(row[c] for c in _KEY) if row["run_id"] is not None and row["case_id"] is not None else None
+
+
+def _differences(stored: Mapping[Any, Any], new: Row) -> list[str]:
+    """Fields in which two grades under one key differ (none when they are the same grade).
+
+    A stored ``candidate_served_model`` of ``None`` (not recorded) matches anything.
+    """
+    out = []
+    for name in SAME_GRADE_COLUMNS:
+        old, value = stored[name], new[name]
+        if old != value and not (name == "candidate_served_model" and old is None):
+            out.append(f"{name} stored {old!r}, new {value!r}")
+    return out
+
+
+def _conflict(found: list[tuple[Key, int | None, list[str]]]) -> GradeConflictError:
+    lines = []
+    for key, stored_id, diffs in found[:5]:
+        where = f"grade #{stored_id}" if stored_id is not None else "an earlier grade of this batch"
+        lines.append(
+            f"run {key[0]!r}, case {key[1]!r}, grader {key[2]!r}, candidate {key[3]!r}: {where} differs "
+            f"({'; '.join(diffs)})"
+        )
+    more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
+    return GradeConflictError(
+        f"{len(found)} grade(s) conflict with stored grades under the same key, nothing was written: "
+        + " | ".join(lines)
+        + more
+        + ". Use a new run id, or resume the run to grade only what is missing.",
+        keys=tuple(k for k, _, _ in found),
+    )
+
+
+def _stored_ids(conn: Connection, pending: dict[Key, Row]) -> dict[Key, int]:
+    """Ids of the stored grades under ``pending``'s keys (key -> row); raises
+    :class:`GradeConflictError` if one holds a different grade."""
+    keys = list(pending)
+    found: dict[Key, int] = {}
+    clashes: list[tuple[Key, int | None, list[str]]] = []
+    columns = [_G.c.id, *(_G.c[c] for c in _KEY), *(_G.c[c] for c in SAME_GRADE_COLUMNS)]
+    for start in range(0, len(keys), _LOOKUP_CHUNK):
+        chunk = keys[start : start + _LOOKUP_CHUNK]
+        stmt = select(*columns).where(tuple_(*(_G.c[c] for c in _KEY)).in_(chunk))
+        for rec in conn.execute(stmt).mappings():
+            key = tuple(rec[c] for c in _KEY)
+            found[key] = rec["id"]
+            diffs = _differences(rec, pending[key])
+            if diffs:
+                clashes.append((key, rec["id"], diffs))
+    if clashes:
+        raise _conflict(clashes)
+    return found
+
+
+def _grade_totals(rows: list[Row]) -> list[Row]:
+    """``grade_stats`` increments of newly inserted rows, one per group, in key order."""
+    groups: dict[Key, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[c] for c in _GROUP), []).append(r)
+    out = []
+    for key in sorted(groups):  # one lock order for concurrent writers
+        group = groups[key]
+        qs = [r["quality_score"] for r in group]
+        total: Row = dict(zip(_GROUP, key, strict=True))
+        total.update(n=len(group), sum_quality=float(sum(qs)), sum_quality_sq=float(sum(q * q for q in qs)))
+        for side in ("baseline", "candidate"):
+            for what, column in (("cost", "cost_usd"), ("latency", "latency_ms")):
+                values = [v for r in group if (v := r[f"{side}_{column}"]) is not None]
+                total[f"{side}_{what}_sum"], total[f"{side}_{what}_n"] = float(sum(values)), len(values)
+        created = [r["created_at"] for r in group]
+        total.update(first_at=min(created), last_at=max(created), asks_llm=any(r["asks_llm"] for r in group))
+        out.append(total)
+    return out
+
+
+_Q = _G.c.quality_score
+# The case totals of the grades whose ids are given, summed by the database (one row per case, in
+# key order: concurrent writers lock the rows in one order); the same sums as CASE_STATS_REBUILD_SQL.
+_CASE_GROUP = (*(_G.c[c] for c in _GROUP), literal_column(CASE_KEY_SQL))
+_CASE_SUMS = select(
+    *_CASE_GROUP,
+    func.count(),
+    func.sum(_Q),
+    func.count(_G.c.score_delta),
+    func.coalesce(func.sum(_G.c.score_delta), 0.0),
+    func.min(_G.c.id),
+).where(_G.c.id.in_(bindparam("ids", expanding=True)))
+_CASE_SUMS = _CASE_SUMS.group_by(*_CASE_GROUP).order_by(*_CASE_GROUP)
+_CASE_COLUMNS = (*_GROUP, "case_key", "n", "sum_quality", "delta_n", "delta_sum", "first_id")
+
+
+def _add_case_totals(conn: Connection, ids: list[int]) -> None:
+    """Add the grades ``ids`` (just inserted) to ``case_stats``, in ``conn``'s transaction."""
+    stmt = dialect_insert(conn.dialect.name, _C).from_select(_CASE_COLUMNS, _CASE_SUMS)
+    new = stmt.excluded
+    sets = {c: _C.c[c] + new[c] for c in ("n", "sum_quality", "delta_n", "delta_sum")}
+    stmt = stmt.on_conflict_do_update(
+        index_elements=list(_C.primary_key.columns),
+        set_={**sets, "first_id": _least(_C.c.first_id, new.first_id)},
+    )
+    for start in range(0, len(ids), _IDS_CHUNK):
+        conn.execute(stmt, {"ids": ids[start : start + _IDS_CHUNK]})
+
+
+def _upsert(conn: Connection, table: Table, rows: list[Row], added: Sequence[str], **other: Any) -> None:
+    """``INSERT ... ON CONFLICT (primary key) DO UPDATE``: the ``added`` columns summed, ``other``
+    set from (stored column, new value) -> expression."""
+    stmt = dialect_insert(conn.dialect.name, table)
+    new = stmt.excluded
+    sets = {c: table.c[c] + new[c] for c in added}
+    sets.update({c: fn(table.c[c], new[c]) for c, fn in other.items()})
+    conn.execute(stmt.on_conflict_do_update(index_elements=list(table.primary_key.columns), set_=sets), rows)
+
+
+def _least(old: Any, new: Any) -> Any:
+    return case((new < old, new), else_=old)
+
+
+def _greatest(old: Any, new: Any) -> Any:
+    return case((new > old, new), else_=old)
+
+
+_GRADE_ADDED = (
+    "n",
+    "sum_quality",
+    "sum_quality_sq",
+    *(f"{s}_{w}_{t}" for s in ("baseline", "candidate") for w in ("cost", "latency") for t in ("sum", "n")),
+)
+
+
+class GradeStore:
+    """Grades and their running totals, and the figures read from them (what routing, reports
+    and calibration use)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- writing ---------------------------------------------------------------
+
+    def add(self, conn: Connection, rows: list[Row]) -> list[int]:
+        """Insert :func:`~llm_connect.ledger._convert.grade_rows` rows in ``conn``'s transaction
+        and add the new ones to the running totals; the grades' ids, in row order."""
+        keys = [_key(r) for r in rows]
+        first: dict[Key, int] = {}
+        clashes: list[tuple[Key, int | None, list[str]]] = []
+        for i, key in enumerate(keys):
+            if key is not None and first.setdefault(key, i) != i:
+                diffs = _differences(rows[first[key]], rows[i])
+                if diffs:
+                    clashes.append((key, None, diffs))
+        if clashes:
+            raise _conflict(clashes)
+        ids: list[int | None] = [None] * len(rows)
+        plain = [i for i, key in enumerate(keys) if key is None]
+        if plain:  # no key, no conflict: every row is new, its id in parameter order
+            stmt = insert(_G).returning(_G.c.id, sort_by_parameter_order=True)
+            for i, rec in zip(plain, conn.execute(stmt, [rows[i] for i in plain]), strict=True):
+                ids[i] = rec[0]
+        new_ids: dict[Key, int] = {}
+        if first:
+            stmt = (
+                dialect_insert(conn.dialect.name, _G)
+                .on_conflict_do_nothing(index_elements=list(_KEY))
+                .returning(_G.c.id, *(_G.c[c] for c in _KEY))
+            )
+            new_ids = {
+                tuple(rec[1:]): rec[0] for rec in conn.execute(stmt, [rows[i] for i in first.values()])
+            }
+        stored = _stored_ids(conn, {k: rows[i] for k, i in first.items() if k not in new_ids})
+        for i, key in enumerate(keys):
+            if key is not None:
+                ids[i] = new_ids[key] if key in new_ids else stored[key]
+        inserted = plain + [first[k] for k in new_ids]
+        if inserted:  # case_stats before grade_stats: one lock order for every writer
+            fresh = [rows[i] for i in inserted]
+            _add_case_totals(conn, [cast(int, ids[i]) for i in inserted])
+            totals = _grade_totals(fresh)
+            _upsert(conn, _S, totals, _GRADE_ADDED, first_at=_least, last_at=_greatest, asks_llm=or_)
+        return cast(list[int], ids)
+
+    def rebuild_stats(self) -> None:
+        """Recompute the running totals (``grade_stats``, ``case_stats``) from ``grades``.
+
+        Only needed after grades were inserted or deleted with plain SQL
+        behind the ledger's back; every ledger write keeps them current.
+        """
+
+        def rebuild(conn: Connection) -> None:
+            conn.execute(_S.delete())
+            conn.execute(text(GRADE_STATS_REBUILD_SQL))
+            conn.execute(_C.delete())
+            conn.execute(text(CASE_STATS_REBUILD_SQL))
+
+        write(self.engine, "rebuilding grade totals", rebuild)
+
+    # -- reading ---------------------------------------------------------------
+
+    @staticmethod
+    def _filters(
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        candidate_model: Filter = None,
+        grader_id: Filter = None,
+        run_id: Filter = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[ColumnElement[bool]]:
+        conditions = [
+            match(_G.c.task, task),
+            match(_G.c.baseline_model, baseline_model),
+            match(_G.c.candidate_model, candidate_model),
+            match(_G.c.grader_id, grader_id),
+            match(_G.c.run_id, run_id),
+            None if since is None else _G.c.created_at >= since,
+            None if until is None else _G.c.created_at < until,
+        ]
+        return [c for c in conditions if c is not None]
+
+    def results(
+        self,
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        candidate_model: Filter = None,
+        grader_id: Filter = None,
+        run_id: Filter = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> Iterator[GradeRow]:
+        """Stored grades matching every filter given, oldest first, as :class:`GradeRow`.
+
+        Each filter takes one value or a sequence of values; ``since`` is
+        inclusive and ``until`` exclusive. Rows are streamed, so iterating a
+        large ledger does not load it all at once.
+        """
+        stmt = (
+            select(*[_G.c[name] for name in GRADE_COLUMNS])
+            .where(
+                *self._filters(
+                    task=task,
+                    baseline_model=baseline_model,
+                    candidate_model=candidate_model,
+                    grader_id=grader_id,
+                    run_id=run_id,
+                    since=since,
+                    until=until,
+                )
+            )
+            .order_by(_G.c.id)
+        )
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        return self._stream(stmt)
+
+    def _stream(self, stmt: Any) -> Iterator[GradeRow]:
+        with ledger_errors("reading grades", self.engine.url), self.engine.connect() as conn:
+            result = conn.execution_options(yield_per=1000).execute(stmt)
+            for mapping in result.mappings():
+                yield grade_row(mapping)
+
+    def summary(
+        self,
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        candidate_model: Filter = None,
+        grader_id: Filter = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        confidence: float = 0.95,
+    ) -> list[SummaryRow]:
+        """One :class:`SummaryRow` per (task, baseline model, candidate model, grader id).
+
+        The confidence interval is a two-sided Student t-interval for the mean
+        quality (``scipy.stats.t``), clipped to 0..1; ``None`` when ``n < 2``.
+        """
+        if not 0.0 < confidence < 1.0:
+            raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
+        if since is None and until is None:
+            records = self._summary_from_totals(task, baseline_model, candidate_model, grader_id)
+        else:
+            records = self._summary_from_grades(
+                task, baseline_model, candidate_model, grader_id, since, until
+            )
+        out = []
+        for rec in records:
+            n = int(rec[4])
+            mean, std = mean_std(n, float(rec[5]), float(rec[6]))
+            low, high = t_interval(n, mean, std, confidence)
+            out.append(
+                SummaryRow(
+                    task=rec[0],
+                    baseline_model=rec[1],
+                    candidate_model=rec[2],
+                    grader_id=rec[3],
+                    n=n,
+                    mean=float(mean or 0.0),
+                    std=std,
+                    ci_low=low,
+                    ci_high=high,
+                    confidence=confidence,
+                    baseline_mean_cost_usd=None if rec[7] is None else float(rec[7]),
+                    candidate_mean_cost_usd=None if rec[8] is None else float(rec[8]),
+                    baseline_mean_latency_ms=None if rec[9] is None else float(rec[9]),
+                    candidate_mean_latency_ms=None if rec[10] is None else float(rec[10]),
+                    first_at=rec[11],
+                    last_at=rec[12],
+                )
+            )
+        return out
+
+    def _summary_from_totals(
+        self, task: Filter, baseline: Filter, candidate: Filter, grader: Filter
+    ) -> list[Any]:
+        c = _S.c
+        conditions = _totals_filter(task, baseline, candidate, grader)
+        keys = (c.task, c.baseline_model, c.candidate_model, c.grader_id)
+        stmt = (
+            select(
+                *keys,
+                c.n,
+                c.sum_quality,
+                c.sum_quality_sq,
+                c.baseline_cost_sum,
+                c.baseline_cost_n,
+                c.candidate_cost_sum,
+                c.candidate_cost_n,
+                c.baseline_latency_sum,
+                c.baseline_latency_n,
+                c.candidate_latency_sum,
+                c.candidate_latency_n,
+                c.first_at,
+                c.last_at,
+            )
+            .where(*conditions)
+            .order_by(*keys)
+        )
+        with reading(self.engine, "summarising grades") as conn:
+            rows = conn.execute(stmt).all()
+        return [
+            (*r[:7], *(r[i] / r[i + 1] if r[i + 1] else None for i in (7, 9, 11, 13)), r[15], r[16])
+            for r in rows
+        ]
+
+    def _summary_from_grades(
+        self,
+        task: Filter,
+        baseline: Filter,
+        candidate: Filter,
+        grader: Filter,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[Any]:
+        keys = (_G.c.task, _G.c.baseline_model, _G.c.candidate_model, _G.c.grader_id)
+        q = _G.c.quality_score
+        stmt = (
+            select(
+                *keys,
+                func.count(),
+                func.sum(q),
+                func.sum(q * q),
+                func.avg(_G.c.baseline_cost_usd),
+                func.avg(_G.c.candidate_cost_usd),
+                func.avg(_G.c.baseline_latency_ms),
+                func.avg(_G.c.candidate_latency_ms),
+                func.min(_G.c.created_at),
+                func.max(_G.c.created_at),
+            )
+            .where(
+                *self._filters(
+                    task=task,
+                    baseline_model=baseline,
+                    candidate_model=candidate,
+                    grader_id=grader,
+                    since=since,
+                    until=until,
+                )
+            )
+            .group_by(*keys)
+            .order_by(*keys)
+        )
+        with reading(self.engine, "summarising grades") as conn:
+            return list(conn.execute(stmt).all())
+
+    def grade_totals(
+        self,
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        grader_id: Filter = None,
+        candidate_model: Filter = None,
+    ) -> list[GradeTotals]:
+        """Running totals per (task, baseline model, grader id, candidate model), one query.
+
+        What routing reads: sums and counts kept current by every write, so the
+        answer costs the same at a thousand grades or a million. Each filter takes
+        one value or a sequence of values.
+        """
+        conditions = _totals_filter(task, baseline_model, candidate_model, grader_id)
+        stmt = select(*(_S.c[name] for name in TOTALS_COLUMNS)).where(*conditions)
+        with reading(self.engine, "reading grade totals") as conn:
+            records = conn.execute(stmt).all()
+        return [totals_row(r) for r in records]
+
+    def export(
+        self,
+        path: str | Path,
+        format: str = "jsonl",
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        candidate_model: Filter = None,
+        grader_id: Filter = None,
+        run_id: Filter = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+    ) -> int:
+        """Write matching grades to ``path`` as JSON Lines or CSV; returns the rows written.
+
+        CSV has one column per :class:`GradeRow` field; JSON-valued fields
+        (tags, details, run config, tool calls) are JSON text in their cell.
+        """
+        if format not in ("jsonl", "csv"):
+            raise ValueError(f"export format must be 'jsonl' or 'csv', not {format!r}")
+        rows = self.results(
+            task=task,
+            baseline_model=baseline_model,
+            candidate_model=candidate_model,
+            grader_id=grader_id,
+            run_id=run_id,
+            since=since,
+            until=until,
+            limit=limit,
+        )
+        count = 0
+        try:
+            with open(path, "w", encoding="utf-8", newline="") as fh:
+                if format == "jsonl":
+                    for row in rows:
+                        fh.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+                        count += 1
+                else:
+                    writer = csv.DictWriter(fh, fieldnames=list(GRADE_COLUMNS))
+                    writer.writeheader()
+                    for row in rows:
+                        data = row.to_dict()
+                        writer.writerow(
+                            {
+                                k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
+                                for k, v in data.items()
+                            }
+                        )
+                        count += 1
+        except OSError as exc:
+            raise LedgerError(f"cannot write export to {path}: {exc}") from None
+        return count
+
+    def count(self, /, **filters: Any) -> int:
+        """How many stored grades match the filters of :meth:`results`."""
+        stmt = select(func.count()).select_from(_G).where(*self._filters(**filters))
+        with reading(self.engine, "counting grades") as conn:
+            return int(conn.execute(stmt).scalar_one())
+
+    def graded_keys(self, run_id: str) -> set[tuple[str, str, str]]:
+        """``(case_id, grader_id, candidate_model)`` of every grade stored for ``run_id``."""
+        c = _G.c
+        stmt = select(c.case_id, c.grader_id, c.candidate_model).where(
+            and_(c.run_id == run_id, c.case_id.is_not(None))
+        )
+        with reading(self.engine, "reading completed cases") as conn:
+            return {(r[0], r[1], r[2]) for r in conn.execute(stmt)}
+
+    def case_series(
+        self,
+        *,
+        task: Filter = None,
+        baseline_model: Filter = None,
+        grader_id: Filter = None,
+        candidate_model: Filter = None,
+        after: Mapping[tuple[str, str], int] | None = None,
+    ) -> list[CaseSeries]:
+        """One :class:`CaseSeries` per (task, baseline model, grader id, candidate model), one query.
+
+        Each holds, per distinct case in the order the cases were first graded,
+        its number of grades, the sums of their quality scores and score
+        deltas, and the id of its first grade. Kept current by every write (like
+        :meth:`grade_totals`), so it costs one row per case, not per grade. Each
+        filter takes one value or a sequence of values. ``after`` maps (candidate
+        model, grader id) to a grade id: only those groups are read, and of each
+        only the cases first graded past that id (what arrived since the group was
+        read; a group with no such case is left out).
+        """
+        query = series_query(task, baseline_model, grader_id, candidate_model, after)
+        if query is None:
+            return []
+        sql, params, parse = query
+        with reading(self.engine, "reading case totals") as conn:
+            return parse(fetch(conn, sql, params))
+
+    def routing_read(
+        self,
+        *,
+        task: str,
+        baseline_model: str,
+        grader_id: Sequence[str],
+        candidate_model: Sequence[str],
+        after: Mapping[tuple[str, str], int] | None = None,
+    ) -> tuple[list[GradeTotals], list[CaseSeries]]:
+        """What a routing decision reads first, together: :meth:`grade_totals` of the groups and,
+        with ``after``, :meth:`case_series` of the groups it names past their ids (the cases that
+        arrived since a router last read them). One round trip on PostgreSQL (pipeline mode);
+        the two reads are separate statements, each seeing its own committed state.
+        """
+        graders, models = list(dict.fromkeys(grader_id)), list(dict.fromkeys(candidate_model))
+        if not graders or not models:
+            return [], []
+        totals_sql = (
+            f"SELECT {', '.join(TOTALS_COLUMNS)} FROM grade_stats WHERE task = %s AND baseline_model = %s"
+            f" AND grader_id IN ({', '.join('%s' for _ in graders)})"
+            f" AND candidate_model IN ({', '.join('%s' for _ in models)})"
+        )
+        totals_params = (task, baseline_model, *graders, *models)
+        # The groups are those of ``after``: no grader or model filter (whose CASE codes would be
+        # planned again in every branch); the few rows name their group as text.
+        query = series_query(task, baseline_model, None, None, after) if after else None
+        with reading(self.engine, "reading routing totals") as conn:
+            if query is None:
+                return [totals_row(r) for r in fetch(conn, totals_sql, totals_params)], []
+            totals, cases = fetch_together(conn, [(totals_sql, totals_params), query[:2]])
+        return [totals_row(r) for r in totals], query[2](cases)
+
+
+def _totals_filter(task: Filter, baseline: Filter, candidate: Filter, grader: Filter) -> list[Any]:
+    """WHERE conditions on the running totals (``grade_stats``) for the filters given."""
+    c = _S.c
+    conditions = (
+        match(c.task, task),
+        match(c.baseline_model, baseline),
+        match(c.candidate_model, candidate),
+        match(c.grader_id, grader),
+    )
+    return [cond for cond in conditions if cond is not None]
