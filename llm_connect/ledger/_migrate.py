@@ -1,7 +1,9 @@
 """Alembic migrations, run from code over an existing connection.
 
 The migration scripts live in the top-level ``migrations/`` directory of the
-source tree; the wheel ships them as ``llm_connect/_migrations``. Migrations
+source tree; the wheel ships them as ``llm_connect/_migrations``. Revisions are
+Alembic's: the head from its ``ScriptDirectory`` (loaded once per process), a
+database's revision from its ``MigrationContext``. Migrations
 run inside one transaction that also holds a lock (``BEGIN IMMEDIATE`` on
 SQLite, an advisory lock on PostgreSQL), so several processes opening the
 same fresh database at once migrate it exactly once.
@@ -10,14 +12,12 @@ same fresh database at once migrate it exactly once.
 from __future__ import annotations
 
 import importlib.resources
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import DBAPIError
 
 import llm_connect
 from llm_connect.errors import LedgerError, SchemaVersionError
@@ -75,66 +75,11 @@ def _script_directory() -> ScriptDirectory:
 
 
 def head_revision() -> str:
-    """The newest revision this version of llm-connect knows."""
-    plain = _plain_head()
-    if plain is not None:
-        return plain
+    """The newest revision this version of llm-connect knows (Alembic's ``ScriptDirectory``)."""
     head = _script_directory().get_current_head()
     if head is None:  # pragma: no cover - the package ships its scripts
         raise LedgerError("the ledger's migration scripts define no revision")
     return str(head)
-
-
-_REVISION_LINE = re.compile(
-    r"""^(revision|down_revision|branch_labels|depends_on)\b[^=]*=\s*(.*?)\s*$""", re.M
-)
-_STRING = re.compile(r"""^(["'])([\w.-]+)\1$""")
-
-
-@lru_cache(maxsize=1)
-def _plain_head() -> str | None:
-    """The head revision read from the scripts' text, without importing Alembic.
-
-    Only for the plain shape of our scripts: one linear chain, each script
-    assigning string literals to ``revision`` and ``down_revision`` and
-    ``None`` to ``branch_labels`` and ``depends_on``. Anything else gives
-    ``None`` and the caller asks Alembic.
-    """
-    try:
-        scripts = sorted(migrations_dir().joinpath("versions").glob("*.py"))
-        revisions: dict[str, str | None] = {}
-        for script in scripts:
-            fields = dict(_REVISION_LINE.findall(script.read_text(encoding="utf-8")))
-            if fields.get("branch_labels") != "None" or fields.get("depends_on") != "None":
-                return None
-            rev = _STRING.match(fields.get("revision", ""))
-            down = fields.get("down_revision", "")
-            down_rev = _STRING.match(down)
-            if rev is None or (down != "None" and down_rev is None) or rev.group(2) in revisions:
-                return None
-            revisions[rev.group(2)] = None if down_rev is None else down_rev.group(2)
-    except (OSError, UnicodeDecodeError, LedgerError):
-        return None
-    heads = set(revisions) - set(revisions.values())
-    roots = [r for r, down in revisions.items() if down is None]
-    if (
-        len(heads) != 1
-        or len(roots) != 1
-        or any(d is not None and d not in revisions for d in revisions.values())
-    ):
-        return None
-    return heads.pop()
-
-
-def _stored_revision(engine: Engine) -> str | None:
-    """The one revision in ``alembic_version`` read with plain SQL, or ``None`` if that fails."""
-    try:
-        with engine.connect() as conn:
-            rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
-            conn.rollback()
-    except DBAPIError:  # no such table yet (or any other trouble): ask Alembic
-        return None
-    return str(rows[0][0]) if len(rows) == 1 else None
 
 
 def _revision_of(conn: Connection) -> str | None:
@@ -202,9 +147,6 @@ def ensure_schema(engine: Engine, url: URL, *, auto_migrate: bool) -> str:
     database is left untouched) and :class:`LedgerError` when the database
     needs migrating and ``auto_migrate`` is false.
     """
-    plain_head = _plain_head()
-    if plain_head is not None and _stored_revision(engine) == plain_head:
-        return plain_head  # already at head: no Alembic import, no script loading
     head = head_revision()
     with ledger_errors("reading the schema revision", url), engine.connect() as conn:
         revision = _revision_of(conn)
