@@ -1,14 +1,16 @@
 """The QualityLedger: every grade in SQL (SQLite by default, PostgreSQL for fleets).
 
-:class:`QualityLedger` stores validated grades with their full context,
-answers filtered queries (:meth:`~QualityLedger.results`), aggregates them
-with confidence intervals (:meth:`~QualityLedger.summary`), and keeps the
-response cache, runs, failures, judge calibrations and routing decisions.
-Human labels live in a store of their own over the same engine
-(:class:`LabelStore`; :meth:`QualityLedger.record_labels` and
-:meth:`QualityLedger.labels` delegate to it).
-The schema is managed by Alembic: :func:`upgrade`, :func:`current_revision`,
-:func:`head_revision`. ``docs/ledger.md`` documents every table.
+One engine (``_engine.py``; migrations in ``_migrate.py``) and a store per concern
+over it, each owning its tables: grades and their running totals (``_grades.py``),
+runs, failures, skips and the response cache (``_runs.py``), calibrations
+(``_calibrations.py``), routing decisions (``_decisions.py``), conversations and
+stability analyses (``_chat.py``), the embedding cache (``_embeddings.py``), shared-run
+coordination (``_fleet.py``), human labels (:class:`LabelStore`) and label sampling
+(:class:`SamplingStore`). :class:`QualityLedger` is the public entry: it delegates
+each method to the store that owns the tables and composes the writes that span
+stores in one transaction. The schema is managed by Alembic: :func:`upgrade`,
+:func:`current_revision`, :func:`head_revision`. ``docs/ledger.md`` documents every
+table and says which module writes and reads it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Turning a :class:`GradingResult` into a ``grades`` row, and a row back into a :class:`GradeRow`.
+"""Turning a :class:`GradingResult` into a ``grades`` row and back into a :class:`GradeRow`; what
+makes two rows under one idempotency key the same grade (else :class:`GradeConflictError`).
 
 Secrets never reach a row (:mod:`llm_connect._secrets`): the run config is
 stored via ``RunConfig.to_dict()`` (no budget tracker, secret-named parameters
@@ -13,19 +14,31 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import null
+from sqlalchemy import Connection, Table, null, select, tuple_
 
 from llm_connect._json import strict_dumps
 from llm_connect._secrets import mask_secrets, mask_value
 from llm_connect._version import __version__
-from llm_connect.errors import GradingValidationError
+from llm_connect.errors import GradeConflictError, GradingValidationError
+from llm_connect.ledger._models import Grade
 from llm_connect.ledger._rows import GradeRow, RecordItem, grade_row
 from llm_connect.types import LLMResponse, RunConfig
 from llm_connect.values import GradingResult
 
-__all__ = ["GRADE_COLUMNS", "INSERT_COLUMNS", "grade_row", "grade_rows", "sha256_text", "validate_item"]
+__all__ = [
+    "GRADE_COLUMNS",
+    "INSERT_COLUMNS",
+    "SAME_GRADE_COLUMNS",
+    "conflict_error",
+    "differences",
+    "grade_row",
+    "grade_rows",
+    "sha256_text",
+    "stored_ids",
+    "validate_item",
+]
 
 
 def sha256_text(text: str) -> str:
@@ -230,3 +243,72 @@ def grade_rows(items: Sequence[RecordItem], *, store_text: bool, now: datetime) 
 
 
 GRADE_COLUMNS: tuple[str, ...] = tuple(name for name in GradeRow.__dataclass_fields__)
+
+
+_G = cast(Table, Grade.__table__)
+_KEY = ("run_id", "case_id", "grader_id", "candidate_model")
+_LOOKUP_CHUNK = 200  # keys per lookup of stored grades (4 parameters each)
+Key = tuple[Any, ...]
+
+#: What makes two grades under one key "the same grade" (re-recording it is then a no-op).
+SAME_GRADE_COLUMNS: tuple[str, ...] = (
+    "task",
+    "baseline_model",
+    "prompt_sha256",
+    "baseline_text_sha256",
+    "candidate_text_sha256",
+    "quality_score",
+    "candidate_served_model",
+)
+
+
+def differences(stored: Mapping[Any, Any], new: dict[str, Any]) -> list[str]:
+    """Fields in which two grades under one key differ (none when they are the same grade).
+
+    A stored ``candidate_served_model`` of ``None`` (not recorded) matches anything.
+    """
+    out = []
+    for name in SAME_GRADE_COLUMNS:
+        old, value = stored[name], new[name]
+        if old != value and not (name == "candidate_served_model" and old is None):
+            out.append(f"{name} stored {old!r}, new {value!r}")
+    return out
+
+
+def conflict_error(found: list[tuple[Key, int | None, list[str]]]) -> GradeConflictError:
+    lines = []
+    for key, stored_id, diffs in found[:5]:
+        where = f"grade #{stored_id}" if stored_id is not None else "an earlier grade of this batch"
+        lines.append(
+            f"run {key[0]!r}, case {key[1]!r}, grader {key[2]!r}, candidate {key[3]!r}: {where} differs "
+            f"({'; '.join(diffs)})"
+        )
+    more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
+    return GradeConflictError(
+        f"{len(found)} grade(s) conflict with stored grades under the same key, nothing was written: "
+        + " | ".join(lines)
+        + more
+        + ". Use a new run id, or resume the run to grade only what is missing.",
+        keys=tuple(k for k, _, _ in found),
+    )
+
+
+def stored_ids(conn: Connection, pending: dict[Key, dict[str, Any]]) -> dict[Key, int]:
+    """Ids of the stored grades under ``pending``'s keys (key -> row); raises
+    :class:`GradeConflictError` if one holds a different grade."""
+    keys = list(pending)
+    found: dict[Key, int] = {}
+    clashes: list[tuple[Key, int | None, list[str]]] = []
+    columns = [_G.c.id, *(_G.c[c] for c in _KEY), *(_G.c[c] for c in SAME_GRADE_COLUMNS)]
+    for start in range(0, len(keys), _LOOKUP_CHUNK):
+        chunk = keys[start : start + _LOOKUP_CHUNK]
+        stmt = select(*columns).where(tuple_(*(_G.c[c] for c in _KEY)).in_(chunk))
+        for rec in conn.execute(stmt).mappings():
+            key = tuple(rec[c] for c in _KEY)
+            found[key] = rec["id"]
+            diffs = differences(rec, pending[key])
+            if diffs:
+                clashes.append((key, rec["id"], diffs))
+    if clashes:
+        raise conflict_error(clashes)
+    return found

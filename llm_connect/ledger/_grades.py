@@ -37,10 +37,9 @@ from sqlalchemy import (
     or_,
     select,
     text,
-    tuple_,
 )
 
-from llm_connect.errors import GradeConflictError, LedgerError
+from llm_connect.errors import LedgerError
 from llm_connect.ledger._cases import (
     TOTALS_COLUMNS,
     fetch,
@@ -49,7 +48,7 @@ from llm_connect.ledger._cases import (
     series_query,
     totals_row,
 )
-from llm_connect.ledger._convert import GRADE_COLUMNS, grade_row
+from llm_connect.ledger._convert import GRADE_COLUMNS, conflict_error, differences, grade_row, stored_ids
 from llm_connect.ledger._engine import dialect_insert, ledger_errors, reading, write
 from llm_connect.ledger._models import (
     CASE_KEY_SQL,
@@ -62,7 +61,7 @@ from llm_connect.ledger._models import (
 from llm_connect.ledger._rows import CaseSeries, GradeRow, GradeTotals, SummaryRow
 from llm_connect.ledger._stats import mean_std, t_interval
 
-__all__ = ["SAME_GRADE_COLUMNS", "GradeStore"]
+__all__ = ["GradeStore"]
 
 _G = cast(Table, Grade.__table__)
 _S = cast(Table, GradeStats.__table__)
@@ -76,72 +75,9 @@ Filter = str | Sequence[str] | None
 Key = tuple[Any, ...]
 Row = dict[str, Any]
 
-#: What makes two grades under one key "the same grade" (re-recording it is then a no-op).
-SAME_GRADE_COLUMNS: tuple[str, ...] = (
-    "task",
-    "baseline_model",
-    "prompt_sha256",
-    "baseline_text_sha256",
-    "candidate_text_sha256",
-    "quality_score",
-    "candidate_served_model",
-)
-
 
 def _key(row: Row) -> Key | None:
     return tuple(row[c] for c in _KEY) if row["run_id"] is not None and row["case_id"] is not None else None
-
-
-def _differences(stored: Mapping[Any, Any], new: Row) -> list[str]:
-    """Fields in which two grades under one key differ (none when they are the same grade).
-
-    A stored ``candidate_served_model`` of ``None`` (not recorded) matches anything.
-    """
-    out = []
-    for name in SAME_GRADE_COLUMNS:
-        old, value = stored[name], new[name]
-        if old != value and not (name == "candidate_served_model" and old is None):
-            out.append(f"{name} stored {old!r}, new {value!r}")
-    return out
-
-
-def _conflict(found: list[tuple[Key, int | None, list[str]]]) -> GradeConflictError:
-    lines = []
-    for key, stored_id, diffs in found[:5]:
-        where = f"grade #{stored_id}" if stored_id is not None else "an earlier grade of this batch"
-        lines.append(
-            f"run {key[0]!r}, case {key[1]!r}, grader {key[2]!r}, candidate {key[3]!r}: {where} differs "
-            f"({'; '.join(diffs)})"
-        )
-    more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
-    return GradeConflictError(
-        f"{len(found)} grade(s) conflict with stored grades under the same key, nothing was written: "
-        + " | ".join(lines)
-        + more
-        + ". Use a new run id, or resume the run to grade only what is missing.",
-        keys=tuple(k for k, _, _ in found),
-    )
-
-
-def _stored_ids(conn: Connection, pending: dict[Key, Row]) -> dict[Key, int]:
-    """Ids of the stored grades under ``pending``'s keys (key -> row); raises
-    :class:`GradeConflictError` if one holds a different grade."""
-    keys = list(pending)
-    found: dict[Key, int] = {}
-    clashes: list[tuple[Key, int | None, list[str]]] = []
-    columns = [_G.c.id, *(_G.c[c] for c in _KEY), *(_G.c[c] for c in SAME_GRADE_COLUMNS)]
-    for start in range(0, len(keys), _LOOKUP_CHUNK):
-        chunk = keys[start : start + _LOOKUP_CHUNK]
-        stmt = select(*columns).where(tuple_(*(_G.c[c] for c in _KEY)).in_(chunk))
-        for rec in conn.execute(stmt).mappings():
-            key = tuple(rec[c] for c in _KEY)
-            found[key] = rec["id"]
-            diffs = _differences(rec, pending[key])
-            if diffs:
-                clashes.append((key, rec["id"], diffs))
-    if clashes:
-        raise _conflict(clashes)
-    return found
 
 
 def _grade_totals(rows: list[Row]) -> list[Row]:
@@ -237,11 +173,11 @@ class GradeStore:
         clashes: list[tuple[Key, int | None, list[str]]] = []
         for i, key in enumerate(keys):
             if key is not None and first.setdefault(key, i) != i:
-                diffs = _differences(rows[first[key]], rows[i])
+                diffs = differences(rows[first[key]], rows[i])
                 if diffs:
                     clashes.append((key, None, diffs))
         if clashes:
-            raise _conflict(clashes)
+            raise conflict_error(clashes)
         ids: list[int | None] = [None] * len(rows)
         plain = [i for i, key in enumerate(keys) if key is None]
         if plain:  # no key, no conflict: every row is new, its id in parameter order
@@ -258,7 +194,7 @@ class GradeStore:
             new_ids = {
                 tuple(rec[1:]): rec[0] for rec in conn.execute(stmt, [rows[i] for i in first.values()])
             }
-        stored = _stored_ids(conn, {k: rows[i] for k, i in first.items() if k not in new_ids})
+        stored = stored_ids(conn, {k: rows[i] for k, i in first.items() if k not in new_ids})
         for i, key in enumerate(keys):
             if key is not None:
                 ids[i] = new_ids[key] if key in new_ids else stored[key]
