@@ -9,12 +9,27 @@ into the OpenAI chat format that :class:`~llm_connect.types.Conversation` takes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["Answer", "Skip", "TrafficCall", "openai_message", "openai_tool", "parts_messages"]
+from llm_connect.traffic._json import canonical
+
+__all__ = [
+    "Answer",
+    "Deferred",
+    "Probe",
+    "Ready",
+    "Skip",
+    "TrafficCall",
+    "call_key",
+    "content_key",
+    "openai_message",
+    "openai_tool",
+    "parts_messages",
+]
 
 
 @dataclass
@@ -72,6 +87,8 @@ class TrafficCall:
     """Tags the source gives the call."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Everything else the source says about the call (attributes, trace id, user...)."""
+    content_key: bytes | None = None
+    """The reader's key of the conversation's source text (see :func:`call_key`), when it has one."""
 
     @property
     def where(self) -> str:
@@ -100,6 +117,100 @@ class Skip:
         """``file:line`` plus the source id."""
         ref = f" ({self.ref})" if self.ref else ""
         return f"{self.file}:{self.line}{ref}"
+
+
+def content_key(*parts: Any) -> bytes:
+    """A 16-byte key of a conversation's source: equal texts, equal JSON values, ``None`` for absent."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        if isinstance(part, str):
+            h.update(part.encode("utf-8", "surrogatepass"))
+            h.update(b"\x00")
+        elif part is None:
+            h.update(b"\x01")
+        else:
+            h.update(canonical(part))
+            h.update(b"\x02")
+    return h.digest()
+
+
+def call_key(call: TrafficCall) -> bytes:
+    """The key sampling gives a call: the reader's :attr:`~TrafficCall.content_key`, else its conversation's.
+
+    A sample is drawn by this key (and duplicates found by it) before any case is
+    built; exact duplicates are still removed afterwards by the conversation's digest.
+    """
+    if call.content_key is not None:
+        return call.content_key
+    return content_key([call.messages, call.tools, call.tool_choice])
+
+
+@dataclass(slots=True)
+class Probe:
+    """What sampling needs of a call before its case is built."""
+
+    key: bytes
+    """:func:`call_key`."""
+    error: bool
+    """The call failed (it will be dropped)."""
+    empty: bool
+    """The answer is missing or empty (it will be dropped)."""
+    requested_model: str | None
+    """The model asked for."""
+    answer_model: str | None
+    """The model that answered."""
+
+
+class Deferred(Protocol):
+    """A call whose content is decoded only if sampling draws it."""
+
+    file: str
+    line: int
+
+    def probe(self) -> Probe | Skip:
+        """What sampling needs (cheap), or the skip found on the way."""
+
+    def build(self) -> TrafficCall | Skip:
+        """The call, decoded in full."""
+
+    def metadata(self) -> Mapping[str, Any]:
+        """The call's metadata (for ``--task-from`` and ``--stratify-by KEY``)."""
+
+    def tags(self) -> list[str]:
+        """The call's tags."""
+
+
+class Ready:
+    """A :class:`TrafficCall` already decoded, as a :class:`Deferred`."""
+
+    __slots__ = ("call", "file", "line")
+
+    def __init__(self, call: TrafficCall) -> None:
+        self.call, self.file, self.line = call, call.file, call.line
+
+    def probe(self) -> Probe:
+        """The probe of the decoded call."""
+        call = self.call
+        answer = call.answer
+        return Probe(
+            call_key(call),
+            call.error is not None,
+            answer is None or answer.empty,
+            call.requested_model,
+            answer.model if answer is not None else None,
+        )
+
+    def build(self) -> TrafficCall:
+        """The call."""
+        return self.call
+
+    def metadata(self) -> Mapping[str, Any]:
+        """The call's metadata."""
+        return self.call.metadata
+
+    def tags(self) -> list[str]:
+        """The call's tags."""
+        return self.call.tags
 
 
 def _json_text(value: Any) -> str:

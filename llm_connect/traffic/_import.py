@@ -25,13 +25,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from llm_connect._secrets import is_secret_key, mask_secrets, mask_value
+from llm_connect._secrets import mask_secrets
 from llm_connect.errors import TrafficImportError
-from llm_connect.traffic._call import Skip, TrafficCall
+from llm_connect.traffic._call import Deferred, Skip, TrafficCall, call_key
+from llm_connect.traffic._draw import RESERVED_KEYS, draw, spare
+from llm_connect.traffic._json import dumps_line
 from llm_connect.traffic._logs import read_langfuse, read_openai_log
 from llm_connect.traffic._otlp import DEFAULT_JOIN_WINDOW, OtlpReader
-from llm_connect.traffic._redact import Redactor
-from llm_connect.traffic._sample import Sampler
+from llm_connect.traffic._redact import Redactor, mask_all, mask_request
+from llm_connect.traffic._sample import SampleExhausted, Sampler
 from llm_connect.types import Conversation, ConversationError
 
 __all__ = ["FORMATS", "ImportOptions", "ImportReport", "detect_format", "import_traffic", "meta_path"]
@@ -196,10 +198,10 @@ def _whole_json(path: Path) -> bool:
 
 
 def _read(
-    fmt: str, paths: Sequence[Path], options: ImportOptions
-) -> tuple[Iterator[TrafficCall | Skip], Any]:
+    fmt: str, paths: Sequence[Path], options: ImportOptions, *, defer: bool = False
+) -> tuple[Iterator[TrafficCall | Skip | Deferred], Any]:
     if fmt == "otlp-json":
-        reader = OtlpReader(options.join_window)
+        reader = OtlpReader(options.join_window, defer=defer)
         return reader.read(_lines(paths)), reader
     if fmt == "openai-log":
         return read_openai_log(_lines(paths)), None
@@ -217,9 +219,8 @@ def _read(
 # -- one call -> one case -----------------------------------------------------------------
 
 
-def _lookup(call: TrafficCall, key: str) -> Any:
-    """``key`` in the call's metadata, its attributes, or a dotted path through the metadata."""
-    meta = call.metadata
+def _lookup(meta: Mapping[str, Any], key: str) -> Any:
+    """``key`` in a call's metadata, its attributes, or a dotted path through the metadata."""
     if key in meta:
         return meta[key]
     attrs = meta.get("attributes")
@@ -233,36 +234,8 @@ def _lookup(call: TrafficCall, key: str) -> Any:
     return node
 
 
-_SECRET_KEYS: dict[str, bool] = {}
-
-
-def _redact(value: Any) -> Any:
-    """:func:`llm_connect._secrets.redact_request` with the key test remembered per name.
-
-    Span attributes repeat the same few dozen keys on every call; asking
-    ``is_secret_key`` once per name keeps masking off the import's hot path.
-    """
-    if isinstance(value, str):
-        return mask_secrets(value)
-    if isinstance(value, Mapping):
-        out = {}
-        for k, v in value.items():
-            key = str(k)
-            secret = _SECRET_KEYS.get(key)
-            if secret is None:
-                secret = is_secret_key(key)
-                if len(_SECRET_KEYS) < 10_000:  # bounded: keys are names, not data
-                    _SECRET_KEYS[key] = secret
-            if not secret:
-                out[key] = _redact(v)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_redact(v) for v in value]
-    return value
-
-
 def _mask_messages(messages: list[Any], redactor: Redactor | None) -> list[Any]:
-    masked = mask_value(messages)
+    masked = mask_all(messages)
     return masked if redactor is None else redactor.value(masked)  # type: ignore[no-any-return]
 
 
@@ -318,19 +291,39 @@ class _Importer:
     def note(self, what: str, n: int = 1) -> None:
         self.report.notes[what] = self.report.notes.get(what, 0) + n
 
-    def case(self, call: TrafficCall) -> tuple[dict[str, Any], str] | None:
-        """The suite case of ``call`` and its conversation digest, or ``None`` (counted)."""
-        r, opts = self.report, self.options
-        r.calls += 1
+    def admit(self, call: TrafficCall, *, count: bool = True) -> bool:
+        """Whether ``call`` may become a case: errored calls and empty answers are dropped (counted)."""
+        r = self.report
+        if count:
+            r.calls += 1
         if call.error is not None:
             r.dropped["errored call"] = r.dropped.get("errored call", 0) + 1
-            return None
+            return False
         if call.answer is None or call.answer.empty:
             r.dropped["empty answer"] = r.dropped.get("empty answer", 0) + 1
-            return None
+            return False
+        return True
+
+    def task(
+        self, metadata: Mapping[str, Any], requested: str | None, served: str | None, *, note: bool = True
+    ) -> str:
+        """The case's task: ``--task``, the ``--task-from`` value, the model asked for, the served one."""
+        opts = self.options
+        task = opts.task
+        if task is None and opts.task_from is not None:
+            value = _lookup(metadata, opts.task_from)
+            task = None if value is None or value == "" else str(value)
+            if task is None and note:
+                self.note(f"cases without {opts.task_from!r} (task: the model)")
+        return task or requested or served or "default"
+
+    def build(self, call: TrafficCall) -> tuple[dict[str, Any], str] | None:
+        """The suite case of an admitted call and its conversation digest, or ``None`` (counted)."""
+        r, opts = self.report, self.options
+        assert call.answer is not None
         redactor = Redactor() if opts.redact else None
         messages = _mask_messages(call.messages or [], redactor)
-        tools = mask_value(call.tools) if call.tools else None
+        tools = mask_all(call.tools) if call.tools else None
         try:
             conversation = Conversation(messages, tools=tools, tool_choice=call.tool_choice)
         except ConversationError as exc:
@@ -343,13 +336,7 @@ class _Importer:
                 return None
         else:
             self.seen.add(key)
-        task = opts.task
-        if task is None and opts.task_from is not None:
-            value = _lookup(call, opts.task_from)
-            task = None if value is None or value == "" else str(value)
-            if task is None:
-                self.note(f"cases without {opts.task_from!r} (task: the model)")
-        task = task or call.requested_model or (call.answer.model if call.answer else None) or "default"
+        task = self.task(call.metadata, call.requested_model, call.answer.model)
         response = _response(call, redactor)
         if call.answer.tool_calls and not conversation.tools:
             self.note("answers that call tools the trace does not define")
@@ -365,13 +352,12 @@ class _Importer:
             case["tool_choice"] = call.tool_choice
         if call.tags:
             case["tags"] = [mask_secrets(t) for t in call.tags]
-        metadata = _redact(call.metadata)
+        metadata = mask_request(call.metadata)
         metadata["source"] = {"format": r.format, "file": call.file, "line": call.line, "ref": call.ref}
         if call.settings:
-            metadata["run_settings"] = _redact(call.settings)
+            metadata["run_settings"] = mask_request(call.settings)
         case["metadata"] = metadata if redactor is None else redactor.value(metadata)
         case["responses"] = {opts.response_name: response}
-        r.eligible += 1
         return case, conversation.digest
 
     def stratum(self, case: Mapping[str, Any]) -> str:
@@ -396,13 +382,6 @@ class _Importer:
         case["id"] = candidate
 
 
-def _dump(case: Mapping[str, Any]) -> str | None:
-    try:
-        return json.dumps(case, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError:
-        return None
-
-
 def import_traffic(
     files: Sequence[str | Path],
     output: str | Path,
@@ -411,6 +390,9 @@ def import_traffic(
     on_progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Read production traffic from ``files`` and write a suite to ``output`` (plus ``.meta.json``).
+
+    With ``sample`` (and not ``strict``) only the cases drawn are built
+    (:mod:`llm_connect.traffic._draw`); otherwise every call becomes a case first.
 
     Raises:
         TrafficImportError: an unknown or mixed format, a missing file, a skip under
@@ -436,6 +418,24 @@ def import_traffic(
             )
         fmt = next(iter(found.values()))
     out = Path(output)
+    first = options.sample is not None and not options.strict and options.stratify_by not in RESERVED_KEYS
+    if first:
+        try:
+            return _run(fmt, paths, options, out, on_progress, draw_first=True)
+        except SampleExhausted:
+            pass  # too many drawn calls were unusable: build every case
+    return _run(fmt, paths, options, out, on_progress, draw_first=False)
+
+
+def _run(
+    fmt: str,
+    paths: Sequence[Path],
+    options: ImportOptions,
+    out: Path,
+    on_progress: Callable[[int], None] | None,
+    *,
+    draw_first: bool,
+) -> ImportReport:
     importer = _Importer(fmt, paths, options, out)
     report = importer.report
     sampler = (
@@ -444,43 +444,48 @@ def import_traffic(
             seed=options.seed,
             per_stratum=options.per_stratum,
             keep_duplicates=options.keep_duplicates,
+            spare=spare(options.sample) if draw_first else 0,
         )
         if options.sample is not None
         else None
     )
-    items, reader = _read(fmt, paths, options)
+    items, reader = _read(fmt, paths, options, defer=draw_first)
     try:
         tmp = tempfile.NamedTemporaryFile(  # noqa: SIM115 - renamed or removed below
-            "w",
-            encoding="utf-8",
-            dir=out.absolute().parent,
-            prefix=f".{out.name}.",
-            suffix=".tmp",
-            delete=False,
+            "wb", dir=out.absolute().parent, prefix=f".{out.name}.", suffix=".tmp", delete=False
         )
     except OSError as exc:
         raise TrafficImportError(f"{out}: cannot write: {exc.strerror or exc}") from None
     try:
         with tmp:
-            for item in items:
-                if isinstance(item, Skip):
-                    importer.skip(item)
-                    continue
-                built = importer.case(item)
-                if built is None:
-                    continue
-                case, digest = built
-                importer.seq += 1
-                if sampler is not None:
-                    sampler.offer(importer.stratum(case), digest, importer.seq, case)
-                    continue
-                _write(tmp, importer, case)
-                if on_progress is not None and report.written % 10_000 == 0:
-                    on_progress(report.written)
-            if sampler is not None:
-                chosen, report.warnings = sampler.result()
-                for case in chosen:
+            if sampler is not None and draw_first:
+                for case in draw(items, importer, sampler):
                     _write(tmp, importer, case)
+            else:
+                for item in items:
+                    if isinstance(item, Skip):
+                        importer.skip(item)
+                        continue
+                    assert isinstance(item, TrafficCall)
+                    if not importer.admit(item):
+                        continue
+                    built = importer.build(item)
+                    if built is None:
+                        continue
+                    case = built[0]
+                    report.eligible += 1
+                    importer.seq += 1
+                    if sampler is not None:  # keyed as in draw(): the same seed draws the same sample
+                        sampler.offer(importer.stratum(case), call_key(item).hex(), importer.seq, case)
+                        continue
+                    _write(tmp, importer, case)
+                    if on_progress is not None and report.written % 10_000 == 0:
+                        on_progress(report.written)
+                if sampler is not None:
+                    chosen, report.warnings = sampler.result()
+                    for case in chosen:
+                        _write(tmp, importer, case)
+            if sampler is not None:
                 report.strata = {
                     name: {"population": s.population, "quota": s.quota, "taken": s.taken}
                     for name, s in sorted(sampler.strata.items())
@@ -499,9 +504,13 @@ def import_traffic(
     return report
 
 
-def _write(fh: IO[str], importer: _Importer, case: dict[str, Any]) -> None:
+_CHECKED = ("messages", "tools", "tool_choice")
+"""Case keys :class:`Conversation` has checked for NaN and infinity."""
+
+
+def _write(fh: IO[bytes], importer: _Importer, case: dict[str, Any]) -> None:
     importer.unique_id(case)
-    line = _dump(case)
+    line = dumps_line(case, checked=_CHECKED)
     if line is None:
         importer.skip(
             Skip(
@@ -512,7 +521,7 @@ def _write(fh: IO[str], importer: _Importer, case: dict[str, Any]) -> None:
             )
         )
         return
-    fh.write(line + "\n")
+    fh.write(line)
     importer.report.written += 1
 
 

@@ -27,12 +27,12 @@ per line), or one JSON document: a list, ``{"data": [...]}``, or one trace.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
 from llm_connect.traffic._call import Answer, Skip, TrafficCall, choice_answer, openai_message, openai_tool
+from llm_connect.traffic._json import loads
 
 __all__ = ["read_langfuse", "read_openai_log"]
 
@@ -44,7 +44,7 @@ _NOT_SETTINGS = frozenset(
 def _body(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads(value)
         except ValueError:
             return value
     if isinstance(value, Mapping) and "body" in value and "messages" not in value and "choices" not in value:
@@ -166,7 +166,7 @@ def read_openai_log(lines: Iterable[tuple[str, int, bytes]]) -> Iterator[Traffic
     """Calls and skips of OpenAI-style log lines (see the module docstring)."""
     for file, lineno, raw in lines:
         try:
-            obj = json.loads(raw)
+            obj = loads(raw)
         except ValueError as exc:
             yield Skip("not valid JSON", file, lineno, detail=str(exc))
             continue
@@ -289,14 +289,14 @@ def read_langfuse(
     """Calls and skips of Langfuse JSON Lines, then of whole JSON documents ``(file, text)``."""
     for file, lineno, raw in lines:
         try:
-            obj = json.loads(raw)
+            obj = loads(raw)
         except ValueError as exc:
             yield Skip("not valid JSON", file, lineno, detail=str(exc))
             continue
         yield from _langfuse_items(obj, file, lineno)
     for file, text in whole:
         try:
-            obj = json.loads(text)
+            obj = loads(text)
         except ValueError as exc:
             yield Skip("not valid JSON", file, 1, detail=str(exc))
             continue

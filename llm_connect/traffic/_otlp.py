@@ -28,20 +28,24 @@ then taken with what it has. Memory stays bounded however large the file.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from llm_connect.traffic._call import (
     Answer,
+    Deferred,
+    Probe,
+    Ready,
     Skip,
     TrafficCall,
+    content_key,
     openai_message,
     openai_tool,
     parts_answer,
     parts_messages,
 )
+from llm_connect.traffic._json import loads
 
 __all__ = ["DEFAULT_JOIN_WINDOW", "OtlpReader"]
 
@@ -59,6 +63,8 @@ _CONTENT_KEYS = frozenset(
 )
 _KEPT_ELSEWHERE = ("gen_ai.request.", "gen_ai.response.", "gen_ai.usage.")
 """Attributes the case holds elsewhere (run settings, the recorded answer): not repeated in its metadata."""
+_KEY_SOURCES = ("gen_ai.input.messages", "gen_ai.system_instructions", "gen_ai.tool.definitions")
+"""The attributes a conversation is made of, in :meth:`_Span.content_key`'s order."""
 _DETAILS = "gen_ai.client.inference.operation.details"
 _MESSAGE_EVENTS = {
     "gen_ai.system.message": "system",
@@ -108,23 +114,51 @@ def _attrs(items: Any) -> dict[str, Any]:
 def _json(value: Any) -> Any:
     """A content attribute: a JSON string on spans, already structured on events."""
     if isinstance(value, str):
-        return json.loads(value)
+        return loads(value)
     return value
 
 
+def _raw_source(v: Any) -> Any:
+    """A content attribute's source for :func:`content_key`: its JSON text, or its structured value."""
+    if v is None:
+        return None
+    text = v.get("stringValue") if isinstance(v, Mapping) else None
+    return text if isinstance(text, str) else _value(v)
+
+
 class _Span:
-    __slots__ = ("answered", "attrs", "end", "events", "file", "line", "meta", "span_id", "start", "status")
+    """A chat span waiting to become a call; its attributes are decoded only when asked.
+
+    ``raw`` maps each attribute key to its OTLP ``AnyValue``: deciding whether a
+    span is a chat span, keying its conversation and checking its answer read a
+    few keys; :attr:`attrs` decodes them all (once) when the call is built.
+    """
+
+    __slots__ = (
+        "_attrs",
+        "answered",
+        "end",
+        "events",
+        "file",
+        "line",
+        "meta",
+        "raw",
+        "span_id",
+        "start",
+        "status",
+    )
 
     def __init__(
-        self, file: str, line: int, span: Mapping[str, Any], attrs: dict[str, Any], service: Any
+        self, file: str, line: int, span: Mapping[str, Any], raw: dict[str, Any], service: Any
     ) -> None:
-        self.file, self.line, self.attrs = file, line, attrs
+        self.file, self.line, self.raw = file, line, raw
+        self._attrs: dict[str, Any] | None = None
         self.span_id = span.get("spanId") or None
         self.start = span.get("startTimeUnixNano")
         self.end = span.get("endTimeUnixNano")
         self.status = span.get("status") or {}
         self.events: list[tuple[str, Any]] = []
-        self.answered = "gen_ai.input.messages" in attrs
+        self.answered = "gen_ai.input.messages" in raw
         self.meta = {"trace_id": span.get("traceId"), "span_id": self.span_id, "span": span.get("name")}
         if service is not None:
             self.meta["service"] = service
@@ -133,17 +167,84 @@ class _Span:
             if name in _EVENTS:
                 self.add(name, _attrs(event.get("attributes")))
 
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """Every attribute, decoded."""
+        if self._attrs is None:
+            self._attrs = {k: _value(v or {}) for k, v in self.raw.items()}
+        return self._attrs
+
     def add(self, name: str, body: Any) -> None:
         self.events.append((name, body))
         if name in (_DETAILS, _CHOICE):
             self.answered = True
 
+    def _get(self, key: str) -> Any:
+        v = self.raw.get(key)
+        return None if v is None else _value(v)
+
+    def content_key(self) -> bytes | None:
+        """:func:`content_key` of the content attributes' source text (``None``: content is on events)."""
+        raw = self.raw
+        if "gen_ai.input.messages" not in raw:
+            return None
+        return content_key(*(_raw_source(raw.get(k)) for k in _KEY_SOURCES))
+
+    def error(self) -> str | None:
+        """Why the call failed, when the span says it did."""
+        status = self.status
+        if status.get("code") in (2, "STATUS_CODE_ERROR") or "error.type" in self.raw:
+            return status.get("message") or str(self._get("error.type") or "error")
+        return None
+
+    # -- Deferred (sampling decides before the case is built) ----------------------
+
+    def probe(self) -> Probe | Skip:
+        """Key, error and answer from the content attributes; spans with content on events are built."""
+        key = self.content_key()
+        if key is not None:
+            try:
+                output = self.raw.get("gen_ai.output.messages")
+                text, calls, _ = parts_answer(_json(_value(output))) if output is not None else ("", [], None)
+                requested = self._get("gen_ai.request.model")
+                return Probe(
+                    key,
+                    self.error() is not None,
+                    not text.strip() and not calls,
+                    requested,
+                    self._get("gen_ai.response.model") or requested,
+                )
+            except (ValueError, TypeError, KeyError, AttributeError):
+                pass  # build() names the problem
+        call = self.build()
+        return call if isinstance(call, Skip) else Ready(call).probe()
+
+    def build(self) -> TrafficCall | Skip:
+        """The call (or the skip its content earns)."""
+        return _finish(self)
+
+    def metadata(self) -> dict[str, Any]:
+        """The metadata the call gets."""
+        meta = dict(self.meta)
+        meta["attributes"] = {
+            k: v
+            for k, v in self.attrs.items()
+            if k not in _CONTENT_KEYS and not k.startswith(_KEPT_ELSEWHERE)
+        }
+        return meta
+
+    def tags(self) -> list[str]:
+        """Spans carry no tags."""
+        return []
+
 
 class OtlpReader:
     """Reads OTLP JSON lines into :class:`TrafficCall` and :class:`Skip` values (see the module docstring)."""
 
-    def __init__(self, join_window: int = DEFAULT_JOIN_WINDOW) -> None:
+    def __init__(self, join_window: int = DEFAULT_JOIN_WINDOW, *, defer: bool = False) -> None:
         self.join_window = max(1, join_window)
+        self.defer = defer
+        """Yield each chat span as a :class:`~llm_connect.traffic._call.Deferred` instead of its call."""
         self.spans_seen = 0
         """Every span read, chat or not."""
         self.notes: dict[str, int] = {}
@@ -152,11 +253,15 @@ class OtlpReader:
         self._orphans: OrderedDict[str, list[tuple[str, Any]]] = OrderedDict()
         self._done: OrderedDict[str, None] = OrderedDict()
 
-    def read(self, lines: Iterable[tuple[str, int, bytes]]) -> Iterator[TrafficCall | Skip]:
-        """Calls and skips of ``(file, line number, raw line)`` items, then of spans still waiting."""
+    def read(self, lines: Iterable[tuple[str, int, bytes]]) -> Iterator[TrafficCall | Skip | Deferred]:
+        """Calls and skips of ``(file, line number, raw line)`` items, then of spans still waiting.
+
+        With :attr:`defer`, chat spans come as :class:`~llm_connect.traffic._call.Deferred`
+        values (decoded only when built) instead of calls.
+        """
         for file, lineno, raw in lines:
             try:
-                obj = json.loads(raw)
+                obj = loads(raw)
             except ValueError as exc:
                 yield Skip("not valid JSON", file, lineno, detail=str(exc))
                 continue
@@ -168,7 +273,7 @@ class OtlpReader:
             for resource in obj.get("resourceLogs") or ():
                 yield from self._logs(resource)
         while self._pending:
-            yield self._finish(self._pending.popitem(last=False)[1])
+            yield self._out(self._pending.popitem(last=False)[1])
         orphans = sum(len(v) for v in self._orphans.values())
         if orphans:
             self._note("GenAI log records matching no chat span", orphans)
@@ -177,7 +282,12 @@ class OtlpReader:
     def _note(self, what: str, n: int = 1) -> None:
         self.notes[what] = self.notes.get(what, 0) + n
 
-    def _spans(self, file: str, lineno: int, resource: Mapping[str, Any]) -> Iterator[TrafficCall | Skip]:
+    def _out(self, span: _Span) -> TrafficCall | Skip | Deferred:
+        return span if self.defer else _finish(span)
+
+    def _spans(
+        self, file: str, lineno: int, resource: Mapping[str, Any]
+    ) -> Iterator[TrafficCall | Skip | Deferred]:
         service = None
         for a in (resource.get("resource") or {}).get("attributes") or ():
             if a.get("key") == "service.name":
@@ -185,14 +295,19 @@ class OtlpReader:
         for scope in resource.get("scopeSpans") or ():
             for span in scope.get("spans") or ():
                 self.spans_seen += 1
-                attrs = _attrs(span.get("attributes"))
-                op = attrs.get("gen_ai.operation.name")
+                items = span.get("attributes")
+                if not items:
+                    continue
+                raw = {a["key"]: a.get("value") for a in items}  # decoded only for chat spans
+                op = raw.get("gen_ai.operation.name")
+                if op is not None:
+                    op = _value(op)
                 if op is None:
-                    if "gen_ai.request.model" not in attrs and "gen_ai.input.messages" not in attrs:
+                    if "gen_ai.request.model" not in raw and "gen_ai.input.messages" not in raw:
                         continue
                 elif op not in _CHAT_OPS:
                     continue
-                record = _Span(file, lineno, span, attrs, service)
+                record = _Span(file, lineno, span, raw, service)
                 key = record.span_id
                 if key and key in self._orphans:
                     for name, body in self._orphans.pop(key):
@@ -200,18 +315,18 @@ class OtlpReader:
                 if record.answered or not key:
                     if key:
                         self._mark_done(key)
-                    yield self._finish(record)
+                    yield self._out(record)
                     continue
                 self._pending[key] = record
                 if len(self._pending) > self.join_window:
-                    yield self._finish(self._pending.popitem(last=False)[1])
+                    yield self._out(self._pending.popitem(last=False)[1])
 
     def _mark_done(self, key: str) -> None:
         self._done[key] = None
         if len(self._done) > self.join_window:
             self._done.popitem(last=False)
 
-    def _logs(self, resource: Mapping[str, Any]) -> Iterator[TrafficCall | Skip]:
+    def _logs(self, resource: Mapping[str, Any]) -> Iterator[TrafficCall | Skip | Deferred]:
         for scope in resource.get("scopeLogs") or ():
             for record in scope.get("logRecords") or ():
                 name = record.get("eventName")
@@ -233,73 +348,69 @@ class OtlpReader:
                     if span.answered:
                         del self._pending[key]
                         self._mark_done(key)
-                        yield self._finish(span)
+                        yield self._out(span)
                     continue
                 self._orphans.setdefault(key, []).append((name, body))
                 if len(self._orphans) > self.join_window:
                     _, dropped = self._orphans.popitem(last=False)
                     self._note("GenAI log records matching no chat span", len(dropped))
 
-    # -- one span -> one call ---------------------------------------------------------
 
-    def _finish(self, span: _Span) -> TrafficCall | Skip:
-        try:
-            return self._call(span)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            return Skip("unreadable GenAI content", span.file, span.line, span.span_id, detail=str(exc))
+# -- one span -> one call ---------------------------------------------------------------
 
-    def _call(self, span: _Span) -> TrafficCall | Skip:
-        attrs = span.attrs
-        content = attrs if "gen_ai.input.messages" in attrs else None
-        if content is None:
-            content = next((body for name, body in span.events if name == _DETAILS), None)
-        answer = Answer()
-        tools = None
-        if content is not None and "gen_ai.input.messages" in content:
-            messages = parts_messages(
-                _json(content["gen_ai.input.messages"]), _json(content.get("gen_ai.system_instructions"))
-            )
-            if "gen_ai.tool.definitions" in content:
-                tools = [openai_tool(t) for t in _json(content["gen_ai.tool.definitions"])]
-            if "gen_ai.output.messages" in content:
-                answer.text, answer.tool_calls, answer.finish_reason = parts_answer(
-                    _json(content["gen_ai.output.messages"])
-                )
-        else:
-            messages, answered = _event_messages(span.events, answer)
-            if not messages:
-                return Skip("no input messages", span.file, span.line, span.span_id)
-            if not any("content" in m or "tool_calls" in m for m in messages):
-                return Skip(
-                    "no input messages",
-                    span.file,
-                    span.line,
-                    span.span_id,
-                    detail="the message events carry no content (content capture off?)",
-                )
-            if not answered:
-                answer = Answer()
-        _span_answer(span, answer)
-        meta = dict(span.meta)
-        meta["attributes"] = {
-            k: v for k, v in attrs.items() if k not in _CONTENT_KEYS and not k.startswith(_KEPT_ELSEWHERE)
-        }
-        status = span.status
-        error = None
-        if status.get("code") in (2, "STATUS_CODE_ERROR") or "error.type" in attrs:
-            error = status.get("message") or str(attrs.get("error.type") or "error")
-        return TrafficCall(
-            file=span.file,
-            line=span.line,
-            ref=span.span_id,
-            messages=messages,
-            tools=tools,
-            requested_model=attrs.get("gen_ai.request.model"),
-            settings={_SETTINGS[k]: v for k, v in attrs.items() if k in _SETTINGS},
-            answer=answer,
-            error=error,
-            metadata=meta,
+
+def _finish(span: _Span) -> TrafficCall | Skip:
+    try:
+        return _call(span)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        return Skip("unreadable GenAI content", span.file, span.line, span.span_id, detail=str(exc))
+
+
+def _call(span: _Span) -> TrafficCall | Skip:
+    attrs = span.attrs
+    content = attrs if "gen_ai.input.messages" in attrs else None
+    if content is None:
+        content = next((body for name, body in span.events if name == _DETAILS), None)
+    answer = Answer()
+    tools = None
+    if content is not None and "gen_ai.input.messages" in content:
+        messages = parts_messages(
+            _json(content["gen_ai.input.messages"]), _json(content.get("gen_ai.system_instructions"))
         )
+        if "gen_ai.tool.definitions" in content:
+            tools = [openai_tool(t) for t in _json(content["gen_ai.tool.definitions"])]
+        if "gen_ai.output.messages" in content:
+            answer.text, answer.tool_calls, answer.finish_reason = parts_answer(
+                _json(content["gen_ai.output.messages"])
+            )
+    else:
+        messages, answered = _event_messages(span.events, answer)
+        if not messages:
+            return Skip("no input messages", span.file, span.line, span.span_id)
+        if not any("content" in m or "tool_calls" in m for m in messages):
+            return Skip(
+                "no input messages",
+                span.file,
+                span.line,
+                span.span_id,
+                detail="the message events carry no content (content capture off?)",
+            )
+        if not answered:
+            answer = Answer()
+    _span_answer(span, answer)
+    return TrafficCall(
+        file=span.file,
+        line=span.line,
+        ref=span.span_id,
+        messages=messages,
+        tools=tools,
+        requested_model=attrs.get("gen_ai.request.model"),
+        settings={_SETTINGS[k]: v for k, v in attrs.items() if k in _SETTINGS},
+        answer=answer,
+        error=span.error(),
+        metadata=span.metadata(),
+        content_key=span.content_key(),
+    )
 
 
 def _span_answer(span: _Span, answer: Answer) -> None:

@@ -19,9 +19,12 @@ numbered in order of first appearance per kind, so a case still reads sensibly
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Redactor", "luhn_ok"]
+from llm_connect._secrets import is_secret_key, mask_secrets
+
+__all__ = ["Redactor", "luhn_ok", "mask_all", "mask_request"]
 
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w-])")
 _CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
@@ -111,3 +114,47 @@ class Redactor:
         if isinstance(value, list):
             return [self.value(v) for v in value]
         return value
+
+
+_SECRET_KEYS: dict[str, bool] = {}
+
+
+def mask_request(value: Any) -> Any:
+    """:func:`llm_connect._secrets.redact_request` (credentials out of metadata), key tests remembered.
+
+    Span attributes repeat the same few dozen keys on every call; asking
+    ``is_secret_key`` once per name keeps masking off the import's hot path.
+    """
+    t = type(value)
+    if t is str:
+        return mask_secrets(value)
+    if t is dict or isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            key = k if type(k) is str else str(k)
+            secret = _SECRET_KEYS.get(key)
+            if secret is None:
+                secret = is_secret_key(key)
+                if len(_SECRET_KEYS) < 10_000:  # bounded: keys are names, not data
+                    _SECRET_KEYS[key] = secret
+            if not secret:
+                out[key] = mask_secrets(v) if type(v) is str else mask_request(v)
+        return out
+    if t is list or isinstance(value, (list, tuple)):
+        return [mask_request(v) for v in value]
+    return value
+
+
+def mask_all(value: Any) -> Any:
+    """:func:`llm_connect._secrets.mask_value` (every string masked, keys kept), faster on plain JSON."""
+    t = type(value)
+    if t is str:
+        return mask_secrets(value)
+    if t is dict or isinstance(value, Mapping):
+        return {
+            (k if type(k) is str else str(k)): (mask_secrets(v) if type(v) is str else mask_all(v))
+            for k, v in value.items()
+        }
+    if t is list or isinstance(value, (list, tuple)):
+        return [mask_all(v) for v in value]
+    return value

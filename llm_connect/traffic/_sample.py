@@ -12,16 +12,28 @@ Quotas: proportional (``n`` split over strata by their sizes, largest remainders
 first, ties by stratum name) or equal (``per_stratum``: ``n`` from every stratum).
 A stratum smaller than its quota, or a stream smaller than ``n``, gives all it
 has and a warning saying so.
+
+Drawing before building (:meth:`Sampler.draw`): the items offered are cheap
+references, and a case is built only for those drawn. A reference that turns out
+unusable (its conversation refused, a duplicate of a case already drawn) is
+replaced by the next in priority order; ``spare`` more per stratum are kept for
+that, and :class:`SampleExhausted` is raised when they run out (the caller then
+builds every case instead).
 """
 
 from __future__ import annotations
 
 import hashlib
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Sampler", "Stratum"]
+__all__ = ["SampleExhausted", "Sampler", "Stratum"]
+
+
+class SampleExhausted(Exception):
+    """:meth:`Sampler.draw` ran out of spare references in a stratum that held more than it kept."""
 
 
 @dataclass
@@ -41,11 +53,19 @@ class Sampler:
     """Seeded bottom-k sampling of cases, overall or per stratum (see the module docstring)."""
 
     def __init__(
-        self, n: int, *, seed: int = 0, per_stratum: bool = False, keep_duplicates: bool = False
+        self,
+        n: int,
+        *,
+        seed: int = 0,
+        per_stratum: bool = False,
+        keep_duplicates: bool = False,
+        spare: int = 0,
     ) -> None:
         if n < 1:
             raise ValueError("a sample needs n >= 1")
         self.n = n
+        self.spare = max(0, spare)
+        """References kept beyond ``n`` per stratum, to replace unusable ones (:meth:`draw`)."""
         self.per_stratum = per_stratum
         self.keep_duplicates = keep_duplicates
         self._key = str(seed).encode()
@@ -63,7 +83,7 @@ class Sampler:
             s = self.strata[stratum] = Stratum()
         s.population += 1
         entry = (-self.priority(digest, seq), seq, item)
-        if len(s.heap) < self.n:
+        if len(s.heap) < self.n + self.spare:
             heapq.heappush(s.heap, entry)
         elif entry[0] > s.heap[0][0]:  # a smaller priority than the largest kept
             heapq.heapreplace(s.heap, entry)
@@ -104,3 +124,52 @@ class Sampler:
             warnings.append(f"only {total} case(s) to sample from, fewer than the {self.n} asked")
         chosen.sort(key=lambda e: e[0])
         return [item for _, item in chosen], warnings
+
+    def draw(self, build: Callable[[Any], Any | None]) -> tuple[list[Any], list[str]]:
+        """Like :meth:`result`, building the items drawn: ``build(item)`` gives the case, or ``None``.
+
+        An item whose ``build`` gives ``None`` leaves its stratum's population and
+        the next in priority order takes its place; quotas are then worked out
+        again over the corrected populations (each item is built at most once).
+
+        Raises:
+            SampleExhausted: a stratum ran out of items while it had offered more
+                than it kept.
+        """
+        built: dict[int, Any] = {}
+        held = {name: s.population <= len(s.heap) for name, s in self.strata.items()}
+        ranked = {name: sorted(s.heap, key=lambda e: -e[0]) for name, s in self.strata.items()}
+        while True:
+            self._quotas()
+            before = sum(s.population for s in self.strata.values())
+            chosen: list[tuple[int, Any]] = []
+            for name in sorted(self.strata):
+                s = self.strata[name]
+                taken = 0
+                for _, seq, item in ranked[name]:
+                    if taken == s.quota:
+                        break
+                    if seq not in built:
+                        built[seq] = case = build(item)
+                        if case is None:
+                            s.population -= 1
+                    case = built[seq]
+                    if case is not None:
+                        chosen.append((seq, case))
+                        taken += 1
+                if taken < s.quota and not held[name]:
+                    raise SampleExhausted(name)
+                s.taken = taken
+            if sum(s.population for s in self.strata.values()) == before:
+                break
+        warnings: list[str] = []
+        for name in sorted(self.strata):
+            s = self.strata[name]
+            if self.per_stratum and s.taken < self.n:
+                warnings.append(f"stratum {name!r} has only {s.taken} case(s), fewer than the {self.n} asked")
+            s.heap = []
+        total = sum(s.population for s in self.strata.values())
+        if not self.per_stratum and total < self.n:
+            warnings.append(f"only {total} case(s) to sample from, fewer than the {self.n} asked")
+        chosen.sort(key=lambda e: e[0])
+        return [case for _, case in chosen], warnings
