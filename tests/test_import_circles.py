@@ -1,7 +1,8 @@
 """No module imports its own importer (issue 24): two modules that import each other, at the
 top or inside a function, are an import circle a reader has to untangle.
 
-A package and its own submodules are exempt (``__init__`` re-exports what its modules define).
+A package and its own submodules are exempt (``__init__`` re-exports what its modules define),
+and so are imports under ``if TYPE_CHECKING:``: they never run, they only name a type.
 """
 
 from __future__ import annotations
@@ -28,9 +29,24 @@ def _edges(modules: dict[str, Path]) -> dict[str, set[str]]:
             name = name.rpartition(".")[0]
         return name or None
 
+    def runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+        found: list[ast.AST] = []
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.If) and ast.unparse(node.test) in (
+                "TYPE_CHECKING",
+                "typing.TYPE_CHECKING",
+            ):
+                stack.extend(node.orelse)
+                continue
+            found.append(node)
+            stack.extend(ast.iter_child_nodes(node))
+        return found
+
     edges: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
             targets: list[str] = []
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 targets = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]

@@ -17,7 +17,13 @@ from sqlalchemy import Connection, Engine, Table, select
 from llm_connect._version import __version__
 from llm_connect.ledger._cases import fetch
 from llm_connect.ledger._engine import dialect_insert, ledger_errors, reading, write
-from llm_connect.ledger._models import EvidenceSnapshot, RoutingDecisionRecord, utcnow
+from llm_connect.ledger._models import (
+    SNAPSHOT_KEY,
+    SNAPSHOT_VALUES,
+    EvidenceSnapshot,
+    RoutingDecisionRecord,
+    utcnow,
+)
 from llm_connect.ledger._runs import finite_json
 
 if TYPE_CHECKING:
@@ -118,8 +124,8 @@ def _json(value: Any) -> Any:
 
 
 _SNAP = cast(Table, EvidenceSnapshot.__table__)
-_SNAP_KEY = ("task", "baseline_model", "grader_id", "candidate_model", "settings")
-_SNAP_VALUES = ("version_n", "version_sum", "version_sum_sq", "evidence", "updated_at")
+_SNAP_KEY = SNAPSHOT_KEY
+_SNAP_VALUES = SNAPSHOT_VALUES
 
 
 def evidence_snapshot_rows(

@@ -422,3 +422,9 @@ SELECT task, baseline_model, grader_id, candidate_model, {CASE_KEY_SQL}, COUNT(*
     COUNT(score_delta), COALESCE(SUM(score_delta), 0.0), MIN(id)
 FROM grades
 GROUP BY task, baseline_model, grader_id, candidate_model, {CASE_KEY_SQL}"""
+
+
+SNAPSHOT_KEY = ("task", "baseline_model", "grader_id", "candidate_model", "settings")
+"""An evidence snapshot's key columns (one row per task, baseline, grader, candidate and settings)."""
+SNAPSHOT_VALUES = ("version_n", "version_sum", "version_sum_sq", "evidence", "updated_at")
+"""The columns an evidence snapshot's upsert overwrites."""

@@ -19,9 +19,12 @@ from typing import Any, cast
 
 from sqlalchemy import JSON, Engine, Table
 
-from llm_connect.ledger._decisions import _SNAP, _SNAP_KEY, _SNAP_VALUES
 from llm_connect.ledger._engine import WRITE_ATTEMPTS, read_connection
-from llm_connect.ledger._models import RoutingDecisionRecord
+from llm_connect.ledger._models import SNAPSHOT_KEY as _SNAP_KEY
+from llm_connect.ledger._models import SNAPSHOT_VALUES as _SNAP_VALUES
+from llm_connect.ledger._models import EvidenceSnapshot, RoutingDecisionRecord
+
+_SNAP = cast(Table, EvidenceSnapshot.__table__)
 
 __all__ = ["pg_record_decision"]
 

@@ -279,7 +279,7 @@ def _people(
     ``Router.decide(target="human")`` computes it (read only; nothing stored)."""
     if not candidates or not graders:
         return {}
-    from llm_connect.routing._human import human_evidence
+    from llm_connect.routing._human_cache import human_evidence
 
     found = human_evidence(
         ledger,

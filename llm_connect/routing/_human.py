@@ -19,7 +19,6 @@ read and a fresh computation (``docs/decisions.md``, "why asking often is cheap 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.ledger import SamplingDesign
@@ -27,10 +26,9 @@ from llm_connect.values import GraderEvidence
 from llm_connect.values._decision import PROVEN
 
 if TYPE_CHECKING:
-    from llm_connect.ledger import QualityLedger
     from llm_connect.routing._ppi import HumanBound
 
-__all__ = ["bound_evidence", "human_evidence", "human_grader_evidence"]
+__all__ = ["bound_evidence", "human_grader_evidence"]
 
 
 def _arrays(design: SamplingDesign, values: dict[tuple[str, str], float]) -> tuple[Any, Any, Any, Any, int]:
@@ -123,42 +121,4 @@ def bound_evidence(
         cases_unsampled=undecided,
         more_labels=hb.more_labels,
         more_cases=hb.more_cases,
-    )
-
-
-def human_evidence(
-    ledger: QualityLedger,
-    task: str,
-    *,
-    baseline: str,
-    candidates: Sequence[str],
-    grader_ids: Sequence[str],
-    min_quality: float,
-    min_samples: int,
-    alpha: float,
-    cache: MutableMapping[Hashable, Any] | None = None,
-) -> dict[tuple[str, str], GraderEvidence]:
-    """Evidence about the mean human quality for every (candidate, grader id) of ``task`` against
-    ``baseline``.
-
-    ``cache`` (kept by the caller between calls) holds each group's sampled cases as arrays,
-    each candidate's labels and the bound's running sums (``routing/_human_cache.py``): a
-    later call reads only what arrived since and continues the bound; the evidence is that of
-    a full read and a fresh computation (:func:`human_grader_evidence` over
-    ``SamplingStore.design`` and ``LabelStore.case_values``).
-    """
-    from llm_connect.routing._human_cache import group_evidence
-
-    cands = list(dict.fromkeys(candidates))
-    graders = list(dict.fromkeys(grader_ids))
-    return group_evidence(
-        ledger,
-        task,
-        baseline,
-        cands,
-        graders,
-        min_quality=min_quality,
-        min_samples=min_samples,
-        alpha=alpha,
-        cache={} if cache is None else cache,
     )

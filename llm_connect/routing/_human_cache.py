@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
     from llm_connect.routing._ppi_running import PPIState
 
-__all__ = ["Group", "Labels", "group_evidence"]
+__all__ = ["Group", "Labels", "group_evidence", "human_evidence"]
 
 _MAX_ENTRIES = 10_000
 
@@ -195,7 +195,7 @@ def group_evidence(
     cache: MutableMapping[Hashable, Any],
 ) -> dict[tuple[str, str], GraderEvidence]:
     """Evidence per (candidate, grader id), with ``cache`` (kept by the caller) brought up to date."""
-    from llm_connect.routing._human import bound_evidence
+    from llm_connect.routing._human import bound_evidence  # _human imports nothing from here
     from llm_connect.routing._ppi import human_bound_continued
 
     reader = DesignReader(ledger.engine)
@@ -248,3 +248,39 @@ def group_evidence(
             cache[gkey] = group
             out[(cand, gid)] = ev
     return out
+
+
+def human_evidence(
+    ledger: QualityLedger,
+    task: str,
+    *,
+    baseline: str,
+    candidates: Sequence[str],
+    grader_ids: Sequence[str],
+    min_quality: float,
+    min_samples: int,
+    alpha: float,
+    cache: MutableMapping[Hashable, Any] | None = None,
+) -> dict[tuple[str, str], GraderEvidence]:
+    """Evidence about the mean human quality for every (candidate, grader id) of ``task`` against
+    ``baseline``.
+
+    ``cache`` (kept by the caller between calls) holds each group's sampled cases as arrays,
+    each candidate's labels and the bound's running sums (``routing/_human_cache.py``): a
+    later call reads only what arrived since and continues the bound; the evidence is that of
+    a full read and a fresh computation (:func:`human_grader_evidence` over
+    ``SamplingStore.design`` and ``LabelStore.case_values``).
+    """
+    cands = list(dict.fromkeys(candidates))
+    graders = list(dict.fromkeys(grader_ids))
+    return group_evidence(
+        ledger,
+        task,
+        baseline,
+        cands,
+        graders,
+        min_quality=min_quality,
+        min_samples=min_samples,
+        alpha=alpha,
+        cache={} if cache is None else cache,
+    )

@@ -43,7 +43,14 @@ import numpy as np
 
 from llm_connect.errors import ConfigurationError
 from llm_connect.routing._bounds import TRUNCATION, cases_needed
-from llm_connect.routing._ppi_running import PPIState, continue_sequence, start_state
+from llm_connect.routing._ppi_running import (
+    _RIDGE,
+    LAM_MAX,
+    PPIState,
+    _range,
+    continue_sequence,
+    start_state,
+)
 from llm_connect.values._decision import INSUFFICIENT, PROVEN, RULED_OUT, UNDECIDED
 
 __all__ = [
@@ -62,14 +69,10 @@ __all__ = [
 NO_HUMAN_LABELS = "no human labels yet"
 """The status of a candidate whose bound has no human label to stand on."""
 
-LAM_MAX = 2.0
-"""The largest judge coefficient ``lam_t`` the tuning may pick."""
 
 LABELS_SHARE = 0.5
 """Share of ``alpha`` :func:`human_bound` spends on the labels-alone bound under uniform labelling."""
 
-_RIDGE = 0.25
-"""Prior weight (in labels) pulling the tuned ``lam`` towards 0 and ``c`` towards 1/2."""
 
 _PRIOR_WEIGHT = 1.0
 """Cases' worth of prior variance in the bets (WSR use one case at 1/4 for values in [0, 1])."""
@@ -186,15 +189,6 @@ def _tuning(j: Any, p: Any, ch: Any, h: Any) -> tuple[Any, Any]:
     var = (np.cumsum(w * j * j, axis=-1) * scale + 0.25 * _RIDGE) / total - mj * mj
     lam = np.clip(cov / (var + 1e-3), 0.0, LAM_MAX)
     return lam, mh - lam * mj
-
-
-def _range(lam: Any, c: Any, floor: float) -> tuple[Any, Any]:
-    """The least and greatest ``y`` can be with these coefficients, over every J, H in [0, 1] and
-    every ``p >= floor``: ``a_hi (1 - 1/floor)`` (chosen, H = 0, the highest prediction) and
-    ``a_lo + (1 - a_lo) / floor`` (chosen, H = 1, the lowest)."""
-    a_hi = np.clip(lam + c, 0.0, 1.0)
-    a_lo = np.clip(c, 0.0, 1.0)
-    return a_hi * (1.0 - 1.0 / floor), a_lo + (1.0 - a_lo) / floor
 
 
 def _labels_only(ch: Any, h: Any, alpha: float) -> tuple[Any, Any]:

@@ -24,6 +24,21 @@ from llm_connect.routing._bounds import TRUNCATION
 
 __all__ = ["LabelSums", "PPIState", "continue_sequence", "start_state"]
 
+LAM_MAX = 2.0
+"""The largest judge coefficient ``lam_t`` the tuning may pick."""
+
+_RIDGE = 0.25
+"""Prior weight (in labels) pulling the tuned ``lam`` towards 0 and ``c`` towards 1/2."""
+
+
+def _range(lam: Any, c: Any, floor: float) -> tuple[Any, Any]:
+    """The least and greatest ``y`` can be with these coefficients, over every J, H in [0, 1] and
+    every ``p >= floor``: ``a_hi (1 - 1/floor)`` (chosen, H = 0, the highest prediction) and
+    ``a_lo + (1 - a_lo) / floor`` (chosen, H = 1, the lowest)."""
+    a_hi = np.clip(lam + c, 0.0, 1.0)
+    a_lo = np.clip(c, 0.0, 1.0)
+    return a_hi * (1.0 - 1.0 / floor), a_lo + (1.0 - a_lo) / floor
+
 
 @dataclass(frozen=True, slots=True)
 class LabelSums:
@@ -90,8 +105,6 @@ def _running(first: float, values: Any) -> Any:
 
 def _coefficients(n_lab: Any, sw: Any, swj: Any, swh: Any, swjh: Any, swjj: Any) -> tuple[Any, Any]:
     """``_ppi._tuning``'s ``(lam, c)`` from its cumulative sums (element-wise, same expressions)."""
-    from llm_connect.routing._ppi import _RIDGE, LAM_MAX
-
     scale = np.where(sw > 0.0, n_lab / np.where(sw > 0.0, sw, 1.0), 0.0)
     total = sw * scale + _RIDGE
     mj = (swj * scale + 0.5 * _RIDGE) / total
@@ -137,8 +150,6 @@ def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, 
     The same computation as :func:`~llm_connect.routing._ppi.ppi_sequence` over the cases
     before and these together, at ``start``'s settings; no validation (``human_bound``'s).
     """
-    from llm_connect.routing._ppi import _range
-
     j = np.asarray(judge, dtype=float)
     n = j.size
     if n == 0:

@@ -14,7 +14,7 @@ from llm_connect.routing._evidence import (
     gather,
     snapshot_settings,
 )
-from llm_connect.routing._human import human_evidence
+from llm_connect.routing._human_cache import human_evidence
 from llm_connect.routing._series import CachedSeries
 from llm_connect.values._decision import TARGETS
 
