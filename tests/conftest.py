@@ -10,6 +10,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The default embedder keeps ONNX Runtime, unmeasured (tests/adapters/test_embedding_device.py
+# runs the probe itself).
+os.environ.setdefault("LLM_CONNECT_EMBEDDING_PROBE", "0")
 
 # Fixture modules, one per shared resource (each owned by one area of the suite).
 pytest_plugins = [

@@ -7,8 +7,9 @@
   (the packaged, offline all-MiniLM-L6-v2 by default).
 * :class:`OnnxEmbeddingAdapter` — the same local model exported to ONNX and run
   by ONNX Runtime (``pip install 'llm-connect[embeddings]'``).
-* :func:`default_embedding_adapter` — the default embedder: ONNX Runtime when it
-  can run here, else PyTorch (with one logged warning).
+* :func:`default_embedding_adapter` — the default embedder, on ``device="auto"``: PyTorch
+  on a GPU PyTorch sees; on the CPU ONNX Runtime, unless a probe measured PyTorch faster on
+  this machine or ONNX Runtime cannot run here (then PyTorch).
 * :class:`RecordedAdapter` — replays recorded responses, no model call.
 
 Importing this package imports neither ``openai`` nor ``torch`` (nor
@@ -23,7 +24,8 @@ from llm_connect.adapters._base import EmbeddingAdapter, LLMAdapter
 from llm_connect.adapters._recorded import RecordedAdapter
 
 if TYPE_CHECKING:
-    from llm_connect.adapters._onnx import OnnxEmbeddingAdapter, default_embedding_adapter
+    from llm_connect.adapters._local import default_embedding_adapter
+    from llm_connect.adapters._onnx import OnnxEmbeddingAdapter
     from llm_connect.adapters._openai import OpenAIAdapter, OpenAIEmbeddingAdapter
     from llm_connect.adapters._sentence_transformers import SentenceTransformerEmbeddingAdapter
     from llm_connect.adapters._spec import adapter_from_spec
@@ -46,7 +48,7 @@ _LAZY = {
     "OpenAIEmbeddingAdapter": "llm_connect.adapters._openai",
     "SentenceTransformerEmbeddingAdapter": "llm_connect.adapters._sentence_transformers",
     "adapter_from_spec": "llm_connect.adapters._spec",
-    "default_embedding_adapter": "llm_connect.adapters._onnx",
+    "default_embedding_adapter": "llm_connect.adapters._local",
 }
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from llm_connect.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "AUTO_MIN_TEXTS",
@@ -22,6 +25,7 @@ __all__ = [
     "check_num_threads",
     "distinct_texts",
     "model_call",
+    "rows_in_order",
     "threads_for",
 ]
 
@@ -78,3 +82,12 @@ def distinct_texts(texts: Sequence[str]) -> tuple[list[str], list[str]]:
         if not isinstance(text, str):
             raise TypeError(f"embed() text {i} must be a str, not {type(text).__name__}")
     return texts, list(dict.fromkeys(texts))
+
+
+def rows_in_order(unique_rows: np.ndarray, texts: list[str], unique: list[str]) -> np.ndarray:
+    """The rows of ``unique_rows`` (one per text of ``unique``) for ``texts``, in order: the same
+    array when ``texts`` has no repeats, else a new one (rows copied, never shared)."""
+    if len(unique) == len(texts):
+        return unique_rows
+    position = {text: i for i, text in enumerate(unique)}
+    return unique_rows[[position[text] for text in texts]]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from llm_connect.types import LLMResponse, Prompt, RunConfig
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["EmbeddingAdapter", "LLMAdapter"]
 
@@ -33,6 +36,7 @@ class EmbeddingAdapter(Protocol):
     adapter_id: str
     """Stable id of the embedding model, e.g. ``sentence-transformers:all-MiniLM-L6-v2``."""
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order."""
+    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]] | np.ndarray:
+        """One vector per text, in order: a list of vectors, or (the local adapters) one
+        ``(len(texts), dim)`` float array."""
         ...

@@ -11,6 +11,11 @@ vectors encoded in this process (or, before any encode, the length most cached
 vectors of the call share). Any other cached vector is treated as missing,
 re-encoded and written over. Vectors are stored as float32, so a cached vector
 is bit-identical to the float32 vector the model produced.
+
+With a store, :meth:`CachedEmbedder.embed` returns one ``numpy`` matrix (float32 when the
+model's vectors are, as the local adapters'), cached rows and fresh rows alike; the store is
+handed and gives back what it always has (float32 values, read back as lists), so its format
+does not change.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
 
 from llm_connect.errors import EmbeddingOutputError
 
@@ -86,16 +93,17 @@ class CachedEmbedder:
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.embedder!r})"
 
-    def _encode(self, texts: list[str]) -> dict[str, list[float]]:
+    def _encode(self, texts: list[str]) -> dict[str, Any]:
         vectors = self.embedder.embed(texts)
         if len(vectors) != len(texts):  # nothing is cached from an embedder that miscounts
             raise EmbeddingOutputError(
                 f"{self.adapter_id} returned {len(vectors)} vectors for {len(texts)} texts"
             )
-        return {text: list(v) for text, v in zip(texts, vectors, strict=True)}
+        return dict(zip(texts, vectors, strict=True))
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order: cached ones from the store, the rest embedded in one call."""
+    def embed(self, texts: Sequence[str]) -> Any:
+        """One vector per text, in order: cached ones from the store, the rest embedded in one
+        call. Without a store, what the wrapped embedder returns; with one, a matrix."""
         texts = list(texts)
         if not texts:
             return []
@@ -108,9 +116,9 @@ class CachedEmbedder:
         unique = list(dict.fromkeys(texts))
         digests = {text: text_digest(text) for text in unique}
         found = store.cached_embeddings(self.cache_id, list(set(digests.values())))
-        hits = {text: found[d] for text, d in digests.items() if d in found}
+        hits: dict[str, Any] = {text: found[d] for text, d in digests.items() if d in found}
         missing = [text for text in unique if text not in hits]
-        fresh: dict[str, list[float]] = {}
+        fresh: dict[str, Any] = {}
         if missing:
             fresh = self._encode(missing)
             lengths = {len(v) for v in fresh.values()}
@@ -125,9 +133,26 @@ class CachedEmbedder:
                 del hits[text]
             fresh.update(self._encode(wrong))
         if fresh:
-            store.put_embeddings(self.cache_id, {digests[t]: v for t, v in fresh.items()})
+            store.put_embeddings(self.cache_id, {digests[t]: _values(v) for t, v in fresh.items()})
         with self._lock:
             self.counts.embedded += len(fresh)
             self.counts.cached += len(hits)
-        by_text = {**hits, **fresh}
+        return _stack(texts, hits, fresh)
+
+
+def _values(vector: Any) -> Any:
+    """What the store is handed: a float32 row as Python floats (exact), anything else as is."""
+    return vector.tolist() if isinstance(vector, np.ndarray) else vector
+
+
+def _stack(texts: list[str], hits: dict[str, Any], fresh: dict[str, Any]) -> Any:
+    """The vectors of ``texts`` as one matrix: float32 when every fresh vector is a float32 row
+    (the cache holds float32 values, so cached rows are exact); ragged vectors (an embedder's
+    fault, reported by the caller) stay a list of lists."""
+    by_text = {**hits, **fresh}
+    if len({len(v) for v in by_text.values()}) != 1:
         return [list(by_text[text]) for text in texts]
+    exact = all(isinstance(v, np.ndarray) and v.dtype == np.float32 for v in fresh.values())
+    dtype = np.float32 if exact else np.float64
+    rows = {text: np.asarray(v, dtype=dtype) for text, v in by_text.items()}
+    return np.stack([rows[text] for text in texts]) if texts else np.zeros((0, 0), dtype=dtype)

@@ -37,28 +37,27 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from llm_connect._secrets import get_logger
-from llm_connect.adapters._activity import check_num_threads, distinct_texts, threads_for
+from llm_connect.adapters._activity import check_num_threads, distinct_texts, rows_in_order, threads_for
 from llm_connect.adapters._onnx_pipeline import Pipeline, batch_arrays, load_tokenizer, read_pipeline
 from llm_connect.adapters._sentence_transformers import (
     DEFAULT_EMBEDDING_MODEL,
-    SentenceTransformerEmbeddingAdapter,
     _no_progress_bars,
     _short_name,
     resolve_model_source,
 )
 from llm_connect.errors import ConfigurationError
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = [
     "CACHE_DIR_ENV",
-    "EMBEDDING_BACKENDS",
     "INSTALL_HINT",
     "ONNX_OPSET",
     "OnnxEmbeddingAdapter",
-    "default_embedding_adapter",
-    "local_embedding_adapter",
     "onnx_cache_dir",
     "onnx_unusable_reason",
     "onnxruntime_available",
@@ -361,6 +360,30 @@ def _session(runtime: _Runtime, threads: int) -> Any:
         return runtime.sessions[threads]
 
 
+_probed: set[Path] = set()
+
+
+def _probe_once(model: str, cache_dir: Path, export_dir: Path) -> None:
+    """Measure ONNX Runtime against PyTorch here and remember the verdict beside the export,
+    unless this machine's CPU count has one (or this process probed it, or the probe is off)."""
+    from llm_connect.adapters import _probe
+
+    with _load_lock:
+        if export_dir in _probed or not _probe.probe_enabled() or not _importable("torch"):
+            return
+        _probed.add(export_dir)
+    if _probe.remembered_backend(export_dir) is not None:
+        return
+
+    def onnx_embed(texts: list[str], threads: int) -> Any:
+        return OnnxEmbeddingAdapter(model, num_threads=threads, cache_dir=cache_dir).embed(texts)
+
+    try:
+        _probe.record_probe(export_dir, _probe.run_probe(model, onnx_embed))
+    except Exception as exc:  # a probe that cannot run or be written changes nothing
+        _log.warning("embedding backend probe failed (%s: %s); ONNX Runtime stays", type(exc).__name__, exc)
+
+
 class OnnxEmbeddingAdapter:
     """Embeds texts with a local sentence-transformers model on ONNX Runtime (``embedding:backend=onnx``).
 
@@ -395,10 +418,14 @@ class OnnxEmbeddingAdapter:
         batch_size: int = 64,
         num_threads: int | Literal["auto"] | None = "auto",
         cache_dir: str | Path | None = None,
+        probe: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"embedding model must be a non-empty string, not {model!r}")
         check_num_threads(num_threads)
+        self.probe = probe
+        """Whether the first load on a machine measures ONNX Runtime against PyTorch and
+        remembers the faster (:mod:`llm_connect.adapters._probe`; set by the default embedder)."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ConfigurationError(f"batch_size must be an int >= 1, not {batch_size!r}")
         self.model = _short_name(model)
@@ -410,13 +437,22 @@ class OnnxEmbeddingAdapter:
     def __repr__(self) -> str:
         return f"OnnxEmbeddingAdapter({self.model!r})"
 
+    device = "cpu"
+    """Where the model runs: ONNX Runtime's CPU execution provider."""
+    backend = "onnx"
+    """What runs the model (``embedding:backend=onnx``)."""
+
     def threads_for(self, n_texts: int) -> int | None:
         """The onnxruntime thread count an encode of ``n_texts`` distinct texts runs with now
         (``None``: onnxruntime's default, one per core)."""
         return threads_for(self.num_threads, n_texts)
 
     def _runtime(self) -> _Runtime:
-        return _runtime(self.model, self.cache_dir if self.cache_dir is not None else onnx_cache_dir())
+        cache_dir = self.cache_dir if self.cache_dir is not None else onnx_cache_dir()
+        runtime = _runtime(self.model, cache_dir)
+        if self.probe:
+            _probe_once(self.model, cache_dir, runtime.path.parent)
+        return runtime
 
     @property
     def model_path(self) -> Path:
@@ -427,17 +463,19 @@ class OnnxEmbeddingAdapter:
         """Export (if needed) and load the model now (otherwise the first :meth:`embed` does)."""
         self._runtime()
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order; each distinct text is encoded once."""
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One float32 row per text, in order (a ``(len(texts), dim)`` array); each distinct
+        text is encoded once."""
+        import numpy as np
+
         texts, unique = distinct_texts(texts)
         if not texts:
-            return []
-        import numpy as np
+            return np.zeros((0, 0), dtype=np.float32)
 
         runtime = self._runtime()
         threads = self.threads_for(len(unique))
         session = _session(runtime, 0 if threads is None else threads)
-        vectors: list[Any] = [None] * len(unique)
+        matrix: np.ndarray | None = None
         with runtime.lock:
             encodings = runtime.tokenizer.encode_batch(unique)
             order = sorted(range(len(unique)), key=lambda i: -len(encodings[i].ids))  # less padding
@@ -450,10 +488,11 @@ class OnnxEmbeddingAdapter:
                 if runtime.pipeline.normalize:
                     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
                     pooled = pooled / np.maximum(norms, np.float32(1e-12))
-                for row, i in enumerate(rows):
-                    vectors[i] = pooled[row].astype(np.float32)
-        by_text = {text: vector.tolist() for text, vector in zip(unique, vectors, strict=True)}
-        return [list(by_text[text]) for text in texts]
+                if matrix is None:
+                    matrix = np.empty((len(unique), pooled.shape[1]), dtype=np.float32)
+                matrix[rows] = pooled
+        assert matrix is not None
+        return rows_in_order(matrix, texts, unique)
 
 
 def onnx_unusable_reason(
@@ -492,62 +531,4 @@ def onnx_unusable_reason(
         return f"exporting the model needs {', '.join(missing)} ({INSTALL_HINT})"
     return (
         f"the ONNX model cache {str(cache)!r} cannot be written (set {CACHE_DIR_ENV} to a writable directory)"
-    )
-
-
-def default_embedding_adapter(
-    model: str = DEFAULT_EMBEDDING_MODEL,
-) -> OnnxEmbeddingAdapter | SentenceTransformerEmbeddingAdapter:
-    """The embedder llm-connect builds when no backend is asked for: ``model`` on ONNX Runtime
-    (:class:`OnnxEmbeddingAdapter`, exported on first use) when :func:`onnx_unusable_reason` has
-    nothing against it, else on PyTorch (:class:`SentenceTransformerEmbeddingAdapter`).
-
-    A fallback to PyTorch is logged once per process and model (and reason) as a warning on the
-    ``llm_connect.adapters.onnx`` logger; nothing is printed. The two backends have different
-    ``adapter_id`` values, so the embedding cache never hands one's vectors to the other.
-
-    Raises:
-        ConfigurationError: ``model`` is not a non-empty string.
-    """
-    onnx = OnnxEmbeddingAdapter(model)  # validates the name
-    reason = onnx_unusable_reason(onnx.model)
-    if reason is None:
-        return onnx
-    key = (onnx.model, reason)
-    if key not in _fallbacks_warned:
-        _fallbacks_warned.add(key)
-        _log.warning(
-            "embedding model %s runs on PyTorch, not on ONNX Runtime (the default backend): %s",
-            onnx.model,
-            reason,
-        )
-    return SentenceTransformerEmbeddingAdapter(model)
-
-
-EMBEDDING_BACKENDS = ("torch", "onnx")
-"""The local embedding backends a user can ask for by name (none asked: the default)."""
-
-
-def local_embedding_adapter(
-    model: str = DEFAULT_EMBEDDING_MODEL, backend: str | None = None
-) -> OnnxEmbeddingAdapter | SentenceTransformerEmbeddingAdapter:
-    """``model`` (the packaged all-MiniLM-L6-v2 or a local sentence-transformers directory) on
-    ``backend``: ``None`` the default (:func:`default_embedding_adapter`: ONNX Runtime, else
-    PyTorch with one logged warning), ``"torch"`` PyTorch, ``"onnx"`` ONNX Runtime, never
-    falling back.
-
-    Raises:
-        ConfigurationError: an unknown ``backend`` (naming the allowed ones); ``"onnx"`` without
-            onnxruntime installed.
-    """
-    if backend is None:
-        return default_embedding_adapter(model)
-    if backend == "torch":
-        return SentenceTransformerEmbeddingAdapter(model)
-    if backend == "onnx":
-        if not onnxruntime_available():
-            raise ConfigurationError(f"the onnx embedding backend needs onnxruntime: {INSTALL_HINT}")
-        return OnnxEmbeddingAdapter(model)
-    raise ConfigurationError(
-        f"unknown embedding backend {backend!r} (allowed: {', '.join(EMBEDDING_BACKENDS)})"
     )

@@ -11,10 +11,20 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from llm_connect.adapters._activity import AUTO_MIN_TEXTS, check_num_threads, distinct_texts, threads_for
+from llm_connect.adapters._activity import (
+    AUTO_MIN_TEXTS,
+    check_num_threads,
+    distinct_texts,
+    rows_in_order,
+    threads_for,
+)
+from llm_connect.adapters._device import device_kind, resolve_device
 from llm_connect.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "AUTO_MIN_TEXTS",
@@ -26,8 +36,8 @@ __all__ = [
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 _MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
 
-_models: dict[tuple[str, str], Any] = {}
-_encode_locks: dict[tuple[str, str], threading.Lock] = {}
+_models: dict[tuple[str, str, bool], Any] = {}
+_encode_locks: dict[tuple[str, str, bool], threading.Lock] = {}
 _load_lock = threading.Lock()
 
 
@@ -84,8 +94,8 @@ def _torch_threads(num_threads: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def _load(model: str, device: str) -> tuple[Any, threading.Lock]:
-    key = (_short_name(model), device)
+def _load(model: str, device: str, fp16: bool = False) -> tuple[Any, threading.Lock]:
+    key = (_short_name(model), device, fp16)
     with _load_lock:
         if key not in _models:
             source = resolve_model_source(model)
@@ -97,7 +107,8 @@ def _load(model: str, device: str) -> tuple[Any, threading.Lock]:
                 ) from exc
             try:
                 with _no_progress_bars():
-                    _models[key] = SentenceTransformer(source, device=device)
+                    loaded = SentenceTransformer(source, device=device)
+                _models[key] = loaded.half() if fp16 else loaded
             except Exception as exc:
                 raise ConfigurationError(
                     f"could not load sentence-transformers model {model!r} from {source!r} "
@@ -127,8 +138,19 @@ class SentenceTransformerEmbeddingAdapter:
     slower (427 ms vs 48 ms); an idle machine's large batches want every core.
     An int pins that many threads for every call.
 
+    ``device`` is where the model runs: ``cpu`` (default), ``cuda``, ``cuda:N`` or ``mps``
+    (``auto`` is resolved here: :func:`~llm_connect.adapters._device.resolve_device`); a GPU
+    device PyTorch does not see is a ``ConfigurationError`` at construction. ``fp16=True`` runs
+    the model in half precision on a GPU (ignored on the CPU). The vectors of a GPU (and of
+    fp16) are not bit-identical to the CPU's, so the ``adapter_id`` names the device kind and
+    fp16 (``sentence-transformers[cuda,fp16]:all-MiniLM-L6-v2``) and the embedding cache keeps
+    them apart; the CPU's id is unchanged (``sentence-transformers:all-MiniLM-L6-v2``).
+
+    :meth:`embed` returns a float32 matrix (``numpy.ndarray``, one row per text).
+
     Raises:
-        ConfigurationError: sentence-transformers is missing or the model cannot be loaded.
+        ConfigurationError: sentence-transformers is missing or the model cannot be loaded; an
+            invalid or unavailable ``device``.
     """
 
     provider = "sentence-transformers"
@@ -140,18 +162,31 @@ class SentenceTransformerEmbeddingAdapter:
         device: str = "cpu",
         batch_size: int = 64,
         num_threads: int | Literal["auto"] | None = "auto",
+        fp16: bool = False,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"embedding model must be a non-empty string, not {model!r}")
         check_num_threads(num_threads)
+        if not isinstance(fp16, bool):
+            raise ConfigurationError(f"fp16 must be true or false, not {fp16!r}")
         self.model = _short_name(model)
-        self.device = device
+        self.device = resolve_device(device)
+        self.fp16 = fp16 and self.device != "cpu"
+        """Whether the model runs in half precision (asked for, and on a GPU)."""
         self.batch_size = batch_size
         self.num_threads = num_threads
-        self.adapter_id = f"sentence-transformers:{self.model}"
+        kind = device_kind(self.device)
+        tags = [] if kind == "cpu" else [kind, "fp16"] if self.fp16 else [kind]
+        self.adapter_id = f"sentence-transformers{'[' + ','.join(tags) + ']' if tags else ''}:{self.model}"
 
     def __repr__(self) -> str:
-        return f"SentenceTransformerEmbeddingAdapter({self.model!r}, device={self.device!r})"
+        fp16 = ", fp16=True" if self.fp16 else ""
+        return f"SentenceTransformerEmbeddingAdapter({self.model!r}, device={self.device!r}{fp16})"
+
+    @property
+    def backend(self) -> str:
+        """``torch``: what runs the model (``embedding:backend=torch``)."""
+        return "torch"
 
     def threads_for(self, n_texts: int) -> int | None:
         """The torch thread count an encode of ``n_texts`` distinct texts runs with now
@@ -160,17 +195,20 @@ class SentenceTransformerEmbeddingAdapter:
 
     def load(self) -> None:
         """Load the model now (otherwise the first :meth:`embed` does)."""
-        _load(self.model, self.device)
+        _load(self.model, self.device, self.fp16)
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order; each distinct text is encoded once."""
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One float32 row per text, in order (a ``(len(texts), dim)`` array); each distinct
+        text is encoded once."""
+        import numpy as np
+
         texts, unique = distinct_texts(texts)
         if not texts:
-            return []
-        st_model, lock = _load(self.model, self.device)
-        with lock, _torch_threads(self.threads_for(len(unique))):
+            return np.zeros((0, 0), dtype=np.float32)
+        st_model, lock = _load(self.model, self.device, self.fp16)
+        threads = self.threads_for(len(unique)) if self.device == "cpu" else None
+        with lock, _torch_threads(threads):
             encoded = st_model.encode(
                 unique, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
             )
-        by_text = {text: row.tolist() for text, row in zip(unique, encoded, strict=True)}
-        return [list(by_text[text]) for text in texts]
+        return rows_in_order(np.asarray(encoded, dtype=np.float32), texts, unique)

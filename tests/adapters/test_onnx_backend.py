@@ -136,10 +136,10 @@ def test_embed_returns_one_384_float_vector_per_text_each_distinct_text_once() -
     adapter = OnnxEmbeddingAdapter()
     vectors = adapter.embed(["hello", "world", "hello"])
     assert len(vectors) == 3
-    assert all(len(v) == 384 and all(isinstance(x, float) for x in v) for v in vectors)
-    assert vectors[0] == vectors[2] and vectors[0] is not vectors[2]
+    assert isinstance(vectors, np.ndarray) and vectors.dtype == np.float32 and vectors.shape == (3, 384)
+    np.testing.assert_array_equal(vectors[0], vectors[2])
     assert abs(float(np.linalg.norm(vectors[1])) - 1.0) < 1e-5  # the Normalize module
-    assert adapter.embed([]) == []
+    assert len(adapter.embed([])) == 0
     with pytest.raises(TypeError, match="text 1"):
         adapter.embed(["a", 3])  # type: ignore[list-item]
 
@@ -169,10 +169,11 @@ def test_the_two_backends_never_share_embedding_cache_entries(
         from_torch = CachedEmbedder(SentenceTransformerEmbeddingAdapter(), ledger)
         torch_vectors = from_torch.embed(texts)
         assert (from_torch.counts.embedded, from_torch.counts.cached) == (2, 0)  # not ONNX's vectors
-        assert torch_vectors == torch_adapter.embed(texts)  # bit-identical to a fresh PyTorch encode
+        np.testing.assert_array_equal(torch_vectors, torch_adapter.embed(texts))  # a fresh PyTorch encode
         again = CachedEmbedder(OnnxEmbeddingAdapter(), ledger)
-        assert again.embed(texts) == onnx_vectors and again.counts.cached == 2
-        assert onnx_vectors != torch_vectors  # the invariant is needed: the floats differ
+        np.testing.assert_array_equal(again.embed(texts), onnx_vectors)
+        assert again.counts.cached == 2
+        assert not np.array_equal(onnx_vectors, torch_vectors)  # the invariant is needed: the floats differ
     finally:
         ledger.close()
 
@@ -197,7 +198,7 @@ def test_the_export_lands_in_the_cache_dir_and_another_process_reuses_it(onnx_ca
         "import json, sys\n"
         "from llm_connect.adapters import OnnxEmbeddingAdapter\n"
         "from llm_connect.adapters import _onnx\n"
-        "vector = OnnxEmbeddingAdapter().embed(['hello'])[0]\n"
+        "vector = OnnxEmbeddingAdapter().embed(['hello'])[0].tolist()\n"
         "print(json.dumps({'exports': _onnx._exports, 'torch': 'torch' in sys.modules, 'v': vector}))"
     )
     env = {**os.environ, "LLM_CONNECT_CACHE_DIR": str(onnx_cache), "HF_HUB_OFFLINE": "1"}
@@ -208,7 +209,7 @@ def test_the_export_lands_in_the_cache_dir_and_another_process_reuses_it(onnx_ca
     assert [line for line in out.stderr.splitlines() if ":onnxruntime:" not in line] == []
     seen = json.loads(out.stdout)
     assert seen["exports"] == 0 and seen["torch"] is False  # a cached model needs no torch
-    assert seen["v"] == OnnxEmbeddingAdapter().embed(["hello"])[0]
+    assert seen["v"] == OnnxEmbeddingAdapter().embed(["hello"])[0].tolist()
     assert (export / "model.onnx").stat().st_mtime_ns == stamp
     assert [p.name for p in (onnx_cache / "onnx").iterdir()] == [export.name]  # no temporary left
 
@@ -502,7 +503,7 @@ def test_with_onnxruntime_unimportable_a_grade_runs_on_pytorch_and_says_so_once(
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["embeddings"] == {"embedded": 6, "cached": 0}
+    assert json.loads(out.stdout)["embeddings"].items() >= {"embedded": 6, "cached": 0}.items()
     lines = out.stderr.splitlines()
     assert len(lines) == 1 and "runs on PyTorch, not on ONNX Runtime" in lines[0], out.stderr
     ledger = QualityLedger(f"sqlite:///{tmp_path}/l.db")

@@ -25,10 +25,9 @@ def test_default_model_is_the_packaged_minilm():
 def test_embed_returns_one_384_float_vector_per_text():
     vectors = SentenceTransformerEmbeddingAdapter().embed(["hello", "world", "hello"])
     assert len(vectors) == 3
-    assert all(len(v) == 384 and all(isinstance(x, float) for x in v) for v in vectors)
-    assert vectors[0] == vectors[2]
-    assert vectors[0] is not vectors[2]
-    assert SentenceTransformerEmbeddingAdapter().embed([]) == []
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32  # one float32 array
+    np.testing.assert_array_equal(vectors[0], vectors[2])
+    assert len(SentenceTransformerEmbeddingAdapter().embed([])) == 0
 
 
 def test_model_loads_once_per_process_and_is_shared():
@@ -36,7 +35,7 @@ def test_model_loads_once_per_process_and_is_shared():
     a.embed(["x"])
     b.embed(["y"])
     loaded = [key for key in st_module._models if key[0] == "all-MiniLM-L6-v2"]
-    assert loaded == [("all-MiniLM-L6-v2", "cpu")]
+    assert loaded == [("all-MiniLM-L6-v2", "cpu", False)]
 
 
 def test_duplicates_in_a_call_match_separate_encoding():

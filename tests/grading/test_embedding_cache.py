@@ -57,13 +57,14 @@ def test_cached_vectors_are_bit_identical_to_a_fresh_encode(
     texts = [f"the cached sentence number {i} about rivers and banks" for i in range(20)]
     fresh = minilm.embed(texts)
     cold = CachedEmbedder(Counting(minilm), ledger)
-    assert cold.embed(texts) == fresh
+    np.testing.assert_array_equal(cold.embed(texts), fresh)
     assert (cold.counts.embedded, cold.counts.cached) == (20, 0)
     warm_inner = Counting(minilm)
     warm = CachedEmbedder(warm_inner, ledger)
     again = warm.embed([*texts, texts[0]])
     assert warm_inner.calls == []  # nothing encoded
-    assert again[:20] == fresh and again[20] == fresh[0]  # exact float equality, not closeness
+    np.testing.assert_array_equal(again[:20], fresh)  # exact float equality, not closeness
+    np.testing.assert_array_equal(again[20], fresh[0])
     assert np.asarray(again[:20], dtype=np.float32).tobytes() == np.asarray(fresh, dtype=np.float32).tobytes()
     assert (warm.counts.embedded, warm.counts.cached) == (0, 20)
 
@@ -72,7 +73,7 @@ def test_only_the_missing_texts_are_encoded(ledger: QualityLedger) -> None:
     inner = Counting(Fake())
     cached = CachedEmbedder(inner, ledger)
     cached.embed(["a", "b"])
-    assert cached.embed(["b", "c", "a", "c"]) == Fake().embed(["b", "c", "a", "c"])
+    np.testing.assert_array_equal(cached.embed(["b", "c", "a", "c"]), Fake().embed(["b", "c", "a", "c"]))
     assert inner.calls == [["a", "b"], ["c"]]
     assert (cached.counts.embedded, cached.counts.cached) == (3, 2)
 
@@ -103,11 +104,12 @@ def test_a_corrupt_cached_vector_is_re_encoded_never_used(
     _corrupt(ledger_url, text_digest("bbb"), sql)
     inner = Counting(Fake())
     cached = CachedEmbedder(inner, ledger)
-    assert cached.embed(["aa", "bbb", "cccc"]) == Fake().embed(["aa", "bbb", "cccc"])
+    np.testing.assert_array_equal(cached.embed(["aa", "bbb", "cccc"]), Fake().embed(["aa", "bbb", "cccc"]))
     assert inner.calls == [["bbb"]]
     # the re-encoded vector was written over the corrupt one
     again = Counting(Fake())
-    assert CachedEmbedder(again, ledger).embed(["bbb"]) == Fake().embed(["bbb"]) and again.calls == []
+    np.testing.assert_array_equal(CachedEmbedder(again, ledger).embed(["bbb"]), Fake().embed(["bbb"]))
+    assert again.calls == []
 
 
 def test_an_embedder_returning_the_wrong_count_caches_nothing(ledger: QualityLedger) -> None:
@@ -165,13 +167,13 @@ def test_a_second_grade_of_the_same_suite_encodes_nothing(
     encoded = sum(len(c) for c in counting_onnx)
     assert encoded == 20  # 12 baseline answers + 8 distinct candidate answers
     assert counting_minilm == []  # the default embeds on ONNX Runtime, not PyTorch
-    assert json.loads(first.stdout)["embeddings"] == {"embedded": 20, "cached": 0}
+    assert json.loads(first.stdout)["embeddings"].items() >= {"embedded": 20, "cached": 0}.items()
 
     counting_onnx.clear()
     second = invoke(*args, "--judge", "embedding", "--json")
     assert second.exit_code == 0, second.output
     assert counting_onnx == []  # zero encode calls
-    assert json.loads(second.stdout)["embeddings"] == {"embedded": 0, "cached": 20}
+    assert json.loads(second.stdout)["embeddings"].items() >= {"embedded": 0, "cached": 20}.items()
     scores = [
         [
             (r.case_id, r.quality_score)
@@ -187,7 +189,7 @@ def test_a_second_grade_of_the_same_suite_encodes_nothing(
     counting_onnx.clear()
     bypass = invoke(*args, "--judge", "embedding", "--no-cache", "--json")
     assert sum(len(c) for c in counting_onnx) == 20
-    assert json.loads(bypass.stdout)["embeddings"] == {"embedded": 20, "cached": 0}
+    assert json.loads(bypass.stdout)["embeddings"].items() >= {"embedded": 20, "cached": 0}.items()
     assert counting_minilm == []
 
 
@@ -210,12 +212,14 @@ def test_regrading_a_suite_graded_with_the_old_default_encodes_once_under_the_on
     counting_minilm.clear()
     new = invoke(*args, "--judge", "embedding")
     assert new.exit_code == 0, new.output
-    assert json.loads(new.stdout)["embeddings"] == {"embedded": 20, "cached": 0}  # nothing from PyTorch's
+    assert (
+        json.loads(new.stdout)["embeddings"].items() >= {"embedded": 20, "cached": 0}.items()
+    )  # nothing from PyTorch's
     assert sum(len(c) for c in counting_onnx) == 20 and counting_minilm == []
 
     counting_onnx.clear()
     again = invoke(*args, "--judge", "embedding")
-    assert json.loads(again.stdout)["embeddings"] == {"embedded": 0, "cached": 20}
+    assert json.loads(again.stdout)["embeddings"].items() >= {"embedded": 0, "cached": 20}.items()
     assert counting_onnx == [] and counting_minilm == []
 
     texts = [
@@ -229,7 +233,7 @@ def test_regrading_a_suite_graded_with_the_old_default_encodes_once_under_the_on
         by_torch = ledger.cached_embeddings(TORCH_ID, digests)
         by_onnx = ledger.cached_embeddings(DEFAULT_ID, digests)
         assert len(by_torch) == len(by_onnx) == 20
-        onnx_fresh = dict(zip(digests, OnnxEmbeddingAdapter().embed(texts), strict=True))
+        onnx_fresh = dict(zip(digests, OnnxEmbeddingAdapter().embed(texts).tolist(), strict=True))
         assert by_onnx == onnx_fresh  # the ONNX entries are ONNX's own vectors, bit for bit
         assert all(by_onnx[d] != by_torch[d] for d in digests)
         scores = [

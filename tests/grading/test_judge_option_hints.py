@@ -39,7 +39,10 @@ def refused(spec: str | dict[str, Any]) -> str:
             "correctness:answer=x,case_sensitive=true",
             "unknown option 'case_sensitive' (options of 'correctness': ",
         ),
-        ("embedding:threshhold=0.5", "unknown option 'threshhold' (options of 'embedding': backend, model)"),
+        (
+            "embedding:threshhold=0.5",
+            "unknown option 'threshhold' (options of 'embedding': backend, device, fp16, model)",
+        ),
         ("vrty:x=1", "judge 'vrty': unknown option 'x'; judge 'vrty' takes no options"),
         ("relevance:x=1", "judge 'relevance' takes no options"),
     ],

@@ -208,6 +208,7 @@ def test_help_lists_the_options():
         "--json",
         "--concurrency",
         "--embedding-backend",
+        "--embedding-device",
     ):
         assert option in result.stdout
 
@@ -260,3 +261,29 @@ def test_the_embedding_backend_can_be_chosen(openai_server, minilm, query):
     assert bad.exit_code == 3 and "--embedding-backend: unknown embedding backend 'tpu'" in bad.stderr
     assert "allowed: torch, onnx" in bad.stderr
     assert len(openai_server.requests) == calls  # refused before any call
+
+
+def test_an_unavailable_embedding_device_exits_3_before_any_call(openai_server, query):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    gpu = stability(openai_server, "--input", str(query), "--runs", "3", "--embedding-device", "cuda")
+    assert gpu.exit_code == 3
+    assert "--embedding-device: embedding device 'cuda' is not available" in gpu.stderr
+    assert "sees no CUDA device" in gpu.stderr
+    bad = stability(openai_server, "--input", str(query), "--runs", "3", "--embedding-device", "tpu")
+    assert bad.exit_code == 3 and "auto, cpu, cuda, cuda:N" in bad.stderr
+    onnx_gpu = stability(
+        openai_server,
+        "--input",
+        str(query),
+        "--runs",
+        "3",
+        "--embedding-backend",
+        "onnx",
+        "--embedding-device",
+        "cuda",
+    )
+    assert onnx_gpu.exit_code == 3 and "runs on the CPU" in onnx_gpu.stderr
+    assert openai_server.requests == []

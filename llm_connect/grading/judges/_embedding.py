@@ -5,6 +5,11 @@ clamped into 0.0..1.0 (opposed or orthogonal meanings both grade 0.0).
 Zero vectors have no direction, so the cosine is undefined; the judge defines
 it instead of producing NaN: **1.0 when both texts embed to zero vectors**
 (nothing versus nothing), **0.0 when exactly one does**.
+
+Where the model runs (``embedding:device=auto|cpu|cuda[:N]|mps``) is a run setting: it is not
+part of the grader id (``embedding:all-MiniLM-L6-v2`` on a GPU and on a CPU alike) nor of the
+stored spec, so a stored spec rebuilds on any machine (with ``device=auto``); each grade's
+details say which device and backend ran (``embedding_device``, ``embedding_backend``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from llm_connect.adapters._onnx import EMBEDDING_BACKENDS
+from llm_connect.adapters._local import EMBEDDING_BACKENDS
 from llm_connect.errors import ConfigurationError, EmbeddingOutputError
 from llm_connect.grading._protocols import Case, JudgePair, judge_spec
 from llm_connect.grading._results import GradingResult
@@ -52,7 +57,17 @@ def _model_name(adapter: EmbeddingAdapter) -> str:
 
 
 def _matrix(vectors: Any, expected: int, adapter_id: str) -> np.ndarray:
-    """Vectors as a float matrix, or :class:`EmbeddingOutputError` naming the problem."""
+    """Vectors as a float matrix, or :class:`EmbeddingOutputError` naming the problem.
+
+    A 2-D float array (what the local adapters and the cache return) is used as it is."""
+    if isinstance(vectors, np.ndarray) and vectors.ndim == 2 and vectors.dtype.kind == "f":
+        if len(vectors) != expected:
+            raise EmbeddingOutputError(f"{adapter_id} returned {len(vectors)} vectors for {expected} texts")
+        if vectors.shape[1] == 0:
+            raise EmbeddingOutputError(f"{adapter_id} returned empty vectors")
+        if not np.all(np.isfinite(vectors)):
+            raise EmbeddingOutputError(f"{adapter_id} returned vectors with NaN or infinite values")
+        return vectors
     try:
         count = len(vectors)
     except TypeError:
@@ -83,6 +98,7 @@ def cosine_score(a: np.ndarray, b: np.ndarray) -> tuple[float, float | None]:
 
     Zero vectors: both zero -> ``(1.0, None)``, one zero -> ``(0.0, None)``.
     """
+    a, b = a.astype(np.float64, copy=False), b.astype(np.float64, copy=False)
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     if na == 0.0 or nb == 0.0:
         return (1.0 if na == nb else 0.0), None
@@ -109,17 +125,26 @@ class EmbeddingSimilarityJudge:
         """``backend``: what the judge's spec records as ``backend``: ``None`` (the default) the
         adapter's own (``onnx`` for an ONNX Runtime adapter, ``torch`` for a sentence-transformers
         one, nothing for others); :data:`DEFAULT_BACKEND` nothing (the registry's default judge);
-        ``"onnx"``/``"torch"`` that backend."""
+        ``"onnx"``/``"torch"`` that backend. The spec records ``fp16=true`` when the adapter runs
+        in half precision, and never the device."""
         if backend not in (None, DEFAULT_BACKEND, *EMBEDDING_BACKENDS):
             raise ConfigurationError(f"embedding judge: unknown backend {backend!r}")
         self.adapter = adapter
         self.model = _model_name(adapter)
         self.grader_id = f"embedding:{self.model}"
-        args = {"model": self._spec_model()}
+        args: dict[str, Any] = {"model": self._spec_model()}
         if backend is None:
             backend = _BACKEND_OF_PROVIDER.get(str(getattr(adapter, "provider", "")))
         if backend is not None and backend != DEFAULT_BACKEND:
             args["backend"] = backend
+        if getattr(adapter, "fp16", False) is True:
+            args["fp16"] = True
+        self._ran: dict[str, Any] = {
+            f"embedding_{key}": value
+            for key in ("device", "backend")
+            if isinstance(value := getattr(adapter, key, None), str)
+        }
+        """Where the model ran (``embedding_device``) and on what (``embedding_backend``)."""
         self._spec = judge_spec("embedding", asks_llm=self.asks_llm, **args)
 
     def _spec_model(self) -> str:
@@ -150,6 +175,7 @@ class EmbeddingSimilarityJudge:
             "cosine": cosine,
             "embedding_model": self.model,
             "embedding_adapter": self.adapter.adapter_id,
+            **self._ran,
             "judge_spec": self._spec,
         }
         return GradingResult(
@@ -221,54 +247,85 @@ class EmbeddingSimilarityJudge:
         ]
 
 
+def _local_adapter(model: str, backend: str | None, device: str, fp16: bool) -> EmbeddingAdapter:
+    from llm_connect.adapters._local import local_embedding_adapter
+
+    try:
+        return local_embedding_adapter(model, backend, device=device, fp16=fp16)
+    except ConfigurationError as exc:
+        asked = ",".join(f"{k}={v}" for k, v in (("backend", backend), ("device", device)) if v) or "model"
+        raise ConfigurationError(f"embedding:{asked}: {exc}") from None
+
+
 def make_embedding_judge(
-    context: JudgeContext, *, model: str | None = None, backend: str | None = None
+    context: JudgeContext,
+    *,
+    model: str | None = None,
+    backend: str | None = None,
+    device: str | None = None,
+    fp16: bool = False,
 ) -> EmbeddingSimilarityJudge:
     """Registry factory for ``embedding`` (``embedding:model=NAME`` picks the model,
-    ``embedding:backend=onnx|torch`` where a local model runs).
+    ``embedding:backend=onnx|torch`` where a local model runs, ``embedding:device=auto|cpu|
+    cuda[:N]|mps`` on which device, ``embedding:fp16=true`` half precision on a GPU).
 
-    Without ``model`` (or when it names the context's embedding model) and without a
-    ``backend`` other than the shared adapter's, the context's shared embedding adapter
-    is used (by default all-MiniLM-L6-v2 on ONNX Runtime, or on PyTorch where ONNX Runtime
-    cannot run it); ``model="openai:NAME"`` uses the OpenAI embeddings API; any other name is a
-    local sentence-transformers model, run by the default backend (ONNX Runtime when
-    :func:`~llm_connect.adapters.default_embedding_adapter` finds it usable, else PyTorch, with
-    one logged warning), by PyTorch (``backend="torch"``) or by ONNX Runtime (``backend="onnx"``,
-    :class:`~llm_connect.adapters.OnnxEmbeddingAdapter`, never falling back). The adapter is
+    Without ``model`` (or when it names the context's embedding model), ``backend``, ``device``
+    and ``fp16`` (or when they match the shared adapter's), the context's shared embedding
+    adapter is used (by default all-MiniLM-L6-v2 on the context's ``embedding_device``, ``auto``:
+    PyTorch on a GPU PyTorch sees, else the faster CPU backend, ONNX Runtime or PyTorch);
+    ``model="openai:NAME"`` uses the OpenAI embeddings API; any other name is a local
+    sentence-transformers model, run by the default backend, by PyTorch (``backend="torch"``)
+    or by ONNX Runtime (``backend="onnx"``, the CPU only, never falling back). The adapter is
     wrapped with the context's embedding cache (the ledger's, when the context has one). The
-    judge's spec records ``backend`` only when one was asked for.
+    judge's spec records ``backend`` only when one was asked for, ``fp16`` when it ran, and
+    never the device (a run setting: the spec rebuilds on another machine).
 
     Raises:
-        ConfigurationError: an unknown ``backend``; a backend for an OpenAI model;
-            ``backend="onnx"`` without onnxruntime installed.
+        ConfigurationError: an unknown ``backend``; a backend, device or fp16 for an OpenAI
+            model; ``backend="onnx"`` without onnxruntime installed or with a GPU device; an
+            invalid device, or a GPU device PyTorch does not see (naming what it found).
     """
+    from llm_connect.adapters._device import check_device
+
     if backend is not None and backend not in EMBEDDING_BACKENDS:
         raise ConfigurationError(
             f"embedding judge: unknown backend {backend!r} (allowed: {', '.join(EMBEDDING_BACKENDS)})"
         )
-    adapter = context.embedding_adapter()
-    shared_backend = _BACKEND_OF_PROVIDER.get(str(getattr(adapter, "provider", "")))
-    if (model is None or model in (_model_name(adapter), adapter.adapter_id)) and (
-        backend is None or backend == shared_backend
-    ):
-        return EmbeddingSimilarityJudge(adapter, backend=backend or DEFAULT_BACKEND)
+    if not isinstance(fp16, bool):
+        raise ConfigurationError(f"embedding judge: fp16 must be true or false, not {fp16!r}")
+    if device is not None:
+        try:
+            device = check_device(device)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"embedding:device={device}: {exc}") from None
     if model is not None and model.startswith("openai:"):
-        if backend is not None:
+        if backend is not None or device is not None or fp16:
             raise ConfigurationError(
-                f"embedding judge: backend={backend} runs local models, not the OpenAI model {model!r}"
+                f"embedding judge: backend, device and fp16 run local models, not the OpenAI model {model!r}"
             )
         from llm_connect.adapters import OpenAIEmbeddingAdapter
 
         openai_adapter = OpenAIEmbeddingAdapter(model.partition(":")[2])
         return EmbeddingSimilarityJudge(context.cached_embedder(openai_adapter))
+    if device is not None and device != "auto" and backend != "onnx":
+        from llm_connect.adapters._device import resolve_device
+
+        try:  # an unavailable GPU is refused here, before any model call
+            device = resolve_device(device)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"embedding:device={device}: {exc}") from None
+    adapter = context.embedding_adapter()
+    shared_backend = _BACKEND_OF_PROVIDER.get(str(getattr(adapter, "provider", "")))
+    if (
+        (model is None or model in (_model_name(adapter), adapter.adapter_id))
+        and (backend is None or backend == shared_backend)
+        and (device in (None, "auto") or device == getattr(adapter, "device", None))
+        and fp16 == bool(getattr(adapter, "fp16", False))
+    ):
+        return EmbeddingSimilarityJudge(adapter, backend=backend or DEFAULT_BACKEND)
     if model is None:
         from llm_connect.adapters._sentence_transformers import DEFAULT_EMBEDDING_MODEL
 
         model = _model_name(adapter) if shared_backend else DEFAULT_EMBEDDING_MODEL
-    from llm_connect.adapters._onnx import local_embedding_adapter
-
-    try:
-        local: EmbeddingAdapter = local_embedding_adapter(model, backend)
-    except ConfigurationError as exc:
-        raise ConfigurationError(f"embedding:backend={backend}: {exc}") from None
+    local = _local_adapter(model, backend, device or context.embedding_device, fp16)
     return EmbeddingSimilarityJudge(context.cached_embedder(local), backend=backend or DEFAULT_BACKEND)

@@ -76,6 +76,9 @@ class JudgeContext:
     embedding_store: EmbeddingStore | None = None
     """The ledger whose embedding cache the context's embedders read and fill (``None``: no
     cache). May be given after the judges are built: :meth:`use_embedding_store`."""
+    embedding_device: str = "auto"
+    """Where the shared local embedding model runs: ``auto`` (a GPU PyTorch sees, else the CPU),
+    ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (a run setting, never part of a judge's spec)."""
     embedders: list[CachedEmbedder] = field(default_factory=list, repr=False)
     """Every embedder this context handed out, each wrapped in a
     :class:`~llm_connect.adapters._cached_embedder.CachedEmbedder` (counts, cache)."""
@@ -96,14 +99,15 @@ class JudgeContext:
 
     def embedding_adapter(self) -> EmbeddingAdapter:
         """The shared embedding adapter, wrapped with the embedding cache; every call returns
-        the same one. By default the packaged all-MiniLM-L6-v2 on ONNX Runtime, or on PyTorch
-        where ONNX Runtime cannot run it (:func:`~llm_connect.adapters.default_embedding_adapter`)."""
+        the same one. By default the packaged all-MiniLM-L6-v2 on :attr:`embedding_device`: on a
+        GPU PyTorch there, on the CPU the faster backend (ONNX Runtime or PyTorch;
+        :func:`~llm_connect.adapters.default_embedding_adapter`)."""
         if self._shared_embedder is not None:
             return self._shared_embedder
         if self.make_embedding_adapter is None:
             from llm_connect.adapters import default_embedding_adapter
 
-            made: EmbeddingAdapter = default_embedding_adapter()
+            made: EmbeddingAdapter = default_embedding_adapter(device=self.embedding_device)
         else:
             made = self.make_embedding_adapter()
         self._shared_embedder = self.cached_embedder(made)

@@ -36,7 +36,7 @@ def _clamp(value: float) -> float:
     return 0.0 if value < 0.0 else 1.0 if value > 1.0 else value
 
 
-def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+def _unit_rows(vectors: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
     import numpy as np
 
     matrix = np.asarray(vectors, dtype=np.float64)
