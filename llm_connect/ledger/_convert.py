@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, null, select, tuple_
+from sqlalchemy import Connection, Table, select, tuple_
 
 from llm_connect._json import strict_dumps
 from llm_connect._secrets import mask_secrets, mask_value
@@ -32,6 +32,7 @@ __all__ = [
     "INSERT_COLUMNS",
     "SAME_GRADE_COLUMNS",
     "conflict_error",
+    "created_value",
     "differences",
     "grade_row",
     "grade_rows",
@@ -75,14 +76,11 @@ def validate_item(index: int, item: object) -> RecordItem:
     return item
 
 
-_NULL = null()  # SQL NULL in a JSON column (None would be stored as JSON ``null``)
+def _tool_calls(response: LLMResponse) -> str | None:
+    return strict_dumps([t.to_dict() for t in response.tool_calls]) if response.tool_calls else None
 
 
-def _tool_calls(response: LLMResponse) -> Any:
-    return [t.to_dict() for t in response.tool_calls] if response.tool_calls else _NULL
-
-
-#: Columns of ``grades`` written on insert (the keys of a :func:`grade_rows` row).
+#: Columns of ``grades`` written on insert, in the order of a :func:`grade_rows` row.
 INSERT_COLUMNS: tuple[str, ...] = (
     "created_at",
     "run_id",
@@ -130,20 +128,22 @@ INSERT_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _config_values(config: RunConfig) -> tuple[Any, str | None]:
+def _config_values(config: RunConfig) -> tuple[str, str | None]:
+    """The run config as stored (JSON text) and the system prompt's digest."""
     system = config.system_prompt
     # to_json() drops the tracker and secret-named params; credential-shaped values are masked.
-    return json.loads(mask_secrets(config.to_json())), None if system is None else sha256_text(system)
+    text = strict_dumps(json.loads(mask_secrets(config.to_json())))
+    return text, None if system is None else sha256_text(system)
 
 
-def _metadata(index: int, metadata: Mapping[str, Any]) -> Any:
-    """A case's metadata (a mapping: :func:`validate_item` checked it), NaN refused, credentials
-    masked."""
+def _metadata(index: int, metadata: Mapping[str, Any]) -> str:
+    """A case's metadata as stored (JSON text; a mapping: :func:`validate_item` checked it), NaN
+    refused, credentials masked."""
     try:
         text = strict_dumps(dict(metadata))
     except (TypeError, ValueError) as exc:
         raise GradingValidationError(f"item {index}: metadata must be JSON without NaN: {exc}") from None
-    return json.loads(mask_secrets(text))
+    return mask_secrets(text)
 
 
 def _score_delta(details: Mapping[str, Any]) -> float | None:
@@ -157,30 +157,62 @@ def _score_delta(details: Mapping[str, Any]) -> float | None:
     return delta if -1.0 <= delta <= 1.0 else None
 
 
-def grade_rows(items: Sequence[RecordItem], *, store_text: bool, now: datetime) -> list[dict[str, Any]]:
-    """Validate a batch and return each item's ``grades`` row (column name -> value).
+Row = tuple[Any, ...]
+
+
+def created_value(moment: datetime, dialect: str) -> Any:
+    """``moment`` as the driver gets a ``created_at`` value: on SQLite the naive-UTC text that
+    SQLAlchemy stores there (what :class:`~llm_connect.ledger._models.UTCDateTime` reads back)."""
+    if dialect == "sqlite":
+        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return moment
+
+
+def _response_values(response: LLMResponse, adapter_id: str | None, store_text: bool) -> Row:
+    """The ``baseline_*`` / ``candidate_*`` values of one response, from ``*_adapter_id`` to
+    ``*_tool_calls`` (in :data:`INSERT_COLUMNS` order)."""
+    usage = response.usage
+    return (
+        adapter_id or f"{response.provider}:{response.asked_model}",
+        response.provider,
+        response.requested_model or response.model,
+        response.text if store_text else None,
+        sha256_text(response.text),
+        response.latency_ms,
+        None if usage is None else usage.prompt_tokens,
+        None if usage is None else usage.completion_tokens,
+        response.cost_usd,
+        response.finish_reason,
+        _tool_calls(response),
+    )
+
+
+def grade_rows(items: Sequence[RecordItem], *, store_text: bool, now: datetime, dialect: str) -> list[Row]:
+    """Validate a batch and return each item's ``grades`` row: a tuple of the
+    :data:`INSERT_COLUMNS` values, as the ``dialect``'s driver takes them.
 
     Every item is checked (:func:`validate_item`; the error names the item's
-    index) before the caller writes anything. JSON columns hold Python values
-    (SQL ``NULL`` as :func:`~sqlalchemy.null`); the engine encodes them. Work on
-    what items share (one run config, one metadata object) is done once per batch.
+    index) before the caller writes anything. JSON columns hold JSON text
+    (:func:`~llm_connect._json.strict_dumps`; the validated details as
+    encoded when validated), SQL ``NULL`` as ``None``. Work on what items share
+    (one run config, one metadata object) is done once per batch.
     """
-    configs: dict[int, tuple[Any, str | None]] = {}
-    metas: dict[int, Any] = {}
-    rows: list[dict[str, Any]] = []
+    created = created_value(now, dialect)
+    configs: dict[int, tuple[str, str | None]] = {}
+    metas: dict[int, str] = {}
+    rows: list[Row] = []
     for index, item in enumerate(items):
         validate_item(index, item)
         result = item.result
         config = result.run_config
-        if config is None:
-            config_value, system_sha = _NULL, None
-        else:
+        config_text: str | None = None
+        system_sha: str | None = None
+        if config is not None:
             if id(config) not in configs:
                 configs[id(config)] = _config_values(config)
-            config_value, system_sha = configs[id(config)]
-        if item.metadata is None:
-            metadata = _NULL
-        else:
+            config_text, system_sha = configs[id(config)]
+        metadata: str | None = None
+        if item.metadata is not None:
             if id(item.metadata) not in metas:
                 metas[id(item.metadata)] = _metadata(index, item.metadata)
             metadata = metas[id(item.metadata)]
@@ -188,57 +220,36 @@ def grade_rows(items: Sequence[RecordItem], *, store_text: bool, now: datetime) 
         conversation = result.conversation
         # The details as validated (encoded by GradingResult); masked by value, never filtered by
         # name (``token_count`` is data).
-        details_text = result.details_json()
-        details = json.loads(details_text)
-        if mask_secrets(details_text) != details_text:
-            details = mask_value(details)
-        base_usage, cand_usage = base.usage, cand.usage
-        row = {
-            "created_at": now,
-            "run_id": item.run_id,
-            "case_id": item.case_id,
-            "task": item.task,
-            "tags": list(item.tags),
-            "prompt": result.prompt if store_text else None,
-            "prompt_sha256": sha256_text(result.prompt) if conversation is None else conversation.digest,
-            "system_prompt_sha256": system_sha,
-            "baseline_adapter_id": item.baseline_adapter_id or f"{base.provider}:{base.asked_model}",
-            "baseline_provider": base.provider,
-            "baseline_model": base.requested_model or base.model,
-            "baseline_text": base.text if store_text else None,
-            "baseline_text_sha256": sha256_text(base.text),
-            "baseline_latency_ms": base.latency_ms,
-            "baseline_prompt_tokens": None if base_usage is None else base_usage.prompt_tokens,
-            "baseline_completion_tokens": None if base_usage is None else base_usage.completion_tokens,
-            "baseline_cost_usd": base.cost_usd,
-            "baseline_finish_reason": base.finish_reason,
-            "baseline_tool_calls": _tool_calls(base),
-            "baseline_served_model": base.model,
-            "baseline_endpoint": base.endpoint,
-            "candidate_adapter_id": item.candidate_adapter_id or f"{cand.provider}:{cand.asked_model}",
-            "candidate_provider": cand.provider,
-            "candidate_model": cand.requested_model or cand.model,
-            "candidate_text": cand.text if store_text else None,
-            "candidate_text_sha256": sha256_text(cand.text),
-            "candidate_latency_ms": cand.latency_ms,
-            "candidate_prompt_tokens": None if cand_usage is None else cand_usage.prompt_tokens,
-            "candidate_completion_tokens": None if cand_usage is None else cand_usage.completion_tokens,
-            "candidate_cost_usd": cand.cost_usd,
-            "candidate_finish_reason": cand.finish_reason,
-            "candidate_tool_calls": _tool_calls(cand),
-            "candidate_served_model": cand.model,
-            "candidate_endpoint": cand.endpoint,
-            "grader_id": result.grader_id,
-            "quality_score": result.quality_score,
-            "notes": mask_secrets(result.notes),
-            "details": details,
-            "run_config": config_value,
-            "llm_connect_version": __version__,
-            "metadata": metadata,
-            "asks_llm": result.asks_llm,
-            "score_delta": _score_delta(result.details),
-        }
-        rows.append(row)
+        details = result.details_json()
+        if mask_secrets(details) != details:
+            details = strict_dumps(mask_value(json.loads(details)))
+        rows.append(
+            (
+                created,
+                item.run_id,
+                item.case_id,
+                item.task,
+                strict_dumps(list(item.tags)) if item.tags else "[]",
+                result.prompt if store_text else None,
+                sha256_text(result.prompt) if conversation is None else conversation.digest,
+                system_sha,
+                *_response_values(base, item.baseline_adapter_id, store_text),
+                *_response_values(cand, item.candidate_adapter_id, store_text),
+                result.grader_id,
+                result.quality_score,
+                mask_secrets(result.notes),
+                details,
+                config_text,
+                __version__,
+                base.model,
+                base.endpoint,
+                cand.model,
+                cand.endpoint,
+                metadata,
+                result.asks_llm,
+                _score_delta(result.details),
+            )
+        )
     return rows
 
 
@@ -262,14 +273,18 @@ SAME_GRADE_COLUMNS: tuple[str, ...] = (
 )
 
 
-def differences(stored: Mapping[Any, Any], new: dict[str, Any]) -> list[str]:
-    """Fields in which two grades under one key differ (none when they are the same grade).
+_SAME = tuple((name, INSERT_COLUMNS.index(name)) for name in SAME_GRADE_COLUMNS)
+
+
+def differences(stored: Mapping[Any, Any], new: Row) -> list[str]:
+    """Fields in which a stored grade and a new row under one key differ (none when they are
+    the same grade).
 
     A stored ``candidate_served_model`` of ``None`` (not recorded) matches anything.
     """
     out = []
-    for name in SAME_GRADE_COLUMNS:
-        old, value = stored[name], new[name]
+    for name, pos in _SAME:
+        old, value = stored[name], new[pos]
         if old != value and not (name == "candidate_served_model" and old is None):
             out.append(f"{name} stored {old!r}, new {value!r}")
     return out
@@ -293,7 +308,7 @@ def conflict_error(found: list[tuple[Key, int | None, list[str]]]) -> GradeConfl
     )
 
 
-def stored_ids(conn: Connection, pending: dict[Key, dict[str, Any]]) -> dict[Key, int]:
+def stored_ids(conn: Connection, pending: dict[Key, Row]) -> dict[Key, int]:
     """Ids of the stored grades under ``pending``'s keys (key -> row); raises
     :class:`GradeConflictError` if one holds a different grade."""
     keys = list(pending)

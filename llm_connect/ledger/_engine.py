@@ -33,6 +33,7 @@ __all__ = [
     "ENV_VAR",
     "dialect_insert",
     "display_url",
+    "driver_cursor",
     "ledger_errors",
     "make_engine",
     "read_connection",
@@ -277,6 +278,38 @@ def dialect_insert(dialect: str, table: Any) -> Any:
     from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
     return sqlite_insert(table)
+
+
+@contextmanager
+def driver_cursor(conn: Connection, what: str) -> Iterator[Any]:
+    """A cursor of the driver's own connection under ``conn`` (``sqlite3`` or ``psycopg``), in
+    ``conn``'s transaction, for what SQLAlchemy has no call for (psycopg's ``executemany`` with
+    ``returning=True``); ``what`` names the statement in errors.
+
+    The driver's errors come out as SQLAlchemy would raise them (``OperationalError``,
+    ``IntegrityError``...: a write that meets a lock is retried), and a dropped connection is
+    invalidated, not returned to the pool."""
+    dbapi = conn.connection.driver_connection
+    module: Any = conn.dialect.loaded_dbapi
+    cursor = dbapi.cursor()  # type: ignore[union-attr]
+    try:
+        yield cursor
+    except module.Error as exc:
+        disconnected = conn.dialect.is_disconnect(exc, dbapi, cursor)
+        if disconnected:
+            conn.invalidate(exc)
+        raise DBAPIError.instance(
+            what,
+            None,
+            exc,
+            module.Error,
+            hide_parameters=True,
+            connection_invalidated=disconnected,
+            dialect=conn.dialect,
+        ) from exc
+    finally:
+        if not conn.invalidated:
+            cursor.close()
 
 
 def write(engine: Engine, what: str, fn: Callable[[Connection], T]) -> T:

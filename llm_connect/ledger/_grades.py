@@ -1,17 +1,23 @@
 """The grades store: every grade, its running totals, and the figures read from them.
 
 :class:`GradeStore` owns ``grades``, ``grade_stats`` and ``case_stats`` (``_models``)
-over the ledger's engine. A batch of grades goes in with one SQLAlchemy Core
-``INSERT ... ON CONFLICT DO NOTHING RETURNING`` (``insertmanyvalues`` batches the
-rows) inside the caller's transaction, and the running totals of the rows actually
-inserted are upserted in the same transaction, so routing and summaries read a
-handful of rows however large the ledger grows.
+over the ledger's engine. A batch of grades goes in with one plain
+``INSERT ... ON CONFLICT DO NOTHING RETURNING id``, executed by the driver inside
+the caller's (SQLAlchemy) transaction with the rows already built as tuples
+(:func:`~llm_connect.ledger._convert.grade_rows`): on PostgreSQL psycopg's
+``executemany(..., returning=True)`` (pipelined, the statement prepared once),
+on SQLite one ``sqlite3`` execute per row of the one cached statement (its
+``executemany`` discards ``RETURNING`` rows). SQLAlchemy's own multi-row
+statement cost 3-8 times as much here (psycopg parsing 500 x 43 placeholders per
+batch; per-row bind processing on SQLite). The running totals of the rows
+actually inserted are upserted in the same transaction, so routing and summaries
+read a handful of rows however large the ledger grows.
 
 The idempotency key is (run_id, case_id, grader_id, candidate_model) when run_id
 and case_id are both given: recording the same grade again returns the stored id
 and writes nothing; a different grade under a stored key (or twice in one batch)
 raises :class:`~llm_connect.errors.GradeConflictError` and the whole batch is
-rolled back. Grades without a key are inserted with ids in parameter order.
+rolled back. Grades without a key never conflict: each is inserted and gets its own id.
 """
 
 from __future__ import annotations
@@ -20,19 +26,22 @@ import csv
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import (
+    ARRAY,
     ColumnElement,
     Connection,
     Engine,
+    Integer,
     Table,
     and_,
+    any_,
     bindparam,
     case,
     func,
-    insert,
     literal_column,
     or_,
     select,
@@ -48,8 +57,15 @@ from llm_connect.ledger._cases import (
     series_query,
     totals_row,
 )
-from llm_connect.ledger._convert import GRADE_COLUMNS, conflict_error, differences, grade_row, stored_ids
-from llm_connect.ledger._engine import dialect_insert, ledger_errors, reading, write
+from llm_connect.ledger._convert import (
+    GRADE_COLUMNS,
+    INSERT_COLUMNS,
+    conflict_error,
+    differences,
+    grade_row,
+    stored_ids,
+)
+from llm_connect.ledger._engine import dialect_insert, driver_cursor, ledger_errors, reading, write
 from llm_connect.ledger._models import (
     CASE_KEY_SQL,
     CASE_STATS_REBUILD_SQL,
@@ -73,30 +89,70 @@ _IDS_CHUNK = 5000  # ids per case totals statement: under both backends' paramet
 
 Filter = str | Sequence[str] | None
 Key = tuple[Any, ...]
-Row = dict[str, Any]
+Row = tuple[Any, ...]
+
+_POS = {name: i for i, name in enumerate(INSERT_COLUMNS)}
+_KEY_OF = itemgetter(*(_POS[c] for c in _KEY))
+_GROUP_OF = itemgetter(*(_POS[c] for c in _GROUP))
+_QUALITY, _ASKS_LLM = _POS["quality_score"], _POS["asks_llm"]
+_SUMMED = tuple(
+    (f"{side}_{what}", _POS[f"{side}_{column}"])
+    for side in ("baseline", "candidate")
+    for what, column in (("cost", "cost_usd"), ("latency", "latency_ms"))
+)
+
+
+def _insert_sql(placeholder: str) -> str:
+    return (
+        f"INSERT INTO grades ({', '.join(INSERT_COLUMNS)}) "
+        f"VALUES ({', '.join(placeholder for _ in INSERT_COLUMNS)}) "
+        f"ON CONFLICT ({', '.join(_KEY)}) DO NOTHING RETURNING id"
+    )
+
+
+_INSERT = {"sqlite": _insert_sql("?"), "postgresql": _insert_sql("%s")}
 
 
 def _key(row: Row) -> Key | None:
-    return tuple(row[c] for c in _KEY) if row["run_id"] is not None and row["case_id"] is not None else None
+    key: Key = _KEY_OF(row)
+    return key if key[0] is not None and key[1] is not None else None
 
 
-def _grade_totals(rows: list[Row]) -> list[Row]:
-    """``grade_stats`` increments of newly inserted rows, one per group, in key order."""
+def _insert(conn: Connection, rows: list[Row]) -> list[int | None]:
+    """Insert ``rows`` (no two under one key) in ``conn``'s transaction; each row's new id, or
+    ``None`` where its key was already stored (nothing written for it)."""
+    sql = _INSERT[conn.dialect.name]
+    out: list[int | None] = []
+    with driver_cursor(conn, "INSERT INTO grades ...") as cursor:
+        if conn.dialect.name == "postgresql":
+            cursor.executemany(sql, rows, returning=True)  # one result per row, in order
+            while True:
+                rec = cursor.fetchone()
+                out.append(None if rec is None else rec[0])
+                if not cursor.nextset():
+                    return out
+        for row in rows:  # sqlite3 caches the prepared statement
+            rec = cursor.execute(sql, row).fetchone()
+            out.append(None if rec is None else rec[0])
+    return out
+
+
+def _grade_totals(rows: list[Row], created_at: datetime) -> list[dict[str, Any]]:
+    """``grade_stats`` increments of newly inserted rows (all created at ``created_at``), one per
+    group, in key order."""
     groups: dict[Key, list[Row]] = {}
     for r in rows:
-        groups.setdefault(tuple(r[c] for c in _GROUP), []).append(r)
+        groups.setdefault(_GROUP_OF(r), []).append(r)
     out = []
     for key in sorted(groups):  # one lock order for concurrent writers
         group = groups[key]
-        qs = [r["quality_score"] for r in group]
-        total: Row = dict(zip(_GROUP, key, strict=True))
+        qs = [r[_QUALITY] for r in group]
+        total: dict[str, Any] = dict(zip(_GROUP, key, strict=True))
         total.update(n=len(group), sum_quality=float(sum(qs)), sum_quality_sq=float(sum(q * q for q in qs)))
-        for side in ("baseline", "candidate"):
-            for what, column in (("cost", "cost_usd"), ("latency", "latency_ms")):
-                values = [v for r in group if (v := r[f"{side}_{column}"]) is not None]
-                total[f"{side}_{what}_sum"], total[f"{side}_{what}_n"] = float(sum(values)), len(values)
-        created = [r["created_at"] for r in group]
-        total.update(first_at=min(created), last_at=max(created), asks_llm=any(r["asks_llm"] for r in group))
+        for name, pos in _SUMMED:
+            values = [v for r in group if (v := r[pos]) is not None]
+            total[f"{name}_sum"], total[f"{name}_n"] = float(sum(values)), len(values)
+        total.update(first_at=created_at, last_at=created_at, asks_llm=any(r[_ASKS_LLM] for r in group))
         out.append(total)
     return out
 
@@ -112,14 +168,20 @@ _CASE_SUMS = select(
     func.count(_G.c.score_delta),
     func.coalesce(func.sum(_G.c.score_delta), 0.0),
     func.min(_G.c.id),
-).where(_G.c.id.in_(bindparam("ids", expanding=True)))
-_CASE_SUMS = _CASE_SUMS.group_by(*_CASE_GROUP).order_by(*_CASE_GROUP)
+)
 _CASE_COLUMNS = (*_GROUP, "case_key", "n", "sum_quality", "delta_n", "delta_sum", "first_id")
+# PostgreSQL: the ids as one array parameter (``id = ANY(%(ids)s)``), a short statement psycopg
+# parses once, not one placeholder per id; SQLite: an expanding ``IN``.
+_IDS_GIVEN = {
+    "postgresql": _G.c.id == any_(bindparam("ids", type_=ARRAY(Integer))),
+    "sqlite": _G.c.id.in_(bindparam("ids", expanding=True)),
+}
 
 
 def _add_case_totals(conn: Connection, ids: list[int]) -> None:
     """Add the grades ``ids`` (just inserted) to ``case_stats``, in ``conn``'s transaction."""
-    stmt = dialect_insert(conn.dialect.name, _C).from_select(_CASE_COLUMNS, _CASE_SUMS)
+    sums = _CASE_SUMS.where(_IDS_GIVEN[conn.dialect.name]).group_by(*_CASE_GROUP).order_by(*_CASE_GROUP)
+    stmt = dialect_insert(conn.dialect.name, _C).from_select(_CASE_COLUMNS, sums)
     new = stmt.excluded
     sets = {c: _C.c[c] + new[c] for c in ("n", "sum_quality", "delta_n", "delta_sum")}
     stmt = stmt.on_conflict_do_update(
@@ -130,7 +192,9 @@ def _add_case_totals(conn: Connection, ids: list[int]) -> None:
         conn.execute(stmt, {"ids": ids[start : start + _IDS_CHUNK]})
 
 
-def _upsert(conn: Connection, table: Table, rows: list[Row], added: Sequence[str], **other: Any) -> None:
+def _upsert(
+    conn: Connection, table: Table, rows: list[dict[str, Any]], added: Sequence[str], **other: Any
+) -> None:
     """``INSERT ... ON CONFLICT (primary key) DO UPDATE``: the ``added`` columns summed, ``other``
     set from (stored column, new value) -> expression."""
     stmt = dialect_insert(conn.dialect.name, table)
@@ -165,44 +229,36 @@ class GradeStore:
 
     # -- writing ---------------------------------------------------------------
 
-    def add(self, conn: Connection, rows: list[Row]) -> list[int]:
-        """Insert :func:`~llm_connect.ledger._convert.grade_rows` rows in ``conn``'s transaction
-        and add the new ones to the running totals; the grades' ids, in row order."""
+    def add(self, conn: Connection, rows: list[Row], created_at: datetime) -> list[int]:
+        """Insert :func:`~llm_connect.ledger._convert.grade_rows` rows (made at ``created_at``)
+        in ``conn``'s transaction and add the new ones to the running totals; the grades' ids,
+        in row order."""
         keys = [_key(r) for r in rows]
         first: dict[Key, int] = {}
         clashes: list[tuple[Key, int | None, list[str]]] = []
         for i, key in enumerate(keys):
             if key is not None and first.setdefault(key, i) != i:
-                diffs = differences(rows[first[key]], rows[i])
+                diffs = differences(dict(zip(INSERT_COLUMNS, rows[first[key]], strict=True)), rows[i])
                 if diffs:
                     clashes.append((key, None, diffs))
         if clashes:
             raise conflict_error(clashes)
+        # Each key once (a repeat in the batch gets its first row's id); keyless rows all go in.
+        sent = [i for i, key in enumerate(keys) if key is None or first[key] == i]
+        new = _insert(conn, rows if len(sent) == len(rows) else [rows[i] for i in sent])
         ids: list[int | None] = [None] * len(rows)
-        plain = [i for i, key in enumerate(keys) if key is None]
-        if plain:  # no key, no conflict: every row is new, its id in parameter order
-            stmt = insert(_G).returning(_G.c.id, sort_by_parameter_order=True)
-            for i, rec in zip(plain, conn.execute(stmt, [rows[i] for i in plain]), strict=True):
-                ids[i] = rec[0]
-        new_ids: dict[Key, int] = {}
-        if first:
-            stmt = (
-                dialect_insert(conn.dialect.name, _G)
-                .on_conflict_do_nothing(index_elements=list(_KEY))
-                .returning(_G.c.id, *(_G.c[c] for c in _KEY))
-            )
-            new_ids = {
-                tuple(rec[1:]): rec[0] for rec in conn.execute(stmt, [rows[i] for i in first.values()])
-            }
-        stored = stored_ids(conn, {k: rows[i] for k, i in first.items() if k not in new_ids})
+        for i, new_id in zip(sent, new, strict=True):
+            ids[i] = new_id
+        inserted = [i for i in sent if ids[i] is not None]
+        # Keys already stored (an earlier batch, a concurrent writer): their ids, the grades checked.
+        stored = stored_ids(conn, {k: rows[i] for k, i in first.items() if ids[i] is None})
         for i, key in enumerate(keys):
-            if key is not None:
-                ids[i] = new_ids[key] if key in new_ids else stored[key]
-        inserted = plain + [first[k] for k in new_ids]
+            if ids[i] is None:  # keyed: a stored key, or a repeat of an earlier row (its id is set)
+                assert key is not None
+                ids[i] = stored[key] if first[key] == i else ids[first[key]]
         if inserted:  # case_stats before grade_stats: one lock order for every writer
-            fresh = [rows[i] for i in inserted]
             _add_case_totals(conn, [cast(int, ids[i]) for i in inserted])
-            totals = _grade_totals(fresh)
+            totals = _grade_totals([rows[i] for i in inserted], created_at)
             _upsert(conn, _S, totals, _GRADE_ADDED, first_at=_least, last_at=_greatest, asks_llm=or_)
         return cast(list[int], ids)
 

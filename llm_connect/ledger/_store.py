@@ -227,7 +227,8 @@ class QualityLedger:
         finished_case_ids: Sequence[str] = (),
     ) -> list[int]:
         records = list(records)
-        rows = grade_rows(records, store_text=self.store_text, now=utcnow())
+        now = utcnow()
+        rows = grade_rows(records, store_text=self.store_text, now=now, dialect=self.engine.dialect.name)
         if (not_applicable or failures) and run_id is None:
             raise LedgerError("not-applicable pairs and failures belong to a run: give its run_id")
         skips = skip_rows(run_id, not_applicable) if run_id is not None else []
@@ -267,7 +268,7 @@ class QualityLedger:
                 own_fails = [r for r in fails if r["case_id"] in held]
             if cache:
                 self.runs.add_cache(conn, cache)
-            ids = self.grades.add(conn, [rows[i] for i in mine]) if mine else []
+            ids = self.grades.add(conn, [rows[i] for i in mine], now) if mine else []
             if mine:
                 self.chat.add_conversations(conn, [records[i] for i in mine])
             if own_skips or own_fails:

@@ -289,7 +289,7 @@ def bench_convert_only(results: list[GradingResult], batch: int) -> float:
 
     t0 = time.perf_counter()
     for lo in range(0, len(results), batch):
-        grade_rows(items(results, lo, batch), store_text=True, now=utcnow())
+        grade_rows(items(results, lo, batch), store_text=True, now=utcnow(), dialect="sqlite")
     return time.perf_counter() - t0
 
 
