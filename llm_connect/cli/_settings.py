@@ -114,7 +114,7 @@ def _same(name: str, given: Any, stored: Any, opts: Any, settings: Mapping[str, 
         resolved = settings.get("suite_resolved")
         return resolved is not None and str(Path(given).resolve()) == resolved
     if name == "base_url":
-        return _public_url(given) == stored
+        return bool(_public_url(given) == stored)
     if isinstance(stored, list):
         return list(given or []) == stored
     if isinstance(stored, float) or isinstance(given, float):
