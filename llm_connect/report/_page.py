@@ -89,7 +89,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(num=_num, signed=_signed, ratio=_ratio, money=_money, ms=_ms)
-    env.filters.update(sentence=decision_sentence, more=lambda ev, _min_samples=None: more_cases(ev))
+    env.filters.update(sentence=decision_sentence, more=more_cases)
     return env
 
 
