@@ -134,13 +134,20 @@ class ReferenceResult:
     """The reference's judge spec, when the ledger holds one."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-strict form."""
+        """JSON-strict form: the agreement's figures, then the reference's verdict.
+
+        ``status`` is the verdict (pass, fail, insufficient data); the agreement's own status
+        (``ok`` or why its figures are undefined) is ``agreement_status``.
+        """
+        figures = self.agreement.to_dict()
+        agreement_status = figures.pop("status")
         return {
             "reference": self.reference,
             "spec": None if self.spec is None else dict(self.spec),
             "status": self.status,
             "reasons": list(self.reasons),
-            **self.agreement.to_dict(),
+            "agreement_status": agreement_status,
+            **figures,
         }
 
 

@@ -127,3 +127,10 @@ def test_public_names_are_sorted_resolve_and_import_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_reference_entry_says_its_verdict_not_the_agreements_status() -> None:
+    refs = {r["reference"]: r for r in _report().to_dict()["references"]}
+    assert refs["good"]["status"] == "pass" and refs["good"]["reasons"] == []
+    assert refs["flat"]["status"] == "fail" and "Spearman undefined" in refs["flat"]["reasons"][0]
+    assert refs["good"]["agreement_status"] == refs["flat"]["agreement_status"] == "ok"
