@@ -144,8 +144,11 @@ def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     return value
 
 
-def _embed(embedder: EmbeddingAdapter, texts: list[str]) -> list[list[float]]:
-    """One batched embedding of ``texts``, checked; every failure is a StabilityEmbeddingError."""
+def _embed(embedder: EmbeddingAdapter, texts: list[str]) -> Any:
+    """One batched embedding of ``texts`` as a float array (one row per text), checked; every
+    failure is a StabilityEmbeddingError."""
+    import numpy as np
+
     name = getattr(embedder, "adapter_id", type(embedder).__name__)
     try:
         vectors = embedder.embed(texts)
@@ -158,9 +161,13 @@ def _embed(embedder: EmbeddingAdapter, texts: list[str]) -> list[list[float]]:
     dims = {len(v) for v in vectors}
     if len(dims) != 1 or 0 in dims:
         raise StabilityEmbeddingError(f"{name}: vectors of different or zero lengths {sorted(dims)}")
-    if not all(math.isfinite(x) for v in vectors for x in v):
+    try:
+        matrix = np.asarray(vectors, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise StabilityEmbeddingError(f"{name}: a vector holds a value that is not a number: {exc}") from exc
+    if not np.isfinite(matrix).all():
         raise StabilityEmbeddingError(f"{name}: a vector holds NaN or infinity")
-    return [list(map(float, v)) for v in vectors]
+    return matrix
 
 
 def _default_embedder() -> EmbeddingAdapter:

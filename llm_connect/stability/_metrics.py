@@ -23,7 +23,6 @@ A run's *answer text* (embedded and measured) is its text followed by one line
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 from collections import Counter
@@ -140,21 +139,20 @@ def _most_common_share(keys: Sequence[Any]) -> tuple[float, int, Any]:
     return top / len(keys), len(counts), key
 
 
-def _unit(vector: Sequence[float]) -> list[float]:
-    norm = math.sqrt(math.fsum(x * x for x in vector))
-    return [x / norm for x in vector] if norm > 0 else [0.0 for _ in vector]
+def semantic_consistency(vectors: Any, config: StabilityConfig) -> MetricResult:
+    """Mean cosine similarity of each run's embedding to the centroid (clamped to 0..1).
 
+    ``vectors``: one row per run (a float array from the embedder, or sequences of floats);
+    a zero vector counts as similarity 0.
+    """
+    import numpy as np
 
-def semantic_consistency(vectors: Sequence[Sequence[float]], config: StabilityConfig) -> MetricResult:
-    """Mean cosine similarity of each run's embedding to the centroid (clamped to 0..1)."""
-    units = [_unit(v) for v in vectors]
-    dim = len(units[0])
-    centroid = [math.fsum(u[i] for u in units) / len(units) for i in range(dim)]
-    c_norm = math.sqrt(math.fsum(x * x for x in centroid))
-    sims = [
-        math.fsum(a * b for a, b in zip(u, centroid, strict=True)) / c_norm if c_norm > 0 else 0.0
-        for u in units
-    ]
+    matrix = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    units = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    centroid = units.mean(axis=0)
+    c_norm = float(np.linalg.norm(centroid))
+    sims = [float(s) for s in (units @ centroid / c_norm if c_norm > 0 else np.zeros(len(units)))]
     score = min(1.0, max(0.0, statistics.fmean(sims)))
     return MetricResult(
         name="semantic",
