@@ -49,6 +49,7 @@ from llm_connect.routing._ppi_running import (
     PPIState,
     _range,
     continue_sequence,
+    mixture_lower,
     start_state,
 )
 from llm_connect.values._decision import INSUFFICIENT, PROVEN, RULED_OUT, UNDECIDED
@@ -191,10 +192,13 @@ def _tuning(j: Any, p: Any, ch: Any, h: Any) -> tuple[Any, Any]:
     return lam, mh - lam * mj
 
 
-def _labels_only(ch: Any, h: Any, alpha: float) -> tuple[Any, Any]:
-    """The existing anytime bounds (``_bounds``: WSR Thm 2) over the labelled cases alone, in
-    their order, read after each case: valid when the sampler chose cases whatever their grade
-    (uniform labelling), since the labelled cases are then a random subsample."""
+def _labels_only(ch: Any, h: Any, alpha: float) -> tuple[Any, Any, Any, Any]:
+    """The e-processes of the existing anytime bounds (``_bounds``: WSR Thm 2) over the
+    labelled cases alone, in their order, read after each case: ``(a, b, a_up, b_up)`` with
+    the lower side's e-process ``exp(a - b m)`` at a candidate mean ``m`` and the upper side's
+    ``exp(a_up + b_up m)`` (all 0 before the first label: an e-process of 1). The bets are
+    tuned at ``alpha``. Valid when the sampler chose cases whatever their grade (uniform
+    labelling), since the labelled cases are then a random subsample."""
     log_inv_alpha = math.log(1.0 / alpha)
     count = np.cumsum(ch, axis=-1)
     width = max(1, int(count.max()) if count.size else 1)
@@ -202,8 +206,9 @@ def _labels_only(ch: Any, h: Any, alpha: float) -> tuple[Any, Any]:
     x = np.take_along_axis(h, order, axis=-1)[..., :width]
     x = np.where(np.arange(width) < count[..., -1:], x, 0.0)
     t = np.arange(1, width + 1, dtype=float)
+    at = np.maximum(count - 1, 0)
 
-    def lower(v: Any) -> Any:
+    def sums(v: Any) -> tuple[Any, Any]:
         mean_after = (0.5 + np.cumsum(v, axis=-1)) / (t + 1.0)
         sq_after = (0.25 + np.cumsum((v - mean_after) ** 2, axis=-1)) / (t + 1.0)
         m = _shift(mean_after, 0.5)
@@ -211,14 +216,14 @@ def _labels_only(ch: Any, h: Any, alpha: float) -> tuple[Any, Any]:
             TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (_shift(sq_after, 0.25) * t * np.log1p(t)))
         )
         psi = -np.log1p(-lam) - lam
-        low = (np.cumsum(lam * v, axis=-1) - np.cumsum(psi * (v - m) ** 2, axis=-1) - log_inv_alpha) / (
-            np.cumsum(lam, axis=-1)
-        )
-        low = np.clip(np.maximum.accumulate(low, axis=-1), 0.0, 1.0)
-        at = np.take_along_axis(low, np.maximum(count - 1, 0), axis=-1)
-        return np.where(count > 0, at, 0.0)
+        a = np.cumsum(lam * v, axis=-1) - np.cumsum(psi * (v - m) ** 2, axis=-1)
+        b = np.cumsum(lam, axis=-1)
+        pick = (np.take_along_axis(a, at, axis=-1), np.take_along_axis(b, at, axis=-1))
+        return np.where(count > 0, pick[0], 0.0), np.where(count > 0, pick[1], 0.0)
 
-    return lower(x), 1.0 - lower(1.0 - x)
+    a, b = sums(x)
+    a_up, b_up = sums(1.0 - x)  # the lower side of 1 - H: exp(a' - b' (1 - m))
+    return a, b, a_up - b_up, b_up
 
 
 def ppi_sequence(
@@ -243,9 +248,22 @@ def ppi_sequence(
     if labels_share > 0.0:
         ch = np.asarray(chosen, dtype=bool)
         h = np.where(ch, np.nan_to_num(np.asarray(human, dtype=float)), 0.0)
-        seq = ppi_sequence(judge, inclusion, ch, h, alpha * (1.0 - labels_share), floor=floor)
-        low, high = _labels_only(ch, h, alpha * labels_share)
-        return replace(seq, lower=np.maximum(seq.lower, low), upper=np.minimum(seq.upper, high))
+        seq, (sum_eta_y, penalty, sum_eta) = _ppi_arm(
+            judge, inclusion, ch, h, alpha * (1.0 - labels_share), floor
+        )
+        a1, b1, c1, d1 = _labels_only(ch, h, alpha * labels_share)
+        lia = math.log(1.0 / alpha)
+        low = mixture_lower(a1, b1, sum_eta_y - penalty, sum_eta, labels_share, lia)
+        high = -mixture_lower(c1, d1, -sum_eta_y - penalty, sum_eta, labels_share, lia)
+        return replace(seq, lower=np.clip(low, 0.0, 1.0), upper=np.clip(high, 0.0, 1.0))
+    return _ppi_arm(judge, inclusion, chosen, human, alpha, floor)[0]
+
+
+def _ppi_arm(
+    judge: Any, inclusion: Any, chosen: Any, human: Any, alpha: float, floor: float
+) -> tuple[PPISequence, tuple[Any, Any, Any]]:
+    """The prediction-powered sequence alone (bets tuned at ``alpha``), and its e-process's
+    running sums ``(sum eta y, penalty, sum eta)`` after each case."""
     j = np.asarray(judge, dtype=float)
     p = np.asarray(inclusion, dtype=float)
     ch = np.asarray(chosen, dtype=bool)
@@ -278,7 +296,8 @@ def ppi_sequence(
     high = (np.cumsum(eta * y, axis=-1) + penalty + log_inv_alpha) / sum_eta
     lower = np.clip(np.maximum.accumulate(low, axis=-1), 0.0, 1.0)
     upper = np.clip(np.minimum.accumulate(high, axis=-1), 0.0, 1.0)
-    return PPISequence(lower=lower, upper=upper, y=y, lam=lam, offset=c)
+    sums = (np.cumsum(eta * y, axis=-1), penalty, sum_eta)
+    return PPISequence(lower=lower, upper=upper, y=y, lam=lam, offset=c), sums
 
 
 # -- one candidate's evidence ----------------------------------------------------------------

@@ -22,7 +22,16 @@ import numpy as np
 
 from llm_connect.routing._bounds import TRUNCATION
 
-__all__ = ["LabelSums", "PPIState", "continue_sequence", "start_state"]
+__all__ = ["STATE_VERSION", "LabelSums", "PPIState", "continue_sequence", "mixture_root", "start_state"]
+
+STATE_VERSION = "2"
+"""Version of :class:`PPIState`'s fields and their meaning. "2": under uniform labelling the
+bounds are those of the mixture of the two e-processes (``best_low`` / ``best_high`` are the
+mixture's running extremes), not the tighter of two bounds at split ``alpha`` ("1")."""
+
+_NEWTON = 4
+"""Newton steps for the mixture's root: quadratic convergence from below (every step is
+valid); 3 reach 1e-13 in the simulations' regimes."""
 
 LAM_MAX = 2.0
 """The largest judge coefficient ``lam_t`` the tuning may pick."""
@@ -38,6 +47,75 @@ def _range(lam: Any, c: Any, floor: float) -> tuple[Any, Any]:
     a_hi = np.clip(lam + c, 0.0, 1.0)
     a_lo = np.clip(c, 0.0, 1.0)
     return a_hi * (1.0 - 1.0 / floor), a_lo + (1.0 - a_lo) / floor
+
+
+def mixture_root(a1: Any, b1: Any, a2: Any, b2: Any, share: float, log_inv_alpha: float) -> Any:
+    """The ``m`` at which ``w exp(a1 - b1 m) + (1 - w) exp(a2 - b2 m) = 1/alpha`` (``w = share``),
+    element-wise: the lower end of the confidence set of the mixture of two e-processes, each
+    ``exp(a - b m)`` at the candidate mean ``m`` (``b1 >= 0``, ``b2 > 0``).
+
+    Newton's method on the log of the left side (convex and decreasing in ``m``) from the
+    larger of the two single-arm roots, where the left side is at least ``1/alpha``: every
+    iterate stays at or below the root, so stopping early is conservative, never invalid.
+    """
+    lw1, lw2 = math.log(share), math.log1p(-share)
+    has1 = b1 > 0.0
+    r1 = np.where(has1, (a1 + lw1 - log_inv_alpha) / np.where(has1, b1, 1.0), -np.inf)
+    m = np.maximum(r1, (a2 + lw2 - log_inv_alpha) / b2)
+    for _ in range(_NEWTON):
+        e1 = lw1 + a1 - b1 * m
+        e2 = lw2 + a2 - b2 * m
+        first = e1 >= e2
+        q = np.exp(-np.abs(e1 - e2))  # the smaller term over the larger
+        g = np.where(first, e1, e2) + np.log1p(q) - log_inv_alpha
+        slope = np.where(first, b1 + b2 * q, b2 + b1 * q) / (1.0 + q)
+        m = m + g / slope
+    return m
+
+
+def _single_roots(a1: Any, b1: Any, a2: Any, b2: Any, share: float, log_inv_alpha: float) -> tuple[Any, Any]:
+    """Bounds on :func:`mixture_root`: the larger single-arm root at the arms' weights (the
+    root is at least that) and at weight 1 (at most that: a convex combination is at most its
+    largest term)."""
+    lw1, lw2 = math.log(share), math.log1p(-share)
+    has1 = b1 > 0.0
+    safe1 = np.where(has1, b1, 1.0)
+    low = np.maximum(
+        np.where(has1, (a1 + lw1 - log_inv_alpha) / safe1, -np.inf), (a2 + lw2 - log_inv_alpha) / b2
+    )
+    high = np.maximum(np.where(has1, (a1 - log_inv_alpha) / safe1, -np.inf), (a2 - log_inv_alpha) / b2)
+    return low, high
+
+
+def mixture_lower(a1: Any, b1: Any, a2: Any, b2: Any, share: float, log_inv_alpha: float) -> Any:
+    """The running maximum along the last axis of :func:`mixture_root`.
+
+    The root is solved only where it can raise the running maximum: where its upper bound
+    (:func:`_single_roots`) is below the running maximum of its lower bound, the lower bound
+    stands in; the running maximum is the same as with every root solved.
+    """
+    low, high = _single_roots(a1, b1, a2, b2, share, log_inv_alpha)
+    solve = high > np.maximum.accumulate(low, axis=-1)
+    out = low.copy()
+    if solve.any():
+        out[solve] = mixture_root(a1[solve], b1[solve], a2[solve], b2[solve], share, log_inv_alpha)
+    return np.maximum.accumulate(out, axis=-1)
+
+
+def mixture_best(
+    a1: Any, b1: Any, a2: Any, b2: Any, share: float, log_inv_alpha: float, best: float
+) -> float:
+    """``max(best, the largest mixture_root over these cases)`` (1-D), equal to the last entry of
+    :func:`mixture_lower` over the cases before and these: only the cases whose root's upper
+    bound exceeds ``best`` and every root's lower bound are solved."""
+    low, high = _single_roots(a1, b1, a2, b2, share, log_inv_alpha)
+    reach = max(best, float(low.max()))
+    solve = high > reach
+    if solve.any():
+        reach = max(
+            reach, float(mixture_root(a1[solve], b1[solve], a2[solve], b2[solve], share, log_inv_alpha).max())
+        )
+    return reach
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,12 +158,7 @@ class PPIState:
 
     def bounds(self) -> tuple[float, float]:
         """``(lower, upper)`` after the ``t`` cases (the last entries of ``ppi_sequence``)."""
-        lower = min(1.0, max(0.0, self.best_low))
-        upper = min(1.0, max(0.0, self.best_high))
-        if self.share > 0.0:
-            lower = max(lower, self.labels[0].lower)
-            upper = min(upper, 1.0 - self.labels[1].lower)
-        return lower, upper
+        return min(1.0, max(0.0, self.best_low)), min(1.0, max(0.0, self.best_high))
 
     def coefficients(self) -> tuple[float, float]:
         """``(lam, c)`` tuned on every labelled case so far."""
@@ -115,10 +188,11 @@ def _coefficients(n_lab: Any, sw: Any, swj: Any, swh: Any, swjh: Any, swjj: Any)
     return lam, mh - lam * mj
 
 
-def _labels(start: LabelSums, v: Any, log_inv_alpha: float) -> LabelSums:
-    """``_ppi._labels_only``'s lower bound of ``v`` (the new labelled values) continued."""
+def _labels(start: LabelSums, v: Any, log_inv_alpha: float) -> tuple[LabelSums, Any, Any]:
+    """``_ppi._labels_only``'s lower bound of ``v`` (the new labelled values) continued, and its
+    e-process's exponent ``a - b m`` after each new label: ``(state, a, b)``."""
     if not v.size:
-        return start
+        return start, np.zeros(0), np.zeros(0)
     t0 = float(start.t)
     t = t0 + np.arange(1, v.size + 1, dtype=float)
     sum_v = _running(start.sum_v, v)
@@ -132,8 +206,9 @@ def _labels(start: LabelSums, v: Any, log_inv_alpha: float) -> LabelSums:
     sum_lam_v = _running(start.sum_lam_v, lam * v)
     sum_psi = _running(start.sum_psi, psi * (v - m) ** 2)
     sum_lam = _running(start.sum_lam, lam)
-    low = (sum_lam_v - sum_psi - log_inv_alpha) / sum_lam
-    return LabelSums(
+    exponent = sum_lam_v - sum_psi
+    low = (exponent - log_inv_alpha) / sum_lam
+    state = LabelSums(
         t=start.t + int(v.size),
         sum_v=float(sum_v[-1]),
         sum_sq=float(sum_sq[-1]),
@@ -142,6 +217,15 @@ def _labels(start: LabelSums, v: Any, log_inv_alpha: float) -> LabelSums:
         sum_lam=float(sum_lam[-1]),
         best=max(start.best, float(low.max())),
     )
+    return state, exponent, sum_lam
+
+
+def _per_case(start: LabelSums, a: Any, b: Any, ch: Any) -> tuple[Any, Any]:
+    """The labels arm's ``(a, b)`` after each case of a piece (``ch``: chosen), from the values
+    after each of its labels; before the piece's first label, the start's (0 before any)."""
+    k = np.cumsum(ch)
+    a0 = start.sum_lam_v - start.sum_psi
+    return np.concatenate(([a0], a))[k], np.concatenate(([start.sum_lam], b))[k]
 
 
 def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, human: Any) -> PPIState:
@@ -192,13 +276,25 @@ def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, 
     penalty = _running(start.penalty, psi * ((y - m) / width) ** 2)
     sum_eta = _running(start.sum_eta, eta)
     sum_eta_y = _running(start.sum_eta_y, eta * y)
-    low = (sum_eta_y - penalty - log_inv_alpha) / sum_eta
-    high = (sum_eta_y + penalty + log_inv_alpha) / sum_eta
     labels = start.labels
     if share > 0.0:
         v = h[ch]
         lia = math.log(1.0 / (start.alpha * share))
-        labels = (_labels(labels[0], v, lia), _labels(labels[1], 1.0 - v, lia))
+        lo_state, lo_a, lo_b = _labels(labels[0], v, lia)
+        up_state, up_a, up_b = _labels(labels[1], 1.0 - v, lia)
+        a1, b1 = _per_case(labels[0], lo_a, lo_b, ch)
+        c1, d1 = _per_case(labels[1], up_a, up_b, ch)
+        lia_all = math.log(1.0 / start.alpha)
+        best_low = mixture_best(a1, b1, sum_eta_y - penalty, sum_eta, share, lia_all, start.best_low)
+        best_high = -mixture_best(
+            c1 - d1, d1, -sum_eta_y - penalty, sum_eta, share, lia_all, -start.best_high
+        )
+        labels = (lo_state, up_state)
+    else:
+        low = (sum_eta_y - penalty - log_inv_alpha) / sum_eta
+        high = (sum_eta_y + penalty + log_inv_alpha) / sum_eta
+        best_low = max(start.best_low, float(low.max()))
+        best_high = min(start.best_high, float(high.min()))
     return replace(
         start,
         t=start.t + n,
@@ -208,7 +304,7 @@ def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, 
         sum_eta_y=float(sum_eta_y[-1]),
         penalty=float(penalty[-1]),
         sum_eta=float(sum_eta[-1]),
-        best_low=max(start.best_low, float(low.max())),
-        best_high=min(start.best_high, float(high.min())),
+        best_low=best_low,
+        best_high=best_high,
         labels=labels,
     )
