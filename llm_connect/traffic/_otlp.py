@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
+from operator import itemgetter
 from typing import Any
 
 from llm_connect.traffic._call import (
@@ -53,6 +54,12 @@ DEFAULT_JOIN_WINDOW = 10_000
 """Spans waiting for their log records at most (and spans' records waiting for their span)."""
 
 _CHAT_OPS = frozenset({"chat", "text_completion", "generate_content"})
+_CHAT_MARKERS = frozenset({"gen_ai.operation.name", "gen_ai.request.model", "gen_ai.input.messages"})
+"""A span with none of these attributes is not a chat span (tested before its attributes are decoded)."""
+_GENAI = b"gen_ai"
+"""In every key and event name a chat span or GenAI record is found by; a line holding neither it
+nor a ``\\u`` escape (which could spell it) has no chat span or GenAI record."""
+_key = itemgetter("key")
 _CONTENT_KEYS = frozenset(
     {
         "gen_ai.input.messages",
@@ -268,6 +275,10 @@ class OtlpReader:
             if not isinstance(obj, dict) or not ("resourceSpans" in obj or "resourceLogs" in obj):
                 yield Skip("not an OTLP export (no resourceSpans or resourceLogs)", file, lineno)
                 continue
+            if _GENAI not in raw and b"\\u" not in raw:
+                # no GenAI attribute, event or record anywhere in the line: count its spans
+                self._count(obj)
+                continue
             for resource in obj.get("resourceSpans") or ():
                 yield from self._spans(file, lineno, resource)
             for resource in obj.get("resourceLogs") or ():
@@ -278,6 +289,11 @@ class OtlpReader:
         if orphans:
             self._note("GenAI log records matching no chat span", orphans)
         self._orphans.clear()
+
+    def _count(self, obj: Mapping[str, Any]) -> None:
+        for resource in obj.get("resourceSpans") or ():
+            for scope in resource.get("scopeSpans") or ():
+                self.spans_seen += len(scope.get("spans") or ())
 
     def _note(self, what: str, n: int = 1) -> None:
         self.notes[what] = self.notes.get(what, 0) + n
@@ -293,10 +309,11 @@ class OtlpReader:
             if a.get("key") == "service.name":
                 service = _value(a.get("value") or {})
         for scope in resource.get("scopeSpans") or ():
-            for span in scope.get("spans") or ():
-                self.spans_seen += 1
+            spans = scope.get("spans") or ()
+            self.spans_seen += len(spans)
+            for span in spans:
                 items = span.get("attributes")
-                if not items:
+                if not items or _CHAT_MARKERS.isdisjoint(map(_key, items)):
                     continue
                 raw = {a["key"]: a.get("value") for a in items}  # decoded only for chat spans
                 op = raw.get("gen_ai.operation.name")

@@ -164,3 +164,21 @@ def test_nan_is_read_and_its_case_skipped_either_way(parser: bool, tmp_path: Pat
         fastjson.dumps_line({"a": [1.5, "x", None, True, 2**70]})
         == b'{"a":[1.5,"x",null,true,1180591620717411303424]}\n'
     )
+
+
+def test_lines_without_genai_are_counted_and_escaped_keys_still_found(parser: bool, tmp_path: Path) -> None:
+    """A line with no ``gen_ai`` bytes is only counted; ``gen\\u005fai`` (escaped) is still a chat span."""
+    plain = {"resourceSpans": [{"scopeSpans": [{"spans": [_http_span(i) for i in range(5)]}]}]}
+    chat = {"resourceSpans": [{"scopeSpans": [{"spans": [_span(1, feature="x"), _http_span(9)]}]}]}
+    escaped = json.dumps(chat).replace("gen_ai", "gen\\u005fai")  # valid JSON, the same keys
+    assert "gen_ai" not in escaped and json.loads(escaped) == chat
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"eventName": "other", "spanId": "01"}]}]}]}
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        "\n".join([json.dumps(plain), escaped, json.dumps(logs), json.dumps(plain), "{oops"]) + "\n"
+    )
+    report = import_traffic([path], tmp_path / "s.jsonl")
+    assert (report.spans, report.calls, report.written) == (12, 1, 1)
+    assert report.skipped == {"not valid JSON": 1}
+    case = _cases(tmp_path / "s.jsonl")[0]
+    assert case["messages"] == [{"role": "user", "content": "question 1"}]
