@@ -1,16 +1,17 @@
-"""Which graded cases go to people (revision ``0010_label_sampling``).
+"""Which graded cases go to people (revisions ``0010_label_sampling``, ``0011_label_sampling_design``).
 
 * ``label_sampling``: one row per (task, candidate model, grader id, case id), written once
   when the sampler decides the case (:class:`~llm_connect.ledger._sampling.SamplingStore`):
   the inclusion probability fixed before any label of the case existed, whether the case was
-  chosen, and how (strategy, rate, floor, seed, arrival position).
+  chosen, and how (strategy, rate, floor, seed, arrival position); ``ix_label_sampling_design``
+  covers the read of routing on what people would say (``_design.py``).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, CheckConstraint, Float, Integer, String, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, CheckConstraint, Float, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from llm_connect.ledger._models import Base
@@ -35,6 +36,10 @@ class LabelSamplingRecord(Base):
         CheckConstraint("rate > 0.0 AND rate <= 1.0", name="rate_range"),
         CheckConstraint("floor > 0.0 AND floor <= inclusion AND floor <= rate", name="floor_range"),
         CheckConstraint("strategy IN ('uniform', 'active', 'imported')", name="strategy_value"),
+        Index(
+            "ix_label_sampling_design",
+            *("task", "candidate", "grader_id", "position", "case_id", "chosen", "inclusion", "floor"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
