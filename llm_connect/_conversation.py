@@ -41,17 +41,57 @@ class ConversationError(ConfigurationError):
         self.reason = message
 
 
+_SCALARS = frozenset({str, int, bool, type(None)})
+"""The exact types :func:`_plain_copy` keeps as they are (floats are checked)."""
+
+
+class _NotPlain(Exception):
+    """:func:`_plain_copy` met something only :func:`_slow_copy` decides on."""
+
+
+def _plain_copy(value: Any) -> Any:
+    """:func:`_slow_copy` of a value made of exact ``dict``/``list``/``tuple``/scalar types only.
+
+    No field path is built on the way; anything else (a subclass, a non-string
+    key, NaN or infinity, an unknown type) raises :class:`_NotPlain` and the
+    slow copy, which names the field, decides. The copies are the same.
+    """
+    t = type(value)
+    if t is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out[key] = item if type(item) in _SCALARS else _plain_copy(item)
+        return out
+    if t is list or t is tuple:
+        return [item if type(item) in _SCALARS else _plain_copy(item) for item in value]
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is float and value - value == 0.0:  # NaN - NaN and inf - inf are NaN
+        return value
+    raise _NotPlain
+
+
 def _json_copy(value: Any, where: str) -> Any:
     """A plain-JSON copy of ``value`` (dicts, lists, str, finite numbers, bool, None)."""
+    try:
+        return _plain_copy(value)
+    except (_NotPlain, RecursionError):
+        return _slow_copy(value, where)
+
+
+def _slow_copy(value: Any, where: str) -> Any:
+    """:func:`_json_copy`, naming the field of the first value that is not JSON."""
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ConversationError(f"keys must be strings, not {key!r}", field=where)
-            out[key] = _json_copy(item, f"{where}.{key}")
+            out[key] = _slow_copy(item, f"{where}.{key}")
         return out
     if isinstance(value, (list, tuple)):
-        return [_json_copy(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        return [_slow_copy(item, f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, float) and not math.isfinite(value):
         raise ConversationError("NaN and infinity are not JSON", field=where)
     if value is None or isinstance(value, (str, int, float, bool)):
@@ -120,8 +160,8 @@ def _check_messages(messages: Any) -> None:
         at = f"messages[{i}]"
         if not isinstance(message, dict):
             raise ConversationError(f"a message must be an object, not {type(message).__name__}", field=at)
-        unknown = sorted(set(message) - _MESSAGE_FIELDS)
-        if unknown:
+        if not _MESSAGE_FIELDS.issuperset(message):
+            unknown = sorted(set(message) - _MESSAGE_FIELDS)
             raise ConversationError("unknown message field", field=f"{at}.{unknown[0]}")
         role = message.get("role")
         if role not in ROLES:
@@ -130,15 +170,18 @@ def _check_messages(messages: Any) -> None:
             )
         if "name" in message and not isinstance(message["name"], str):
             raise ConversationError("must be a string", field=f"{at}.name")
+        content = message.get("content")
         if role == "assistant":
             has_calls = message.get("tool_calls") is not None
-            _check_content(message.get("content"), f"{at}.content", required=not has_calls)
+            if type(content) is not str:  # a string is always fine
+                _check_content(content, f"{at}.content", required=not has_calls)
             if has_calls:
                 open_calls.update(_check_tool_calls(message["tool_calls"], f"{at}.tool_calls"))
         else:
             if "tool_calls" in message:
                 raise ConversationError("only assistant messages carry tool calls", field=f"{at}.tool_calls")
-            _check_content(message.get("content"), f"{at}.content", required=True)
+            if type(content) is not str:
+                _check_content(content, f"{at}.content", required=True)
         if role == "tool":
             call_id = message.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:

@@ -119,9 +119,13 @@ class Skip:
         return f"{self.file}:{self.line}{ref}"
 
 
+_BLAKE16 = hashlib.blake2b(digest_size=16)
+"""Copied for each key (cheaper than a new hash object)."""
+
+
 def content_key(*parts: Any) -> bytes:
     """A 16-byte key of a conversation's source: equal texts, equal JSON values, ``None`` for absent."""
-    h = hashlib.blake2b(digest_size=16)
+    h = _BLAKE16.copy()
     for part in parts:
         if isinstance(part, str):
             h.update(part.encode("utf-8", "surrogatepass"))
@@ -222,7 +226,11 @@ def _json_text(value: Any) -> str:
 
 def openai_tool(tool: Any) -> Any:
     """An OpenAI function tool from the OpenAI form or the flat form (``{"type", "name", "parameters"}``)."""
-    if isinstance(tool, Mapping) and "function" not in tool and isinstance(tool.get("name"), str):
+    if (
+        (type(tool) is dict or isinstance(tool, Mapping))
+        and "function" not in tool
+        and isinstance(tool.get("name"), str)
+    ):
         function = {k: v for k, v in tool.items() if k in ("name", "description", "parameters", "strict")}
         return {"type": "function", "function": function}
     return tool
@@ -235,7 +243,7 @@ def openai_message(message: Any) -> Any:
     ``None`` values are dropped, other unknown keys are kept so the conversation
     check names them.
     """
-    if not isinstance(message, Mapping):
+    if not (type(message) is dict or isinstance(message, Mapping)):
         return message
     return {k: v for k, v in message.items() if v is not None and k not in ("function_call", "audio")}
 
@@ -259,8 +267,10 @@ def parts_messages(messages: Any, system: Any = None) -> list[dict[str, Any]]:
     if not isinstance(messages, list):
         raise ValueError("gen_ai.input.messages is not a list")
     for i, message in enumerate(messages):
-        if not isinstance(message, Mapping) or "parts" not in message:
-            if isinstance(message, Mapping) and ("content" in message or "tool_calls" in message):
+        if not (type(message) is dict or isinstance(message, Mapping)) or "parts" not in message:
+            if (type(message) is dict or isinstance(message, Mapping)) and (
+                "content" in message or "tool_calls" in message
+            ):
                 out.append(openai_message(message))  # already the OpenAI form
                 continue
             raise ValueError(f"message {i} has no parts")
@@ -274,11 +284,15 @@ def _parts_text(parts: list[Any], where: str) -> str:
         if isinstance(part, str):
             texts.append(part)
         elif (
-            isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("content"), str)
+            (type(part) is dict or isinstance(part, Mapping))
+            and part.get("type") == "text"
+            and isinstance(part.get("content"), str)
         ):
             texts.append(part["content"])
         else:
-            kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
+            kind = (
+                part.get("type") if (type(part) is dict or isinstance(part, Mapping)) else type(part).__name__
+            )
             raise ValueError(f"{where}: unsupported part type {kind!r}")
     return "".join(texts)
 
@@ -292,7 +306,7 @@ def _parts_message(message: Mapping[str, Any], index: int) -> list[dict[str, Any
     calls: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     for part in parts:
-        kind = part.get("type") if isinstance(part, Mapping) else None
+        kind = part.get("type") if (type(part) is dict or isinstance(part, Mapping)) else None
         if kind == "text" and isinstance(part.get("content"), str):
             texts.append(part["content"])
         elif kind == "tool_call":
@@ -327,11 +341,11 @@ def parts_answer(messages: Any) -> tuple[str, list[dict[str, str]], str | None]:
     if not isinstance(messages, list) or not messages:
         return "", [], None
     first = messages[0]
-    if not isinstance(first, Mapping):
+    if not (type(first) is dict or isinstance(first, Mapping)):
         return "", [], None
     texts, calls = [], []
     for part in first.get("parts") or ():
-        if not isinstance(part, Mapping):
+        if not (type(part) is dict or isinstance(part, Mapping)):
             continue
         if part.get("type") == "text" and isinstance(part.get("content"), str):
             texts.append(part["content"])
@@ -343,14 +357,16 @@ def parts_answer(messages: Any) -> tuple[str, list[dict[str, str]], str | None]:
 
 def choice_answer(message: Any) -> tuple[str, list[dict[str, str]]]:
     """Text and tool calls of an OpenAI assistant message (a choice's ``message``)."""
-    if not isinstance(message, Mapping):
+    if not (type(message) is dict or isinstance(message, Mapping)):
         return "", []
     content = message.get("content")
     if isinstance(content, list):
-        content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+        content = "".join(p.get("text", "") for p in content if (type(p) is dict or isinstance(p, Mapping)))
     calls = []
     for call in message.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+        function = call.get("function") if (type(call) is dict or isinstance(call, Mapping)) else None
+        if (type(function) is dict or isinstance(function, Mapping)) and isinstance(
+            function.get("name"), str
+        ):
             calls.append({"name": function["name"], "arguments": _json_text(function.get("arguments") or "")})
     return content if isinstance(content, str) else "", calls

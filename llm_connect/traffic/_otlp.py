@@ -129,7 +129,7 @@ def _raw_source(v: Any) -> Any:
     """A content attribute's source for :func:`content_key`: its JSON text, or its structured value."""
     if v is None:
         return None
-    text = v.get("stringValue") if isinstance(v, Mapping) else None
+    text = v.get("stringValue") if type(v) is dict or isinstance(v, Mapping) else None
     return text if isinstance(text, str) else _value(v)
 
 

@@ -117,6 +117,20 @@ class Redactor:
 
 
 _SECRET_KEYS: dict[str, bool] = {}
+_SHORT: dict[str, str] = {}
+""":func:`mask_secrets` of short strings (roles, models, attribute values) that repeat on every call."""
+
+
+def _mask(text: str) -> str:
+    """:func:`mask_secrets`, remembered for strings of up to 64 characters (at most 4,096 of them)."""
+    if len(text) > 64:
+        return mask_secrets(text)
+    masked = _SHORT.get(text)
+    if masked is None:
+        if len(_SHORT) >= 4096:
+            _SHORT.clear()
+        masked = _SHORT[text] = mask_secrets(text)
+    return masked
 
 
 def mask_request(value: Any) -> Any:
@@ -127,7 +141,7 @@ def mask_request(value: Any) -> Any:
     """
     t = type(value)
     if t is str:
-        return mask_secrets(value)
+        return _mask(value)
     if t is dict or isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
@@ -138,7 +152,7 @@ def mask_request(value: Any) -> Any:
                 if len(_SECRET_KEYS) < 10_000:  # bounded: keys are names, not data
                     _SECRET_KEYS[key] = secret
             if not secret:
-                out[key] = mask_secrets(v) if type(v) is str else mask_request(v)
+                out[key] = _mask(v) if type(v) is str else mask_request(v)
         return out
     if t is list or isinstance(value, (list, tuple)):
         return [mask_request(v) for v in value]
@@ -149,10 +163,10 @@ def mask_all(value: Any) -> Any:
     """:func:`llm_connect._secrets.mask_value` (every string masked, keys kept), faster on plain JSON."""
     t = type(value)
     if t is str:
-        return mask_secrets(value)
+        return _mask(value)
     if t is dict or isinstance(value, Mapping):
         return {
-            (k if type(k) is str else str(k)): (mask_secrets(v) if type(v) is str else mask_all(v))
+            (k if type(k) is str else str(k)): (_mask(v) if type(v) is str else mask_all(v))
             for k, v in value.items()
         }
     if t is list or isinstance(value, (list, tuple)):

@@ -68,13 +68,16 @@ class Sampler:
         """References kept beyond ``n`` per stratum, to replace unusable ones (:meth:`draw`)."""
         self.per_stratum = per_stratum
         self.keep_duplicates = keep_duplicates
-        self._key = str(seed).encode()
+        self._hash = hashlib.blake2b(digest_size=8, key=str(seed).encode())
+        """Keyed by the seed; copied for each priority."""
         self.strata: dict[str, Stratum] = {}
 
     def priority(self, digest: str, seq: int) -> int:
         """The random key: a hash of the seed, the conversation and (keeping duplicates) its position."""
         data = f"{digest}:{seq}" if self.keep_duplicates else digest
-        return int.from_bytes(hashlib.blake2b(data.encode(), digest_size=8, key=self._key).digest(), "big")
+        h = self._hash.copy()
+        h.update(data.encode())
+        return int.from_bytes(h.digest(), "big")
 
     def offer(self, stratum: str, digest: str, seq: int, item: Any) -> None:
         """Consider ``item`` (the ``seq``-th case of the stream) for stratum ``stratum``."""

@@ -14,7 +14,9 @@ Timed per round, the sides taking turns on the same file:
 * **import**: ``llm_connect.traffic.import_traffic`` (read, decode attributes, convert the
   messages, check each ``Conversation``, mask credentials, remove duplicates, write the
   suite) — what ``suite import`` does; with ``--sample N`` the reservoir keeps N cases;
-* **baseline**: ``json.loads`` of every line and nothing else (the least any reader does).
+* **baseline**: ``json.loads`` of every line and nothing else (the least any reader does);
+* **orjson alone**: ``orjson.loads`` of every line with the cyclic GC off, as the import
+  parses (its floor on this machine).
 
 The ratio printed is import time / baseline time, per round, summarised by the median.
 ``--peak`` instead runs one import in a child process and prints its peak resident memory
@@ -27,6 +29,7 @@ The ratio printed is import time / baseline time, per round, summarised by the m
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -36,7 +39,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from llm_connect.traffic import ImportOptions, import_traffic
 
@@ -167,13 +172,30 @@ def generate(path: Path, spans: int, batch: int, seed: int = 0, chat_share: floa
     return path.stat().st_size
 
 
-def baseline(path: Path) -> int:
+def baseline(path: Path, loads: Callable[[bytes], Any] = json.loads) -> int:
     n = 0
     with path.open("rb") as fh:
         for raw in fh:
-            obj = json.loads(raw)
+            obj = loads(raw)
             n += sum(len(s["spans"]) for r in obj["resourceSpans"] for s in r["scopeSpans"])
     return n
+
+
+def floor(path: Path) -> float | None:
+    """Seconds orjson takes to parse every line with the cyclic GC off (what the import starts from)."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        t = time.perf_counter()
+        baseline(path, orjson.loads)
+        return time.perf_counter() - t
+    finally:
+        if was:
+            gc.enable()
 
 
 def peak(path: Path, sample: int | None) -> None:
@@ -231,21 +253,30 @@ def main() -> None:
             subprocess.run(cmd, check=True)
             return
         out = path.with_name("suite.jsonl")
-        ratios = []
+        ratios: list[float] = []
+        floors: list[float] = []
         for r in range(args.rounds):
             t = time.perf_counter()
             n = baseline(path)
             base = time.perf_counter() - t
+            fast = floor(path)
             t = time.perf_counter()
             report = import_traffic([path], out, ImportOptions(sample=args.sample))
             imp = time.perf_counter() - t
             ratios.append(imp / base)
+            if fast is not None:
+                floors.append(imp / fast)
+            parse = ""
+            if fast:
+                parse = f" | orjson alone (GC off) {n / fast:,.0f} spans/s, ratio {imp / fast:.2f}"
             print(
                 f"round {r + 1}: import {n / imp:,.0f} spans/s ({imp:.2f} s, {report.written:,} cases, "
                 f"{report.duplicates:,} duplicates) | baseline json.loads {n / base:,.0f} spans/s "
-                f"({base:.2f} s) | ratio {imp / base:.2f}"
+                f"({base:.2f} s) | ratio {imp / base:.2f}{parse} | load {os.getloadavg()[0]:.1f}"
             )
         print(f"median ratio import/baseline: {statistics.median(ratios):.2f}")
+        if floors:
+            print(f"median ratio import/orjson alone: {statistics.median(floors):.2f}")
     finally:
         if args.keep is None:
             for p in path.parent.iterdir():

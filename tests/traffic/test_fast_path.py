@@ -182,3 +182,35 @@ def test_lines_without_genai_are_counted_and_escaped_keys_still_found(parser: bo
     assert report.skipped == {"not valid JSON": 1}
     case = _cases(tmp_path / "s.jsonl")[0]
     assert case["messages"] == [{"role": "user", "content": "question 1"}]
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        [{"role": "user", "content": "hi", "n": [1, 2.5, True, None, ("a", -0.0)]}],
+        {"a": {"b": [{"c": float("nan")}]}},
+        [1, [2, [float("inf")]]],
+        {"k": {1: "int key"}},
+        {"k": {_Str("sub"): _Str("x")}},
+        [{"role": "user", "content": b"bytes"}],
+        [{"role": "user", "content": object()}],
+        __import__("collections").OrderedDict(a=[1, {"b": 2}]),
+        [__import__("enum").IntEnum("E", "A").A, 1e308],
+    ],
+)
+def test_conversation_copy_fast_path_is_the_slow_copy(value: Any) -> None:
+    """``Conversation``'s plain-type copy gives the slow copy's value, or its error (same field, same words)."""
+    from llm_connect import _conversation as conv
+
+    def outcome(copy: Any) -> Any:
+        try:
+            got = copy(value, "messages")
+        except conv.ConversationError as exc:
+            return ("error", str(exc), exc.field)
+        return ("value", got, json.dumps(got, default=repr), repr(got))
+
+    assert outcome(conv._json_copy) == outcome(conv._slow_copy)
