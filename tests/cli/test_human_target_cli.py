@@ -1,0 +1,114 @@
+"""``grade SUITE --target human --label-rate R`` end to end through the real CLI (issue 23).
+
+Grade a suite of recorded answers with a deterministic judge, let the sampler choose about
+``R`` of the cases, import people's labels of the queued cases, then ``route --target human``
+and ``grade --resume``: what a user relies on at each step, on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from llm_connect.ledger import QualityLedger, SamplingStore
+from tests.cli._util import invoke, pair_suite
+
+N, SAME, RATE = 200, 170, 0.2
+"""200 cases, the candidate's answer equals the baseline's on the first 170 (``exact``: 1, else 0)."""
+HUMAN_SAME = 0.8
+"""People score a matching answer 0.8 and a different one 0: the human mean is 0.68, the judge's 0.85."""
+
+
+def _grade(suite: Path | None, db: str, *extra: str) -> tuple[int, str]:
+    result = invoke(
+        "grade", *([str(suite)] if suite is not None else []), "--judge", "exact", "--db", db, "--target", "human",
+        "--label-rate", str(RATE), "--seed", "7", "--min-quality", "0.6", *extra,
+    )  # fmt: skip
+    return result.exit_code, result.stdout
+
+
+def test_grade_queue_label_and_route_on_what_people_would_say(tmp_path: Path, ledger_url: str) -> None:
+    suite = pair_suite(tmp_path / "suite.jsonl", N, same=SAME)
+    code, out = _grade(suite, ledger_url, "--run-id", "r1")
+    assert code == 0, out
+    # Before any label: a clear verdict, the judge's estimate, no routing on people.
+    assert "small on exact: judge alone 0.850 | no human labels yet" in out
+    assert "keep baseline big" in out
+
+    # The sampler decided every graded case once and chose about RATE of them.
+    with QualityLedger(ledger_url) as ledger:
+        decided = SamplingStore(ledger.engine).decided("qa", "small", "exact")
+        decision = ledger.decisions("qa")[-1]
+    assert len(decided) == N
+    assert {p for p, _, _ in decided.values()} == set(range(N))
+    assert all(inclusion == RATE for _, inclusion, _ in decided.values())
+    chosen = sorted((p, case) for (_, _, case), (p, _, ch) in decided.items() if ch)
+    assert 0.5 * RATE * N <= len(chosen) <= 1.5 * RATE * N
+    assert decision.model == "big" and decision.candidates[0].graders[0].target == "human"
+    assert f"{len(chosen)} pending" in out
+
+    # The queue lists exactly the chosen cases, in the sampler's order.
+    queued = invoke(
+        "labels", "queue", "--task", "qa", "--candidate", "small", "--judge", "exact",
+        "--rate", str(RATE), "--db", ledger_url, "--json",
+    )  # fmt: skip
+    assert queued.exit_code == 0, queued.output
+    cases = json.loads(queued.stdout)["cases"]
+    assert cases == [case for _, case in chosen]
+
+    # People label the queued cases.
+    lines = ["task,case_id,candidate,preference,score,annotator,note\n"]
+    lines += [f"qa,{c},small,,{HUMAN_SAME if int(c[1:]) < SAME else 0.0},ana,\n" for c in cases]
+    (tmp_path / "labels.csv").write_text("".join(lines), encoding="utf-8")
+    imported = invoke("labels", "import", str(tmp_path / "labels.csv"), "--db", ledger_url)
+    assert imported.exit_code == 0, imported.output
+    assert f"{len(cases)} written" in imported.stdout
+
+    # route --target human: the people's estimate next to the judge's, corrected for its bias.
+    routed = invoke(
+        "route", "--task", "qa", "-b", "big", "-c", "small", "--judge", "exact", "--target", "human",
+        "--min-quality", "0.6", "--db", ledger_url,
+    )  # fmt: skip
+    assert routed.exit_code == 0, routed.output
+    shown = re.search(
+        r"small  exact: judge alone 0\.850 \| people (0\.\d{3}) \[(0\.\d{3}), (0\.\d{3})\]", routed.stdout
+    )
+    assert shown is not None, routed.stdout
+    people, lower, upper = (float(x) for x in shown.groups())
+    truth = HUMAN_SAME * SAME / N
+    assert abs(people - truth) < 0.05 and lower <= people <= upper
+    assert f"{len(cases)} labels used" in routed.stdout
+    assert "no human labels yet" not in routed.stdout
+    as_json = invoke(
+        "route", "--task", "qa", "-b", "big", "-c", "small", "--judge", "exact", "--target", "human",
+        "--min-quality", "0.6", "--db", ledger_url, "--json",
+    )  # fmt: skip
+    evidence = json.loads(as_json.stdout)["candidates"][0]["graders"][0]
+    assert evidence["target"] == "human" and evidence["judge_mean"] == 0.85
+    assert evidence["labels_used"] == len(cases) and evidence["labels_pending"] == 0
+    assert evidence["judge_bias"] > 0.1 and abs(evidence["human_estimate"] - people) < 1e-3
+    assert evidence["status"] == "proven"  # the lower bound clears 0.6
+
+    # grade --resume: nothing new to grade or sample, the decision on people's labels.
+    code, out = _grade(None, ledger_url, "--resume", "r1")
+    assert code == 0, out
+    assert "route to small" in out
+    assert re.search(r"small on exact: judge alone 0\.850 \| people 0\.\d{3} \[", out), out
+    assert "no human labels yet" not in out
+    with QualityLedger(ledger_url) as ledger:
+        assert len(SamplingStore(ledger.engine).decided("qa", "small", "exact")) == N
+    requeued = invoke(
+        "labels",
+        "queue",
+        "--task",
+        "qa",
+        "--candidate",
+        "small",
+        "--judge",
+        "exact",
+        "--db",
+        ledger_url,
+        "--json",
+    )
+    assert json.loads(requeued.stdout)["cases"] == []
