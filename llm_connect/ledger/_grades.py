@@ -1,24 +1,5 @@
-"""The grades store: every grade, its running totals, and the figures read from them.
-
-:class:`GradeStore` owns ``grades``, ``grade_stats`` and ``case_stats`` (``_models``)
-over the ledger's engine. A batch of grades goes in with one plain
-``INSERT ... ON CONFLICT DO NOTHING RETURNING id``, executed by the driver inside
-the caller's (SQLAlchemy) transaction with the rows already built as tuples
-(:func:`~llm_connect.ledger._convert.grade_rows`): on PostgreSQL psycopg's
-``executemany(..., returning=True)`` (pipelined, the statement prepared once),
-on SQLite one ``sqlite3`` execute per row of the one cached statement (its
-``executemany`` discards ``RETURNING`` rows). SQLAlchemy's own multi-row
-statement cost 3-8 times as much here (psycopg parsing 500 x 43 placeholders per
-batch; per-row bind processing on SQLite). The running totals of the rows
-actually inserted are upserted in the same transaction, so routing and summaries
-read a handful of rows however large the ledger grows.
-
-The idempotency key is (run_id, case_id, grader_id, candidate_model) when run_id
-and case_id are both given: recording the same grade again returns the stored id
-and writes nothing; a different grade under a stored key (or twice in one batch)
-raises :class:`~llm_connect.errors.GradeConflictError` and the whole batch is
-rolled back. Grades without a key never conflict: each is inserted and gets its own id.
-"""
+"""The grades store: every grade, its running totals (``grade_stats``, ``case_stats``), the figures
+read from them. The record path and the idempotency key are described in ``docs/ledger.md``."""
 
 from __future__ import annotations
 
@@ -26,198 +7,120 @@ import csv
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import (
-    ARRAY,
-    ColumnElement,
-    Connection,
-    Engine,
-    Integer,
-    Table,
-    and_,
-    any_,
-    bindparam,
-    case,
-    func,
-    literal_column,
-    or_,
-    select,
-    text,
-)
+from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, select
 
 from llm_connect.errors import LedgerError
-from llm_connect.ledger._cases import (
-    TOTALS_COLUMNS,
-    fetch,
-    fetch_together,
-    match,
-    series_query,
-    totals_row,
-)
-from llm_connect.ledger._convert import (
-    GRADE_COLUMNS,
-    INSERT_COLUMNS,
-    conflict_error,
-    differences,
-    grade_row,
-    stored_ids,
-)
-from llm_connect.ledger._engine import dialect_insert, driver_cursor, ledger_errors, reading, write
-from llm_connect.ledger._models import (
-    CASE_KEY_SQL,
-    CASE_STATS_REBUILD_SQL,
-    GRADE_STATS_REBUILD_SQL,
-    CaseStats,
-    Grade,
-    GradeStats,
-)
-from llm_connect.ledger._rows import CaseSeries, GradeRow, GradeTotals, SummaryRow
+from llm_connect.ledger._cases import TOTALS_COLUMNS, fetch, fetch_together, match, series_query, totals_row
+from llm_connect.ledger._convert import INSERT_COLUMNS, KEY, conflict_error, differences, stored_ids
+from llm_connect.ledger._engine import driver_cursor, ledger_errors, reading, write
+from llm_connect.ledger._models import Grade, GradeStats
+from llm_connect.ledger._rows import CaseSeries, GradeRow, GradeTotals, SummaryRow, grade_row
 from llm_connect.ledger._stats import mean_std, t_interval
 
 __all__ = ["GradeStore"]
 
 _G = cast(Table, Grade.__table__)
 _S = cast(Table, GradeStats.__table__)
-_C = cast(Table, CaseStats.__table__)
-_KEY = ("run_id", "case_id", "grader_id", "candidate_model")
-_GROUP = ("task", "baseline_model", "grader_id", "candidate_model")
-_LOOKUP_CHUNK = 200  # keys per lookup of stored grades (4 parameters each)
-_IDS_CHUNK = 5000  # ids per case totals statement: under both backends' parameter limits
-
+GRADE_COLUMNS = tuple(GradeRow.__dataclass_fields__)
 Filter = str | Sequence[str] | None
 Key = tuple[Any, ...]
 Row = tuple[Any, ...]
 
-_POS = {name: i for i, name in enumerate(INSERT_COLUMNS)}
-_KEY_OF = itemgetter(*(_POS[c] for c in _KEY))
-_GROUP_OF = itemgetter(*(_POS[c] for c in _GROUP))
-_QUALITY, _ASKS_LLM = _POS["quality_score"], _POS["asks_llm"]
-_SUMMED = tuple(
-    (f"{side}_{what}", _POS[f"{side}_{column}"])
-    for side in ("baseline", "candidate")
-    for what, column in (("cost", "cost_usd"), ("latency", "latency_ms"))
+_KEY_AT = tuple(INSERT_COLUMNS.index(c) for c in KEY)
+_INSERT = f"INSERT INTO grades ({', '.join(INSERT_COLUMNS)}) "
+_CONFLICT = f" ON CONFLICT ({', '.join(KEY)}) DO NOTHING RETURNING id"
+_RETURNING = f"{_CONFLICT}, {', '.join(KEY)}"  # the key returned with each id names the row
+_KEY_OF = itemgetter(*_KEY_AT)
+_ONE = {pg: f"{_INSERT}VALUES ({', '.join([ph] * len(INSERT_COLUMNS))})" for pg, ph in ((1, "%s"), (0, "?"))}
+# PostgreSQL: a batch as one statement over one JSON array of the rows (all made at one moment, the
+# first parameter): psycopg sends one text instead of binding 43 parameters a row.
+_PG_TYPES = {"String": "text", "Text": "text", "Float": "float8", "Integer": "int4", "Boolean": "bool"}
+_PG_TYPES.update(JSON="json", UTCDateTime="timestamptz")
+_PG_VALUES = ", ".join(
+    f"(r->>{i})::{_PG_TYPES[type(_G.c[c].type).__name__]}" for i, c in enumerate(INSERT_COLUMNS[1:])
 )
+_PG_MANY = f"{_INSERT}SELECT %s, {_PG_VALUES} FROM jsonb_array_elements(%s::jsonb) AS r"
+_GROUP = "task, baseline_model, grader_id, candidate_model"
+_SUMMED = (("cost", "cost_usd"), ("latency", "latency_ms"))
+_SIDES = {f"{s}_{w}": f"{s}_{c}" for s in ("baseline", "candidate") for w, c in _SUMMED}
+_TOTALS = {  # table -> (columns besides the key, their values over grades, the columns summed)
+    "grade_stats": (
+        f"n, sum_quality, sum_quality_sq, {', '.join(f'{t}_sum, {t}_n' for t in _SIDES)}, first_at, last_at, "
+        "asks_llm",
+        "COUNT(*), SUM(quality_score), SUM(quality_score * quality_score), "
+        + ", ".join(f"COALESCE(SUM({c}), 0.0), COUNT({c})" for c in _SIDES.values())
+        + ", MIN(created_at), MAX(created_at), MAX(CASE WHEN asks_llm THEN 1 ELSE 0 END) > 0",
+        ("n", "sum_quality", "sum_quality_sq", *(f"{c}_{t}" for c in _SIDES for t in ("sum", "n"))),
+    ),
+    "case_stats": (
+        "n, sum_quality, delta_n, delta_sum, first_id",
+        "COUNT(*), SUM(quality_score), COUNT(score_delta), COALESCE(SUM(score_delta), 0.0), MIN(id)",
+        ("n", "sum_quality", "delta_n", "delta_sum"),
+    ),
+}
+_CASE_KEY = "CASE WHEN case_id IS NOT NULL THEN 'id:' || case_id ELSE 'sha256:' || prompt_sha256 END"
 
 
-def _insert_sql(placeholder: str) -> str:
+def _totals_sql(table: str, where: str) -> str:
+    """Adds the grades ``where`` selects to ``table``'s running totals, one row per group in key
+    order (one lock order for concurrent writers); also what rebuilds them (``where`` true)."""
+    columns, values, added = _TOTALS[table]
+    key, case = (_GROUP, "") if table == "grade_stats" else (f"{_GROUP}, case_key", f", {_CASE_KEY}")
+    order = "1, 2, 3, 4" + (", 5" if case else "")
+
+    def least(c: str, op: str = "<") -> str:
+        return f"{c} = CASE WHEN excluded.{c} {op} {table}.{c} THEN excluded.{c} ELSE {table}.{c} END"
+
+    other = [least("first_id")] if case else [least("first_at"), least("last_at", ">")]
+    other += [] if case else ["asks_llm = grade_stats.asks_llm OR excluded.asks_llm"]
     return (
-        f"INSERT INTO grades ({', '.join(INSERT_COLUMNS)}) "
-        f"VALUES ({', '.join(placeholder for _ in INSERT_COLUMNS)}) "
-        f"ON CONFLICT ({', '.join(_KEY)}) DO NOTHING RETURNING id"
+        f"INSERT INTO {table} ({key}, {columns}) SELECT {_GROUP}{case}, {values} FROM grades WHERE {where} "
+        f"GROUP BY {order} ORDER BY {order} ON CONFLICT ({key}) DO UPDATE SET "
+        + ", ".join([*(f"{c} = {table}.{c} + excluded.{c}" for c in added), *other])
     )
 
 
-_INSERT = {"sqlite": _insert_sql("?"), "postgresql": _insert_sql("%s")}
-
-
-def _key(row: Row) -> Key | None:
-    key: Key = _KEY_OF(row)
-    return key if key[0] is not None and key[1] is not None else None
-
-
-def _insert(conn: Connection, rows: list[Row]) -> list[int | None]:
-    """Insert ``rows`` (no two under one key) in ``conn``'s transaction; each row's new id, or
-    ``None`` where its key was already stored (nothing written for it)."""
-    sql = _INSERT[conn.dialect.name]
-    out: list[int | None] = []
-    with driver_cursor(conn, "INSERT INTO grades ...") as cursor:
-        if conn.dialect.name == "postgresql":
-            cursor.executemany(sql, rows, returning=True)  # one result per row, in order
-            while True:
-                rec = cursor.fetchone()
-                out.append(None if rec is None else rec[0])
-                if not cursor.nextset():
-                    return out
-        for row in rows:  # sqlite3 caches the prepared statement
-            rec = cursor.execute(sql, row).fetchone()
-            out.append(None if rec is None else rec[0])
-    return out
-
-
-def _grade_totals(rows: list[Row], created_at: datetime) -> list[dict[str, Any]]:
-    """``grade_stats`` increments of newly inserted rows (all created at ``created_at``), one per
-    group, in key order."""
-    groups: dict[Key, list[Row]] = {}
-    for r in rows:
-        groups.setdefault(_GROUP_OF(r), []).append(r)
-    out = []
-    for key in sorted(groups):  # one lock order for concurrent writers
-        group = groups[key]
-        qs = [r[_QUALITY] for r in group]
-        total: dict[str, Any] = dict(zip(_GROUP, key, strict=True))
-        total.update(n=len(group), sum_quality=float(sum(qs)), sum_quality_sq=float(sum(q * q for q in qs)))
-        for name, pos in _SUMMED:
-            values = [v for r in group if (v := r[pos]) is not None]
-            total[f"{name}_sum"], total[f"{name}_n"] = float(sum(values)), len(values)
-        total.update(first_at=created_at, last_at=created_at, asks_llm=any(r[_ASKS_LLM] for r in group))
-        out.append(total)
-    return out
-
-
-_Q = _G.c.quality_score
-# The case totals of the grades whose ids are given, summed by the database (one row per case, in
-# key order: concurrent writers lock the rows in one order); the same sums as CASE_STATS_REBUILD_SQL.
-_CASE_GROUP = (*(_G.c[c] for c in _GROUP), literal_column(CASE_KEY_SQL))
-_CASE_SUMS = select(
-    *_CASE_GROUP,
-    func.count(),
-    func.sum(_Q),
-    func.count(_G.c.score_delta),
-    func.coalesce(func.sum(_G.c.score_delta), 0.0),
-    func.min(_G.c.id),
-)
-_CASE_COLUMNS = (*_GROUP, "case_key", "n", "sum_quality", "delta_n", "delta_sum", "first_id")
-# PostgreSQL: the ids as one array parameter (``id = ANY(%(ids)s)``), a short statement psycopg
-# parses once, not one placeholder per id; SQLite: an expanding ``IN``.
-_IDS_GIVEN = {
-    "postgresql": _G.c.id == any_(bindparam("ids", type_=ARRAY(Integer))),
-    "sqlite": _G.c.id.in_(bindparam("ids", expanding=True)),
+# case_stats before grade_stats: one lock order for every writer
+_ADD_TOTALS = {
+    pg: [_totals_sql(t, where) for t in ("case_stats", "grade_stats")]
+    for pg, where in ((True, "id = ANY(%s)"), (False, "id IN (SELECT value FROM json_each(?))"))
 }
 
 
-def _add_case_totals(conn: Connection, ids: list[int]) -> None:
-    """Add the grades ``ids`` (just inserted) to ``case_stats``, in ``conn``'s transaction."""
-    sums = _CASE_SUMS.where(_IDS_GIVEN[conn.dialect.name]).group_by(*_CASE_GROUP).order_by(*_CASE_GROUP)
-    stmt = dialect_insert(conn.dialect.name, _C).from_select(_CASE_COLUMNS, sums)
-    new = stmt.excluded
-    sets = {c: _C.c[c] + new[c] for c in ("n", "sum_quality", "delta_n", "delta_sum")}
-    stmt = stmt.on_conflict_do_update(
-        index_elements=list(_C.primary_key.columns),
-        set_={**sets, "first_id": _least(_C.c.first_id, new.first_id)},
-    )
-    for start in range(0, len(ids), _IDS_CHUNK):
-        conn.execute(stmt, {"ids": ids[start : start + _IDS_CHUNK]})
+def _one_by_one(cursor: Any, pg: bool, rows: list[Row]) -> list[Any]:
+    """Insert ``rows`` one at a time (PostgreSQL: pipelined); ``(id, *key)`` of each row written."""
+    if not pg:
+        return [rec for row in rows for rec in cursor.execute(_ONE[pg] + _RETURNING, row).fetchall()]
+    out: list[Any] = []
+    cursor.executemany(_ONE[pg] + _RETURNING, rows, returning=True)
+    while out.extend(cursor.fetchall()) or cursor.nextset():
+        pass
+    return out
 
 
-def _upsert(
-    conn: Connection, table: Table, rows: list[dict[str, Any]], added: Sequence[str], **other: Any
-) -> None:
-    """``INSERT ... ON CONFLICT (primary key) DO UPDATE``: the ``added`` columns summed, ``other``
-    set from (stored column, new value) -> expression."""
-    stmt = dialect_insert(conn.dialect.name, table)
-    new = stmt.excluded
-    sets = {c: table.c[c] + new[c] for c in added}
-    sets.update({c: fn(table.c[c], new[c]) for c, fn in other.items()})
-    conn.execute(stmt.on_conflict_do_update(index_elements=list(table.primary_key.columns), set_=sets), rows)
-
-
-def _least(old: Any, new: Any) -> Any:
-    return case((new < old, new), else_=old)
-
-
-def _greatest(old: Any, new: Any) -> Any:
-    return case((new > old, new), else_=old)
-
-
-_GRADE_ADDED = (
-    "n",
-    "sum_quality",
-    "sum_quality_sq",
-    *(f"{s}_{w}_{t}" for s in ("baseline", "candidate") for w in ("cost", "latency") for t in ("sum", "n")),
-)
+def _insert_keyed(cursor: Any, pg: bool, rows: list[Row]) -> list[Any]:
+    """Insert ``rows`` (each under its own key) many per statement; ``(id, *key)`` of each row
+    written (none for a key already stored)."""
+    out: list[Any] = []
+    for start in range(0, len(rows), 500):  # SQLite: 43 parameters a row, under its 32,766
+        chunk = rows[start : start + 500]
+        if not pg:
+            values = ", ".join([_ONE[pg].partition(" VALUES ")[2]] * len(chunk))
+            cursor.execute(f"{_INSERT}VALUES {values}{_RETURNING}", [v for row in chunk for v in row])
+            out += cursor.fetchall()
+            continue
+        try:  # all rows of a batch are made at one moment, the first parameter
+            data = json.dumps([row[1:] for row in chunk], ensure_ascii=False, allow_nan=False)
+        except ValueError:  # a NaN latency or cost is no JSON
+            out += _one_by_one(cursor, pg, chunk)
+            continue
+        out += cursor.execute(_PG_MANY + _RETURNING, (chunk[0][0], data)).fetchall()
+    return out
 
 
 class GradeStore:
@@ -227,53 +130,52 @@ class GradeStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    # -- writing ---------------------------------------------------------------
-
-    def add(self, conn: Connection, rows: list[Row], created_at: datetime) -> list[int]:
-        """Insert :func:`~llm_connect.ledger._convert.grade_rows` rows (made at ``created_at``)
-        in ``conn``'s transaction and add the new ones to the running totals; the grades' ids,
-        in row order."""
-        keys = [_key(r) for r in rows]
-        first: dict[Key, int] = {}
+    def add(self, conn: Connection, rows: list[Row]) -> list[int]:
+        """Insert :func:`~llm_connect.ledger._convert.grade_rows` rows in ``conn``'s transaction and
+        add the new ones to the running totals; the grades' ids, in row order."""
+        keys: list[Key] = list(map(_KEY_OF, rows))
+        first: dict[Key, int] = {}  # each key once; a repeat in the batch gets its first row's id
+        loose: list[int] = []  # rows without a key: each inserted, one at a time
         clashes: list[tuple[Key, int | None, list[str]]] = []
         for i, key in enumerate(keys):
-            if key is not None and first.setdefault(key, i) != i:
-                diffs = differences(dict(zip(INSERT_COLUMNS, rows[first[key]], strict=True)), rows[i])
-                if diffs:
-                    clashes.append((key, None, diffs))
+            if key[0] is None or key[1] is None:
+                loose.append(i)
+            elif first.setdefault(key, i) != i:
+                same = dict(zip(INSERT_COLUMNS, rows[first[key]], strict=True))
+                clashes += [(key, None, diffs)] if (diffs := differences(same, rows[i])) else []
         if clashes:
             raise conflict_error(clashes)
-        # Each key once (a repeat in the batch gets its first row's id); keyless rows all go in.
-        sent = [i for i, key in enumerate(keys) if key is None or first[key] == i]
-        new = _insert(conn, rows if len(sent) == len(rows) else [rows[i] for i in sent])
-        ids: list[int | None] = [None] * len(rows)
-        for i, new_id in zip(sent, new, strict=True):
-            ids[i] = new_id
-        inserted = [i for i in sent if ids[i] is not None]
-        # Keys already stored (an earlier batch, a concurrent writer): their ids, the grades checked.
-        stored = stored_ids(conn, {k: rows[i] for k, i in first.items() if ids[i] is None})
-        for i, key in enumerate(keys):
-            if ids[i] is None:  # keyed: a stored key, or a repeat of an earlier row (its id is set)
-                assert key is not None
-                ids[i] = stored[key] if first[key] == i else ids[first[key]]
-        if inserted:  # case_stats before grade_stats: one lock order for every writer
-            _add_case_totals(conn, [cast(int, ids[i]) for i in inserted])
-            totals = _grade_totals([rows[i] for i in inserted], created_at)
-            _upsert(conn, _S, totals, _GRADE_ADDED, first_at=_least, last_at=_greatest, asks_llm=or_)
-        return cast(list[int], ids)
+        pg = conn.dialect.name == "postgresql"
+        ids: list[Any] = [None] * len(rows)
+        sent = sorted([*first.values(), *loose])  # in item order: ids ascend as the items
+        with driver_cursor(conn, "INSERT INTO grades ...") as cursor:
+            for keyed, run in groupby(sent, lambda i: keys[i][0] is not None and keys[i][1] is not None):
+                part = list(run)
+                if keyed:
+                    for new_id, *key in _insert_keyed(cursor, pg, [rows[i] for i in part]):
+                        ids[first[tuple(key)]] = new_id
+                else:  # no key: every row is written, and the rows go in one at a time, in order
+                    for i, rec in zip(part, _one_by_one(cursor, pg, [rows[i] for i in part]), strict=True):
+                        ids[i] = rec[0]
+            inserted = [ids[i] for i in sent if ids[i] is not None]
+            # Keys already stored (an earlier batch, a concurrent writer): their ids, the grades checked.
+            pending = {k: rows[i] for k, i in first.items() if ids[i] is None}
+            stored = stored_ids(cursor, pending, "%s" if pg else "?")
+            for i, key in enumerate(keys):
+                if ids[i] is None:  # keyed: a stored key, or a repeat of an earlier row
+                    ids[i] = stored[key] if first[key] == i else ids[first[key]]
+            for sql in _ADD_TOTALS[pg] if inserted else ():
+                cursor.execute(sql, (inserted if pg else json.dumps(inserted),))
+        return ids
 
     def rebuild_stats(self) -> None:
-        """Recompute the running totals (``grade_stats``, ``case_stats``) from ``grades``.
-
-        Only needed after grades were inserted or deleted with plain SQL
-        behind the ledger's back; every ledger write keeps them current.
-        """
+        """Recompute the running totals (``grade_stats``, ``case_stats``) from ``grades``: only
+        needed after grades were written or deleted with plain SQL behind the ledger's back."""
 
         def rebuild(conn: Connection) -> None:
-            conn.execute(_S.delete())
-            conn.execute(text(GRADE_STATS_REBUILD_SQL))
-            conn.execute(_C.delete())
-            conn.execute(text(CASE_STATS_REBUILD_SQL))
+            for table in ("grade_stats", "case_stats"):
+                conn.exec_driver_sql(f"DELETE FROM {table}")
+                conn.exec_driver_sql(_totals_sql(table, "true"))
 
         write(self.engine, "rebuilding grade totals", rebuild)
 

@@ -268,7 +268,7 @@ class QualityLedger:
                 own_fails = [r for r in fails if r["case_id"] in held]
             if cache:
                 self.runs.add_cache(conn, cache)
-            ids = self.grades.add(conn, [rows[i] for i in mine], now) if mine else []
+            ids = self.grades.add(conn, [rows[i] for i in mine]) if mine else []
             if mine:
                 self.chat.add_conversations(conn, [records[i] for i in mine])
             if own_skips or own_fails:

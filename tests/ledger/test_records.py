@@ -187,3 +187,20 @@ def test_not_applicable_outcomes_count_as_done_for_resume(ledger: QualityLedger)
     with pytest.raises(GradingValidationError, match="item 0"):
         ledger.record_not_applicable("r1", [na("c9", model=None)])
     assert len(ledger.not_applicable("r1")) == 3
+
+
+def test_keyed_and_keyless_grades_mixed_in_one_batch(ledger: QualityLedger, make_result) -> None:
+    from llm_connect.ledger import RecordItem
+
+    # A NaN latency is no JSON: PostgreSQL's many-rows statement sends JSON, so those rows go one by one.
+    odd = make_result(0.2, candidate_latency=float("nan"))
+    items = [
+        RecordItem(make_result(0.1), "t"),
+        RecordItem(odd, "t", "r", "c1"),
+        RecordItem(make_result(0.3), "t", "r", "c2"),
+    ]
+    first = ledger.record_batch([*items, RecordItem(make_result(0.4), "t")])
+    again = ledger.record_batch(items[1:])
+    assert len(set(first)) == 4 and again == first[1:3]
+    assert [r.quality_score for r in ledger.results()] == [0.1, 0.2, 0.3, 0.4]
+    assert ledger.grade_totals()[0].n == 4 and sum(s.n_grades for s in ledger.case_series()) == 4

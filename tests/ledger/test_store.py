@@ -379,8 +379,9 @@ def test_running_totals_match_the_grades(ledger: QualityLedger, make_result: Mak
     incremental = _totals(ledger)
     ledger.rebuild_stats()
     rebuilt = _totals(ledger)
-    assert [r[:6] for r in incremental] == [r[:6] for r in rebuilt]
-    assert [pytest.approx(r[6:15]) for r in incremental] == [r[6:15] for r in rebuilt]
+    # The sums are added by the database in its own order: equal up to rounding.
+    assert [r[:5] for r in incremental] == [r[:5] for r in rebuilt]
+    assert [pytest.approx(r[5:15]) for r in incremental] == [r[5:15] for r in rebuilt]
     from_totals = ledger.summary()
     from_grades = ledger.summary(since=datetime(2000, 1, 1, tzinfo=UTC))
     assert [(r.task, r.candidate_model, r.grader_id, r.n) for r in from_totals] == [
