@@ -7,7 +7,8 @@ on every decided case and the labels on the chosen ones; only chosen cases' labe
 
 * ``uniform``: every case ``rate``.
 * ``active``: higher where the judge is unsure (``2 sqrt(J (1 - J))``, 1 at a tie), never below
-  ``floor`` (default ``rate / 2``), mean ``rate`` over each batch decided together
+  ``floor`` (default ``0.9 * rate``, :data:`~llm_connect.routing._ppi.ACTIVE_FLOOR`), mean
+  ``rate`` over each batch decided together
   (:func:`~llm_connect.routing._ppi.inclusion_probabilities`; a whole batch is decided before
   any of its cases can enter a bound).
 
@@ -79,8 +80,9 @@ def choose_for_labels(
     order: the bound waits for the earliest missing label).
 
     ``candidate`` is the model name as graded. ``rate``: the share of cases to label, in (0, 1].
-    ``strategy``: ``"uniform"`` or ``"active"`` (``floor``, default ``rate / 2``, is the least
-    probability any case gets; ``active`` only). ``seed``: makes the draws reproducible
+    ``strategy``: ``"uniform"`` or ``"active"`` (``floor``, default ``0.9 * rate``, is the
+    least probability any case gets; ``active`` only: a lower floor widens the bound's range
+    and costs more labels than it saves, ``docs/decisions.md``). ``seed``: makes the draws reproducible
     (default: a fresh random seed, stored with the decisions). Cases decided earlier keep their
     decision whatever the arguments now. Raises :class:`ConfigurationError` naming a bad
     argument.
@@ -95,7 +97,9 @@ def choose_for_labels(
             )
         low = rate
     else:
-        low = rate / 2.0 if floor is None else check_rate(floor, "floor")
+        from llm_connect.routing._ppi import ACTIVE_FLOOR
+
+        low = ACTIVE_FLOOR * rate if floor is None else check_rate(floor, "floor")
         if low > rate:
             raise ConfigurationError(f"floor {floor!r} must not exceed rate {rate!r}")
     if seed is None:

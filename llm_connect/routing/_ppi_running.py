@@ -22,12 +22,28 @@ import numpy as np
 
 from llm_connect.routing._bounds import TRUNCATION
 
-__all__ = ["STATE_VERSION", "LabelSums", "PPIState", "continue_sequence", "mixture_root", "start_state"]
+__all__ = [
+    "STATE_VERSION",
+    "LabelSums",
+    "PPIState",
+    "continue_sequence",
+    "mixture_root",
+    "side_terms",
+    "start_state",
+]
 
 STATE_VERSION = "2"
-"""Version of :class:`PPIState`'s fields and their meaning. "2": under uniform labelling the
-bounds are those of the mixture of the two e-processes (``best_low`` / ``best_high`` are the
-mixture's running extremes), not the tighter of two bounds at split ``alpha`` ("1")."""
+"""Version of :class:`PPIState`'s fields and their meaning. "2": each side of the
+prediction-powered e-process has its own scale and sums (``*_up``: the upper side, on ``-y``);
+under uniform labelling the bounds are those of the mixture of the two e-processes
+(``best_low`` / ``best_high`` are the mixture's running extremes), not the tighter of two
+bounds at split ``alpha`` ("1")."""
+
+PPI_TRUNCATION = 0.5
+"""The largest bet ``gamma`` of the prediction-powered e-process, in units of its scale (WSR
+truncate at 1/2 or 3/4; ``_bounds`` uses 3/4 on values in [0, 1]). Inverse-probability values
+are rare and far: at a large ``gamma`` Fan's penalty ``psi_E(gamma)`` is twice its quadratic
+approximation, and 1/2 proved 10-20% fewer labels than 3/4 in ``scripts/bench/ppi_sim.py``."""
 
 _NEWTON = 4
 """Newton steps for the mixture's root: quadratic convergence from below (every step is
@@ -47,6 +63,27 @@ def _range(lam: Any, c: Any, floor: float) -> tuple[Any, Any]:
     a_hi = np.clip(lam + c, 0.0, 1.0)
     a_lo = np.clip(c, 0.0, 1.0)
     return a_hi * (1.0 - 1.0 / floor), a_lo + (1.0 - a_lo) / floor
+
+
+def side_terms(v: Any, centre: Any, bet: Any, own: Any, width: Any, floor: float) -> tuple[Any, Any, Any]:
+    """Per case, one side's terms of the empirical-Bernstein e-process: ``(eta v', psi xi'^2, eta)``.
+
+    ``v``: the values (``y`` for the lower bound, ``-y`` for the upper), ``centre`` their
+    predictable centre, ``bet`` WSR's bet before truncation, ``own``: how far ``v`` can fall
+    below the centre (known before the case). The scale ``S = max(own, width / 2)`` (``width``
+    itself at rate 1, where the bound is the labels' own) keeps ``xi = (v - centre) / S >= -1``,
+    as Fan's inequality needs; ``gamma = min(PPI_TRUNCATION, S bet)`` (3/4 at rate 1),
+    ``eta = gamma / S``. Values above
+    ``centre + S max(1, gamma / (2 psi))``, where ``gamma xi - psi xi^2`` stops growing, are cut
+    down to it: that only lowers the values' conditional mean, so the bound of the cut values
+    is still a bound of ``mu`` (``docs/decisions.md``).
+    """
+    scale = width if floor >= 1.0 else np.maximum(own, 0.5 * width)
+    gamma = np.minimum(TRUNCATION if floor >= 1.0 else PPI_TRUNCATION, scale * bet)
+    eta = gamma / scale
+    psi = -np.log1p(-gamma) - gamma
+    cut = np.minimum(v, centre + np.maximum(1.0, gamma / (2.0 * psi)) * scale)
+    return eta * cut, psi * ((cut - centre) / scale) ** 2, eta
 
 
 def mixture_root(a1: Any, b1: Any, a2: Any, b2: Any, share: float, log_inv_alpha: float) -> Any:
@@ -149,9 +186,13 @@ class PPIState:
     tuning: tuple[float, float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     sum_y: float = 0.0
     sum_sq: float = 0.0
+    # the lower side's e-process (Σ eta y', penalty, Σ eta) and the upper side's, on -y
     sum_eta_y: float = 0.0
     penalty: float = 0.0
     sum_eta: float = 0.0
+    sum_eta_y_up: float = 0.0
+    penalty_up: float = 0.0
+    sum_eta_up: float = 0.0
     best_low: float = -math.inf
     best_high: float = math.inf
     labels: tuple[LabelSums, LabelSums] = field(default_factory=lambda: (LabelSums(), LabelSums()))
@@ -270,12 +311,15 @@ def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, 
     sq_after = (prior + sum_sq) / (t + 1.0)
     s2 = np.concatenate(([(prior + start.sum_sq) / (t0 + 1.0)], sq_after[:-1]))
     bet = np.sqrt(2.0 * log_inv_alpha / (s2 * t * np.log1p(t)))
-    gamma = np.minimum(TRUNCATION, width * bet)
-    eta = gamma / width
-    psi = -np.log1p(-gamma) - gamma
-    penalty = _running(start.penalty, psi * ((y - m) / width) ** 2)
-    sum_eta = _running(start.sum_eta, eta)
-    sum_eta_y = _running(start.sum_eta_y, eta * y)
+    lo = side_terms(y, m, bet, m - y_min, width, floor)
+    up = side_terms(-y, -m, bet, y_max - m, width, floor)
+    sum_eta_y, penalty, sum_eta = (
+        _running(x0, x) for x0, x in zip((start.sum_eta_y, start.penalty, start.sum_eta), lo, strict=True)
+    )
+    sum_up, penalty_up, sum_eta_up = (
+        _running(x0, x)
+        for x0, x in zip((start.sum_eta_y_up, start.penalty_up, start.sum_eta_up), up, strict=True)
+    )
     labels = start.labels
     if share > 0.0:
         v = h[ch]
@@ -287,12 +331,12 @@ def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, 
         lia_all = math.log(1.0 / start.alpha)
         best_low = mixture_best(a1, b1, sum_eta_y - penalty, sum_eta, share, lia_all, start.best_low)
         best_high = -mixture_best(
-            c1 - d1, d1, -sum_eta_y - penalty, sum_eta, share, lia_all, -start.best_high
+            c1 - d1, d1, sum_up - penalty_up, sum_eta_up, share, lia_all, -start.best_high
         )
         labels = (lo_state, up_state)
     else:
         low = (sum_eta_y - penalty - log_inv_alpha) / sum_eta
-        high = (sum_eta_y + penalty + log_inv_alpha) / sum_eta
+        high = -((sum_up - penalty_up - log_inv_alpha) / sum_eta_up)
         best_low = max(start.best_low, float(low.max()))
         best_high = min(start.best_high, float(high.min()))
     return replace(
@@ -304,6 +348,9 @@ def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, 
         sum_eta_y=float(sum_eta_y[-1]),
         penalty=float(penalty[-1]),
         sum_eta=float(sum_eta[-1]),
+        sum_eta_y_up=float(sum_up[-1]),
+        penalty_up=float(penalty_up[-1]),
+        sum_eta_up=float(sum_eta_up[-1]),
         best_low=best_low,
         best_high=best_high,
         labels=labels,

@@ -9,11 +9,14 @@ Sections (markdown on stdout, every number reproducible from the flags):
     of runs routed by the judge alone and by the human-target bound, uniform and active
     labelling, and with a bias that depends on the case (long answers);
 (b) labels saved: pairwise preferences, people prefer the candidate on 62% of cases (0/1
-    labels, no human ties), min_quality 0.5, a judge in both orders that agrees with people on
-    95% of cases (4% flips counted as a tie 0.5, 1% wrong): labels needed by labels alone and
-    by the bound, uniform and active, at rates 0.1, 0.2 and 0.3;
+    labels, no human ties), min_quality 0.5, judges that agree with people on 95% of cases,
+    three ways: errors unrelated to the judge's confidence (4% ties, 1% wrong, the first
+    model), and a judge asked in both orders whose errors sit where the orders disagree (9%
+    ties and 0.5% wrong in both orders; or every error a tie); labels needed by labels alone
+    and by the bound, uniform (with and without the labels-alone arm) and active, at rates
+    0.1, 0.2 and 0.3;
 (c) regimes: human mean x judge agreement x rate -> median labels and cases needed, and the
-    ratio to labels alone (the existing bound with every case labelled);
+    ratio to labels alone (the existing bound with every case labelled), uniform and active;
 (d) the cost of one call of ``human_bound`` with 100,000 cases and 2,000 labels.
 
 Runs that never prove within the horizon count as infinitely many labels in the medians.
@@ -30,6 +33,7 @@ from decisions_sim import anytime_lower
 from decisions_sim import rate as rate_ci
 
 from llm_connect.routing._ppi import (
+    ACTIVE_FLOOR,
     LABELS_SHARE,
     human_bound,
     inclusion_probabilities,
@@ -45,8 +49,9 @@ SHARE = [LABELS_SHARE]
 
 
 def active_inclusion(u: np.ndarray, rate: float, pilot: np.ndarray) -> np.ndarray:
-    """``inclusion_probabilities`` (floor ``rate / 2``) with the scale solved on a pilot sample of
-    the judge's uncertainties drawn before the run, so each ``p_t`` depends on case t alone."""
+    """``inclusion_probabilities`` (default floor ``ACTIVE_FLOOR * rate``) with the scale solved
+    on a pilot sample of the judge's uncertainties drawn before the run, so each ``p_t``
+    depends on case t alone."""
     return np.asarray(inclusion_probabilities(u.ravel(), rate, reference=pilot)).reshape(u.shape)
 
 
@@ -125,7 +130,12 @@ def validity(seed: int, runs: int, n: int) -> None:
                 p = active_inclusion(judge_uncertainty(judge), 0.2, judge_uncertainty(judge[-1]))
             chosen = rng.random((runs, n)) < p
             low, _ = bound_runs(
-                judge, p, chosen, human, 0.2 if strategy == "uniform" else 0.1, strategy == "uniform"
+                judge,
+                p,
+                chosen,
+                human,
+                0.2 if strategy == "uniform" else 0.2 * ACTIVE_FLOOR,
+                strategy == "uniform",
             )
             routed = np.isfinite(first_proof(low, 0.9))
             rows.append(
@@ -156,6 +166,20 @@ def pairwise(
     return human, np.where(u < agree, human, np.where(u < agree + 0.8 * rest, 0.5, 1.0 - human))
 
 
+def both_orders(
+    rng: np.random.Generator, runs: int, n: int, mean: float, agree: float, wrong: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """People's 0/1 preference (mean ``mean``) and a judge asked in both orders whose errors sit
+    where the two orders disagree: on a share ``2 (1 - agree - wrong)`` of cases (the hard
+    ones) it picks the same position in both orders, so one verdict is right and one wrong and
+    the grade is a tie (0.5); on ``wrong`` it is wrong in both orders (grade ``1 - H``); else
+    right in both. Each single verdict agrees with people on ``agree`` of cases."""
+    human = (rng.random((runs, n)) < mean).astype(float)
+    ties = 2.0 * (1.0 - agree - wrong)
+    u = rng.random((runs, n))
+    return human, np.where(u < ties, 0.5, np.where(u < ties + wrong, 1.0 - human, human))
+
+
 def pairwise_pilot(judge: np.ndarray) -> np.ndarray:
     """A pilot sample of the judge's grades, drawn apart from the runs (a fresh shuffle of one
     run's grades stands in for it: the runs are independent and share one distribution)."""
@@ -170,12 +194,14 @@ def needed(
     strategy: str,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Labels and cases needed per run with the human-target bound."""
-    if strategy == "uniform":
-        p, floor = np.full(human.shape, rate), rate
-    else:
+    """Labels and cases needed per run with the human-target bound (``strategy``: "uniform",
+    "active", or "uniform, no labels arm": the prediction-powered e-process alone at full alpha,
+    as active labelling has it)."""
+    if strategy == "active":
         pilot = judge_uncertainty(pairwise_pilot(judge))
-        p, floor = active_inclusion(judge_uncertainty(judge), rate, pilot), rate / 2.0
+        p, floor = active_inclusion(judge_uncertainty(judge), rate, pilot), ACTIVE_FLOOR * rate
+    else:  # "uniform", or "uniform, no labels arm": the prediction-powered e-process alone
+        p, floor = np.full(human.shape, rate), rate
     chosen = rng.random(human.shape) < p
     low, _ = bound_runs(judge, p, chosen, human, floor, strategy == "uniform")
     cases = first_proof(low, threshold)
@@ -185,28 +211,57 @@ def needed(
 # -- (b) labels saved ------------------------------------------------------------------------
 
 
+JUDGE_MODELS = [
+    ("errors unrelated to its confidence: 4% ties, 1% wrong (agreement counts ties as misses)", None),
+    ("errors where its two orders disagree: 9% ties, 0.5% wrong in both orders", 0.005),
+    ("every error a tie: 10% ties, none wrong in both orders", 0.0),
+]
+
+
 def labels_saved(seed: int, runs: int, n: int) -> None:
     print(
         f"### (b) Pairwise, people prefer the candidate on 62%, min_quality 0.5, "
         f"judge agrees on 95% ({runs} runs)\n"
     )
     rng = np.random.default_rng([seed, 2])
-    human, judge = pairwise(rng, runs, n, 0.62, 0.95)
+    human = (rng.random((runs, n)) < 0.62).astype(float)
     alone = first_proof(anytime_lower(human, ALPHA), 0.5)
     base = float(np.median(alone))
-    rows = [["labels alone (every case labelled, existing bound)", "1.0", med(alone), med(alone), "1.00"]]
-    for r in (0.1, 0.2, 0.3):
-        got = {}
-        for strategy in ("uniform", "active"):
-            labels, cases = needed(
-                human, judge, 0.5, r, strategy, np.random.default_rng([seed, 3, int(r * 100)])
-            )
-            got[strategy] = float(np.median(labels))
+    rows = [["labels alone (every case labelled, existing bound)", "", "1.0", med(alone), med(alone), "1.00"]]
+    for m, (judge_name, wrong) in enumerate(JUDGE_MODELS):
+        jrng = np.random.default_rng([seed, 2, m])
+        if wrong is None:
+            human, judge = pairwise(jrng, runs, n, 0.62, 0.95)
+        else:
+            human, judge = both_orders(jrng, runs, n, 0.62, 0.95, wrong)
+        for r in (0.1, 0.2, 0.3):
+            got = {}
+            for strategy in ("uniform", "uniform, no labels arm", "active"):
+                labels, cases = needed(
+                    human, judge, 0.5, r, strategy, np.random.default_rng([seed, 3, m, int(r * 100)])
+                )
+                got[strategy] = float(np.median(labels))
+                rows.append(
+                    [
+                        f"human bound, {strategy}",
+                        judge_name,
+                        f"{r}",
+                        med(labels),
+                        med(cases),
+                        f"{got[strategy] / base:.2f}",
+                    ]
+                )
             rows.append(
-                [f"human bound, {strategy}", f"{r}", med(labels), med(cases), f"{got[strategy] / base:.2f}"]
+                [
+                    f"**active / uniform** at rate {r}",
+                    judge_name,
+                    "",
+                    f"{got['active'] / got['uniform']:.2f}",
+                    "",
+                    "",
+                ]
             )
-        rows.append([f"active / uniform at rate {r}", "", f"{got['active'] / got['uniform']:.2f}", "", ""])
-    table(["rule", "rate", "median labels", "median cases", "labels / labels alone"], rows)
+    table(["rule", "judge", "rate", "median labels", "median cases", "labels / labels alone"], rows)
 
 
 # -- (c) regimes -----------------------------------------------------------------------------
@@ -218,13 +273,17 @@ RATES = [0.1, 0.3, 0.5]
 
 
 def regimes(seed: int, runs: int) -> None:
-    print(f"### (c) Regimes: median labels (and cases) needed, uniform labelling ({runs} runs per cell)\n")
+    print(
+        f"### (c) Regimes: median labels (and cases) needed, uniform labelling; last column active "
+        f"({runs} runs per cell)\n"
+    )
     rows = []
-    worst = 0.0
+    worst = worst_active = 0.0
     for k, (mean, threshold) in enumerate(REGIMES):
         rng = np.random.default_rng([seed, 4, k])
-        human, _ = pairwise(rng, runs, 20_000, mean, None)
-        alone = first_proof(anytime_lower(human[:, :4000], ALPHA), threshold)
+        # labels alone over 1,000 runs whatever ``runs``: its median moves in steps of 10 labels
+        human, _ = pairwise(rng, max(runs, 1000), 4000, mean, None)
+        alone = first_proof(anytime_lower(human, ALPHA), threshold)
         base = float(np.median(alone))
         for a, agree in enumerate(JUDGES):
             for r in RATES:
@@ -232,8 +291,12 @@ def regimes(seed: int, runs: int) -> None:
                 hrng = np.random.default_rng([seed, 5, k, a, int(r * 100)])
                 h, j = pairwise(hrng, runs, n, mean, agree)
                 labels, cases = needed(h, j, threshold, r, "uniform", hrng)
+                act, _ = needed(
+                    h, j, threshold, r, "active", np.random.default_rng([seed, 7, k, a, int(r * 100)])
+                )
                 ratio = float(np.median(labels)) / base
                 worst = max(worst, ratio)
+                worst_active = max(worst_active, float(np.median(act)) / base)
                 rows.append(
                     [
                         f"{mean} vs {threshold}",
@@ -243,6 +306,7 @@ def regimes(seed: int, runs: int) -> None:
                         med(labels),
                         med(cases),
                         f"{ratio:.2f}",
+                        f"{float(np.median(act)) / base:.2f}",
                     ]
                 )
     table(
@@ -254,10 +318,11 @@ def regimes(seed: int, runs: int) -> None:
             "labels (human bound)",
             "cases (human bound)",
             "ratio",
+            "ratio, active",
         ],
         rows,
     )
-    print(f"Largest ratio in the table: {worst:.2f}\n")
+    print(f"Largest ratio in the table: {worst:.2f} uniform, {worst_active:.2f} active\n")
 
 
 # -- (d) cost --------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import pytest
 from llm_connect.errors import ConfigurationError
 from llm_connect.routing._bounds import lower_bound, upper_bound
 from llm_connect.routing._ppi import (
+    LABELS_SHARE,
     NO_HUMAN_LABELS,
     human_bound,
     inclusion_probabilities,
@@ -187,3 +188,46 @@ def test_bad_input_names_the_case() -> None:
         _bad(judge=np.array([1.1, 0.5, 0.5, 0.5, 0.5]))
     with pytest.raises(ConfigurationError, match="one length"):
         _bad(judge=np.full(4, 0.5))
+
+
+def test_the_mixture_is_at_least_as_tight_as_either_arm_at_its_share() -> None:
+    """Uniform labelling mixes the labels-alone and prediction-powered e-processes (weight
+    LABELS_SHARE on labels): a convex combination is at least each weighted term, so the
+    bounds are at least those of either arm alone at its share of alpha (the old split)."""
+    rng = np.random.default_rng([23, 8])
+    for mean, agree in ((0.62, 0.95), (0.97, None), (0.3, 0.8)):
+        human, judge = _pairwise(rng, 20, 1500, mean, agree)
+        p = np.full(human.shape, 0.2)
+        chosen = rng.random(human.shape) < p
+        mixed = ppi_sequence(judge, p, chosen, human, 0.05, floor=0.2, labels_share=LABELS_SHARE)
+        ppi = ppi_sequence(judge, p, chosen, human, 0.05 * (1 - LABELS_SHARE), floor=0.2)
+        for t in (99, 499, 1499):
+            for r in range(20):
+                labels = human[r, : t + 1][chosen[r, : t + 1]]
+                low = max(ppi.lower[r, t], lower_bound(labels, 0.05 * LABELS_SHARE))
+                high = min(ppi.upper[r, t], upper_bound(labels, 0.05 * LABELS_SHARE))
+                assert mixed.lower[r, t] >= low - 1e-9 and mixed.upper[r, t] <= high + 1e-9
+
+
+@pytest.mark.parametrize("mean", [0.97, 0.03, 0.5])
+@pytest.mark.parametrize("strategy", ["uniform", "active"])
+def test_bounds_cover_the_mean_near_the_ceiling_and_the_floor(mean: float, strategy: str) -> None:
+    """Each side has its own scale (the larger of its extent and half the range) and values
+    beyond where Fan's exponent stops growing are cut: still valid where the two extents are
+    far apart (means near 0 or 1), for a judge with no signal and a judge that tracks people.
+    At the true mean, each one-sided bound errs (at any time) in at most 5% of runs, nominally."""
+    rng = np.random.default_rng([23, 9, int(mean * 100), strategy == "active"])
+    runs, n = 300, 1500
+    for agree in (None, 0.95):
+        human, judge = _pairwise(rng, runs, n, mean, agree)
+        if strategy == "uniform":
+            p, floor, share = np.full((runs, n), 0.2), 0.2, LABELS_SHARE
+        else:
+            u = judge_uncertainty(judge)
+            p = inclusion_probabilities(u.ravel(), 0.2, 0.1, reference=u[0]).reshape(runs, n)
+            floor, share = 0.1, 0.0
+        chosen = rng.random((runs, n)) < p
+        seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=floor, labels_share=share)
+        truth = human.mean()  # the population mean, up to 1e-3
+        assert (seq.lower[:, -1] > truth + 0.005).mean() <= 0.08
+        assert (seq.upper[:, -1] < truth - 0.005).mean() <= 0.08

@@ -90,3 +90,27 @@ def test_a_start_with_other_settings_or_past_the_pending_case_is_not_used() -> N
     assert human_bound_continued(j, p, ch, gap, alpha=0.05, start=state, **kw)[0] == human_bound(
         j, p, ch, gap, alpha=0.05, **kw
     )
+
+
+def test_the_state_is_a_frozen_dataclass_of_plain_numbers_with_a_version() -> None:
+    """A snapshot may serialise PPIState field by field: plain floats, ints, tuples of them and
+    nested frozen dataclasses of the same; STATE_VERSION names the fields' meaning ("2": a scale
+    and sums per side, the two arms mixed under uniform labelling)."""
+    import dataclasses
+
+    from llm_connect.routing._ppi_running import STATE_VERSION
+
+    rng = np.random.default_rng(3)
+    j, p, ch, h = _series(rng, 200, 0)
+    state = continue_sequence(start_state(0.05, 0.3, LABELS_SHARE), j, p, ch, h)
+
+    def plain(value: object) -> bool:
+        if dataclasses.is_dataclass(value):
+            params = getattr(type(value), "__dataclass_params__", None)
+            assert params is not None and params.frozen
+            return all(plain(getattr(value, f.name)) for f in dataclasses.fields(value))
+        if isinstance(value, tuple):
+            return all(plain(v) for v in value)
+        return type(value) in (int, float)
+
+    assert STATE_VERSION == "2" and plain(state)
