@@ -1,8 +1,4 @@
-"""The calibrations store: how far a judge agrees with reference graders (``calibrations``).
-
-:class:`CalibrationStore` owns the ``calibrations`` table (``_models``) over the ledger's
-engine; ``llm-connect calibrate`` writes it, routing and reports read the newest entry.
-"""
+"""The calibrations store: how far a judge agrees with reference graders (``calibrations``)."""
 
 from __future__ import annotations
 
@@ -17,8 +13,6 @@ from llm_connect.ledger._engine import reading, write
 from llm_connect.ledger._models import Calibration, utcnow
 from llm_connect.ledger._rows import CalibrationRow
 from llm_connect.ledger._runs import finite_json
-
-__all__ = ["CalibrationStore"]
 
 _CALIBRATIONS = cast(Table, Calibration.__table__)
 
@@ -39,10 +33,7 @@ class CalibrationStore:
         verdict: str,
         passed: bool,
     ) -> int:
-        """Store a calibration of ``judge_grader_id`` against ``references``; returns its id.
-
-        ``figures`` must be JSON without NaN (an undefined statistic is ``None``).
-        """
+        """Store a calibration of ``judge_grader_id`` against ``references``; returns its id."""
         if not judge_grader_id:
             raise LedgerError("judge_grader_id must be a non-empty string")
         row = {
@@ -71,12 +62,7 @@ class CalibrationStore:
             return [_calibration_row(rec) for rec in conn.execute(stmt).mappings()]
 
     def latest_calibration(self, judge_grader_id: str, *, task: str | None = None) -> CalibrationRow | None:
-        """The newest calibration of ``judge_grader_id`` for ``task``.
-
-        With a task and no calibration for it, the newest task-less
-        calibration (one over all tasks) is returned; ``None`` when neither
-        exists.
-        """
+        """The newest calibration of ``judge_grader_id`` for ``task``."""
         c = _CALIBRATIONS.c
         with reading(self.engine, "reading calibrations") as conn:
             for wanted in [task, None] if task is not None else [None]:

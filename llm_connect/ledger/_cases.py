@@ -1,10 +1,4 @@
-"""The SQL of the figures read from the running totals (``grade_stats``, ``case_stats``).
-
-Used by the grades store (``_grades.py``: ``grade_totals``, ``case_series``,
-``routing_read``) and sent straight to the driver: routing reads one row per case,
-thousands per decision. The ledger only stores and reads these sums; the statistics
-over them live in :mod:`llm_connect.routing` (``routing/_evidence.py``).
-"""
+"""The SQL of the figures read from the running totals (``grade_stats``, ``case_stats``)."""
 
 from __future__ import annotations
 
@@ -16,8 +10,6 @@ from typing import Any, cast
 from sqlalchemy import Connection
 
 from llm_connect.ledger._rows import CaseSeries, GradeTotals
-
-__all__ = ["TOTALS_COLUMNS", "fetch", "fetch_together", "match", "series_query", "totals_row"]
 
 Filter = str | Sequence[str] | None
 
@@ -79,7 +71,6 @@ TOTALS_COLUMNS = (
     "baseline_latency_n",
     "asks_llm",
 )
-"""The ``grade_stats`` columns a :class:`GradeTotals` is made of, in :func:`totals_row`'s order."""
 
 
 def _mean(total: Any, count: Any) -> float | None:
@@ -116,12 +107,7 @@ def series_query(
     after: Mapping[tuple[str, str], int] | None,
 ) -> tuple[str, tuple[Any, ...], Callable[[list[Any]], list[CaseSeries]]] | None:
     """The SQL, parameters and row parser of :meth:`GradeStore.case_series` (``None``: nothing
-    can match).
-
-    Straight to the driver (no SQLAlchemy rows): routing reads one row per case, thousands per
-    decision. A filtered key column is not read as text on every row: one value is a constant,
-    several become a small integer (CASE), and the filtered columns together one integer per row.
-    """
+    can match)."""
     clauses: list[str] = []
     params: list[Any] = []
     codes: list[str] = []

@@ -1,10 +1,4 @@
-"""The conversations store: multi-turn prompts graded with grades, and stability analyses.
-
-:class:`ChatStore` owns ``conversations``, ``stability_runs`` and ``stability_responses``
-(``_models_chat``) over the ledger's engine. Grades name a conversation by its digest
-(``grades.prompt_sha256``); the grades store writes conversations in its own transaction
-through :meth:`ChatStore.add_conversations`.
-"""
+"""The conversations store: multi-turn prompts graded with grades, and stability analyses."""
 
 from __future__ import annotations
 
@@ -17,7 +11,7 @@ from sqlalchemy import Connection, Engine, Table, select
 from llm_connect._secrets import mask_value
 from llm_connect.errors import LedgerError
 from llm_connect.ledger._engine import dialect_insert, reading, write
-from llm_connect.ledger._models_chat import ConversationRecord, StabilityResponseRecord, StabilityRunRecord
+from llm_connect.ledger._models import ConversationRecord, StabilityResponseRecord, StabilityRunRecord
 from llm_connect.ledger._rows import StabilityResponseRow, StabilityRow
 from llm_connect.types import Conversation
 from llm_connect.values import STABILITY_VERDICTS
@@ -25,14 +19,12 @@ from llm_connect.values import STABILITY_VERDICTS
 if TYPE_CHECKING:
     from llm_connect.ledger._rows import RecordItem
 
-__all__ = ["VERDICTS", "ChatStore", "conversation_rows"]
 
 _CONV = cast(Table, ConversationRecord.__table__)
 _STAB = cast(Table, StabilityRunRecord.__table__)
 _STAB_RESP = cast(Table, StabilityResponseRecord.__table__)
 
 VERDICTS = STABILITY_VERDICTS
-"""Stability verdicts, best first (:data:`llm_connect.values.STABILITY_VERDICTS`)."""
 
 
 def conversation_rows(records: Sequence[RecordItem]) -> list[dict[str, Any]]:
@@ -103,15 +95,7 @@ class ChatStore:
         responses: Sequence[Mapping[str, Any]] = (),
         endpoint: str | None = None,
     ) -> int:
-        """Store one stability analysis and its runs' answers in one transaction; returns its id.
-
-        ``responses`` items hold ``run_index`` and any of ``text``, ``tool_calls``
-        (``[{"name", "arguments"}]``), ``latency_ms``, ``served_model``, ``error``.
-        Credential-shaped values in the report and the texts are masked.
-
-        Raises:
-            LedgerError: an invalid verdict, score or count (nothing is written).
-        """
+        """Store one stability analysis and its runs' answers in one transaction; returns its id."""
         if verdict not in VERDICTS:
             raise LedgerError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
         if isinstance(overall_score, bool) or not isinstance(overall_score, (int, float)):

@@ -1,8 +1,4 @@
-"""A :class:`GradingResult` as a ``grades`` row, and what makes two rows under one key the same grade.
-
-Secrets never reach a row (:mod:`llm_connect._secrets`): the run config goes through
-``RunConfig.to_json()``, notes and metadata are masked by shape, details value by value.
-"""
+"""A :class:`GradingResult` as a ``grades`` row, and what makes two rows under one key the same grade."""
 
 from __future__ import annotations
 
@@ -22,8 +18,6 @@ from llm_connect.ledger._models import Grade
 from llm_connect.ledger._rows import RecordItem
 from llm_connect.types import LLMResponse
 from llm_connect.values import GradingResult
-
-__all__ = ["INSERT_COLUMNS", "KEY", "conflict_error", "differences", "grade_rows", "stored_ids"]
 
 G = cast(Table, Grade.__table__)
 #: The columns of a :func:`grade_rows` row: every ``grades`` column but ``id``, in table order.

@@ -1,10 +1,4 @@
-"""The embedding cache store: :class:`EmbeddingStore` owns ``embedding_cache`` (``_models_embeddings``).
-
-Vectors are float32, little-endian, ``dim`` of them; a row whose bytes are not
-exactly ``4 * dim`` long, or whose values are not finite, is corrupt: it is
-never returned (the caller re-encodes the text and :meth:`~EmbeddingStore.put_embeddings`
-writes over it).
-"""
+"""The embedding cache store: :class:`EmbeddingStore` owns ``embedding_cache`` (``_models_embeddings``)."""
 
 from __future__ import annotations
 
@@ -18,10 +12,8 @@ from sqlalchemy import Connection, Engine, Table, select
 
 from llm_connect.errors import LedgerError
 from llm_connect.ledger._engine import dialect_insert, reading, write
-from llm_connect.ledger._models_embeddings import EmbeddingCacheRecord
+from llm_connect.ledger._models import EmbeddingCacheRecord
 from llm_connect.types import utcnow
-
-__all__ = ["EmbeddingStore", "pack_vector", "unpack_vector"]
 
 _EMB = cast(Table, EmbeddingCacheRecord.__table__)
 # Digests per SELECT ... IN (...) and rows per INSERT: well under both backends' parameter limits.
@@ -57,11 +49,7 @@ class EmbeddingStore:
         self.store_text = store_text
 
     def cached_embeddings(self, model_id: str, digests: Sequence[str]) -> dict[str, list[float]]:
-        """The cached vectors of ``model_id`` for the texts whose SHA-256 digests are ``digests``.
-
-        Returns ``{digest: vector}`` for the digests found; a corrupt row (its bytes
-        not ``4 * dim`` long, or a non-finite value) is left out, as if missing.
-        """
+        """The cached vectors of ``model_id`` for the texts whose SHA-256 digests are ``digests``."""
         wanted = list(dict.fromkeys(digests))
         found: dict[str, list[float]] = {}
         if not wanted:
@@ -79,16 +67,7 @@ class EmbeddingStore:
         return found
 
     def put_embeddings(self, model_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
-        """Store ``{digest: vector}`` under ``model_id`` (float32), writing over rows already there.
-
-        Returns the number of vectors written: 0 on a ledger opened with
-        ``store_text=False`` (a vector says much about its text, so such a ledger
-        keeps none).
-
-        Raises:
-            LedgerError: an empty model id, a digest that is not 64 hex characters,
-                an empty vector or a non-finite value (nothing is written).
-        """
+        """Store ``{digest: vector}`` under ``model_id`` (float32), writing over rows already there."""
         if not self.store_text or not vectors:
             return 0
         if not isinstance(model_id, str) or not model_id.strip():

@@ -1,14 +1,4 @@
-"""Engines for the ledger: URL resolution, SQLite pragmas, write transactions, error mapping.
-
-SQLite connections run in WAL mode with a busy timeout and foreign keys on;
-the driver's own transaction handling is switched off so that SQLAlchemy
-emits ``BEGIN`` itself: ``BEGIN IMMEDIATE`` for writes (the write lock is
-taken up front, so two writers queue on the busy timeout instead of failing
-with "database is locked" on lock upgrade) and a plain ``BEGIN`` for reads.
-A write that still meets "database is locked" is retried a bounded number of
-times. SQLAlchemy errors become :class:`~llm_connect.errors.LedgerError` here
-and nowhere else.
-"""
+"""Engines for the ledger: URL resolution, SQLite pragmas, write transactions, error mapping."""
 
 from __future__ import annotations
 
@@ -28,21 +18,6 @@ from sqlalchemy.pool import StaticPool
 from llm_connect._json import strict_dumps
 from llm_connect.errors import LedgerError
 
-__all__ = [
-    "DEFAULT_URL",
-    "ENV_VAR",
-    "dialect_insert",
-    "display_url",
-    "driver_cursor",
-    "ledger_errors",
-    "make_engine",
-    "read_connection",
-    "reading",
-    "resolve_url",
-    "write",
-    "write_transaction",
-]
-
 ENV_VAR = "LLM_CONNECT_DATABASE_URL"
 DEFAULT_URL = "sqlite:///llm_connect.db"
 
@@ -61,10 +36,7 @@ T = TypeVar("T")
 
 
 def resolve_url(url: str | URL | None) -> URL:
-    """The ledger URL: ``url``, else ``$LLM_CONNECT_DATABASE_URL``, else ``sqlite:///llm_connect.db``.
-
-    ``postgresql://`` and ``postgres://`` URLs get the psycopg 3 driver.
-    """
+    """The ledger URL: ``url``, else ``$LLM_CONNECT_DATABASE_URL``, else ``sqlite:///llm_connect.db``."""
     from_env = url is None and bool(os.environ.get(ENV_VAR))
     raw = url if url is not None else (os.environ.get(ENV_VAR) or DEFAULT_URL)
     try:
@@ -89,7 +61,6 @@ def resolve_url(url: str | URL | None) -> URL:
 
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-"""What a URL (or something meant as one) starts with; a Windows drive (``C:``) is one letter."""
 
 
 def _not_a_url(raw: str, *, from_env: bool) -> str:
@@ -122,10 +93,6 @@ PG_SESSION_SETTINGS: dict[str, str] = {
     "tcp_keepalives_count": "3",
     "tcp_user_timeout": "10000",
 }
-"""Server-side settings of every PostgreSQL session the ledger opens (unless the URL's
-``options`` sets them): a client that vanishes mid-transaction (killed, or cut off by a
-network partition) has its session, and the row locks it holds, ended within about 10-30 s
-instead of when TCP gives up (hours). Other workers of a shared run wait on those locks."""
 
 PG_CLIENT_KEEPALIVES: dict[str, int] = {
     "keepalives": 1,
@@ -134,7 +101,6 @@ PG_CLIENT_KEEPALIVES: dict[str, int] = {
     "keepalives_count": 3,
     "connect_timeout": 10,
 }
-"""libpq connection parameters: the client notices a dead server the same way."""
 
 
 def _postgres_options(url: URL) -> str:
@@ -284,11 +250,7 @@ def dialect_insert(dialect: str, table: Any) -> Any:
 def driver_cursor(conn: Connection, what: str) -> Iterator[Any]:
     """A cursor of the driver's own connection under ``conn`` (``sqlite3`` or ``psycopg``), in
     ``conn``'s transaction, for what SQLAlchemy has no call for (psycopg's ``executemany`` with
-    ``returning=True``); ``what`` names the statement in errors.
-
-    The driver's errors come out as SQLAlchemy would raise them (``OperationalError``,
-    ``IntegrityError``...: a write that meets a lock is retried), and a dropped connection is
-    invalidated, not returned to the pool."""
+    ``returning=True``); ``what`` names the statement in errors."""
     dbapi = conn.connection.driver_connection
     module: Any = conn.dialect.loaded_dbapi
     cursor = dbapi.cursor()  # type: ignore[union-attr]
@@ -326,13 +288,7 @@ def reading(engine: Engine, what: str) -> Iterator[Connection]:
 
 
 def write_transaction(engine: Engine, fn: Callable[[Connection], T], *, single_statement: bool = False) -> T:
-    """Run ``fn(connection)`` in one write transaction, committed when it returns.
-
-    On SQLite the transaction starts with ``BEGIN IMMEDIATE``; when it still
-    meets "database is locked" (or PostgreSQL reports a deadlock) the whole
-    transaction is rolled back and retried, at most :data:`WRITE_ATTEMPTS`
-    times. Any other error rolls back and propagates.
-    """
+    """Run ``fn(connection)`` in one write transaction, committed when it returns."""
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         try:
             with engine.connect() as conn:

@@ -1,26 +1,4 @@
-"""Shared (fleet) runs: many worker processes grade one run through one PostgreSQL ledger.
-
-:class:`FleetStore` owns ``run_suites``, ``run_cases``, ``fleet_workers`` and
-``rate_buckets`` (``_models_fleet``) over the ledger's engine; ``QualityLedger``
-delegates its shared-run methods here. It is coordination, not storage: the
-grades themselves go through the grades store. PostgreSQL only: on SQLite each raises
-:class:`~llm_connect.errors.LedgerError` (SQLite has one writer at a time and
-no row locks, so workers could neither claim cases side by side nor hold them).
-
-The protocol, all on the database's clock (``now()``), never a client's:
-
-1. Every process registers the run's cases (:meth:`FleetStore.register_run_cases`,
-   idempotent; a different suite under the same run id is refused).
-2. Each claims small batches (:meth:`~FleetStore.claim_cases`: ``SELECT ... FOR
-   UPDATE SKIP LOCKED`` over pending cases and claimed cases whose lease has
-   expired, in suite order), renews the lease while it works
-   (:meth:`~FleetStore.renew_leases`), and records the outcomes with
-   ``record_outcomes(..., worker_id=...)``: that marks the cases done in the
-   same transaction, and writes only what belongs to cases the worker still
-   holds, so a worker whose lease was taken over changes nothing.
-3. :meth:`~FleetStore.acquire_rate` is a token bucket in one row every process
-   shares (``--rpm`` / ``--tpm`` for the whole fleet).
-"""
+"""Shared (fleet) runs: many worker processes grade one run through one PostgreSQL ledger."""
 
 from __future__ import annotations
 
@@ -33,8 +11,6 @@ from sqlalchemy import Connection, Engine, text
 
 from llm_connect.errors import LedgerError, RunMismatchError
 from llm_connect.ledger._engine import reading, write
-
-__all__ = ["DEFAULT_LEASE_S", "FleetStatus", "FleetStore", "FleetWorkerRow"]
 
 #: The default lease of a claimed case, in seconds (``--lease-s``).
 DEFAULT_LEASE_S = 60.0
@@ -172,7 +148,6 @@ class FleetWorkerRow:
     started_at: datetime
     heartbeat_at: datetime
     alive: bool
-    """Not stopped, and its last heartbeat is within the status's ``alive_s`` of the database's clock."""
     calls: int
     failures: int
     cases_done: int
@@ -201,25 +176,16 @@ class FleetStatus:
     run_id: str
     suite_digest: str
     total: int
-    """Cases of the run."""
     pending: int
-    """Cases nobody holds yet (including cases released by a worker that stopped)."""
     claimed: int
-    """Cases a worker holds (``expired`` of them with their lease past)."""
     done: int
     failed: int
-    """Cases whose only outcome was a failure."""
     expired: int
-    """Claimed cases whose lease is past: the next claim takes them over."""
     workers: tuple[FleetWorkerRow, ...]
     calls: int
-    """Model calls of every worker (their last heartbeats, summed)."""
     failures: int
-    """Failures of every worker (their last heartbeats, summed)."""
     rate_per_min: float
-    """Cases finished (done or failed) per minute over the last 60 s (over the run's age when younger)."""
     as_of: datetime
-    """The database's clock when the status was read."""
 
     @property
     def left(self) -> int:
@@ -272,14 +238,7 @@ class FleetStore:
     def register_run_cases(
         self, run_id: str, cases: Sequence[tuple[str, str, str]], *, suite_digest: str
     ) -> int:
-        """Register the cases of shared run ``run_id``; returns how many cases the run has.
-
-        ``cases`` are ``(case_id, task, case_digest)`` in suite order. Idempotent:
-        every process registering the same run with the same ``suite_digest``
-        agrees on the one case list the first stored (one transaction, ``ON
-        CONFLICT DO NOTHING``). The same run id with another digest raises
-        :class:`~llm_connect.errors.RunMismatchError` naming the run.
-        """
+        """Register the cases of shared run ``run_id``; returns how many cases the run has."""
         self.check_shared("registering a shared run")
         if not isinstance(run_id, str) or not run_id:
             raise LedgerError(f"run_id must be a non-empty string, not {run_id!r}")
@@ -319,15 +278,7 @@ class FleetStore:
         return write(self.engine, "registering a shared run", run)
 
     def claim_cases(self, run_id: str, worker_id: str, *, limit: int, lease_s: float) -> list[str]:
-        """Claim up to ``limit`` cases of ``run_id`` for ``worker_id``; their ids in suite order.
-
-        One transaction: pending cases, and claimed cases whose lease is past
-        (their worker was killed or cut off), first in suite order, locked with
-        ``FOR UPDATE SKIP LOCKED`` (never waiting for another claimer), become
-        ``claimed`` by ``worker_id`` until ``now() + lease_s`` (the database's
-        clock); each claim adds one to the case's ``attempts``. An empty list:
-        nothing left to claim right now.
-        """
+        """Claim up to ``limit`` cases of ``run_id`` for ``worker_id``; their ids in suite order."""
         self.check_shared("claiming cases")
         if limit <= 0:
             return []
@@ -342,12 +293,7 @@ class FleetStore:
     def renew_leases(
         self, run_id: str, worker_id: str, case_ids: Sequence[str], *, lease_s: float
     ) -> list[str]:
-        """Extend to ``now() + lease_s`` the leases ``worker_id`` still holds among ``case_ids``.
-
-        Returns those cases (in the order given); a case missing from the
-        answer was taken over by another worker after its lease expired (or is
-        finished), and this worker should drop it.
-        """
+        """Extend to ``now() + lease_s`` the leases ``worker_id`` still holds among ``case_ids``."""
         self.check_shared("renewing leases")
         wanted = _ids(case_ids)
         if not wanted:
@@ -417,13 +363,7 @@ class FleetStore:
     # -- status ----------------------------------------------------------------
 
     def run_status(self, run_id: str, *, alive_s: float = 2 * DEFAULT_LEASE_S) -> FleetStatus:
-        """Where shared run ``run_id`` stands: cases by state, workers, calls, failures, rate.
-
-        A worker is alive when it has not stopped and its last heartbeat is
-        within ``alive_s`` seconds (default twice the default lease) of the
-        database's clock. Raises :class:`~llm_connect.errors.LedgerError` naming
-        the run when it is not a shared run of this ledger.
-        """
+        """Where shared run ``run_id`` stands: cases by state, workers, calls, failures, rate."""
         self.check_shared("reading a shared run's status")
         with reading(self.engine, "reading a shared run's status") as conn:
             rec = conn.execute(_STATUS, {"run": run_id, "window": _RATE_WINDOW_S}).mappings().first()
@@ -457,14 +397,7 @@ class FleetStore:
 
     def acquire_rate(self, key: str, *, rate_per_s: float, burst: float, cost: float = 1.0) -> float:
         """Take ``cost`` tokens from the shared bucket ``key``: 0.0 when granted, else the seconds
-        until enough tokens are there (nothing taken).
-
-        One atomic statement on the database's clock: the bucket is created
-        full (``burst`` tokens), refilled by ``rate_per_s`` per second since its
-        last grant up to ``burst``. Every process passing the same key shares
-        it, so the grants over any span of T seconds total at most ``burst +
-        rate_per_s * T``.
-        """
+        until enough tokens are there (nothing taken)."""
         self.check_shared("a shared rate limit")
         if not (rate_per_s > 0 and burst > 0):
             raise ValueError(f"rate_per_s and burst must be positive, not {rate_per_s!r} and {burst!r}")

@@ -22,8 +22,6 @@ from llm_connect.ledger._models import Grade, GradeStats
 from llm_connect.ledger._rows import CaseSeries, GradeRow, GradeTotals, SummaryRow, grade_row
 from llm_connect.ledger._stats import mean_std, t_interval
 
-__all__ = ["GradeStore"]
-
 _G = cast(Table, Grade.__table__)
 _S = cast(Table, GradeStats.__table__)
 GRADE_COLUMNS = tuple(GradeRow.__dataclass_fields__)
@@ -215,12 +213,7 @@ class GradeStore:
         until: datetime | None = None,
         limit: int | None = None,
     ) -> Iterator[GradeRow]:
-        """Stored grades matching every filter given, oldest first, as :class:`GradeRow`.
-
-        Each filter takes one value or a sequence of values; ``since`` is
-        inclusive and ``until`` exclusive. Rows are streamed, so iterating a
-        large ledger does not load it all at once.
-        """
+        """Stored grades matching every filter given, oldest first, as :class:`GradeRow`."""
         stmt = (
             select(*[_G.c[name] for name in GRADE_COLUMNS])
             .where(
@@ -257,11 +250,7 @@ class GradeStore:
         until: datetime | None = None,
         confidence: float = 0.95,
     ) -> list[SummaryRow]:
-        """One :class:`SummaryRow` per (task, baseline model, candidate model, grader id).
-
-        The confidence interval is a two-sided Student t-interval for the mean
-        quality (``scipy.stats.t``), clipped to 0..1; ``None`` when ``n < 2``.
-        """
+        """One :class:`SummaryRow` per (task, baseline model, candidate model, grader id)."""
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
         if since is None and until is None:
@@ -378,12 +367,7 @@ class GradeStore:
         grader_id: Filter = None,
         candidate_model: Filter = None,
     ) -> list[GradeTotals]:
-        """Running totals per (task, baseline model, grader id, candidate model), one query.
-
-        What routing reads: sums and counts kept current by every write, so the
-        answer costs the same at a thousand grades or a million. Each filter takes
-        one value or a sequence of values.
-        """
+        """Running totals per (task, baseline model, grader id, candidate model), one query."""
         conditions = _totals_filter(task, baseline_model, candidate_model, grader_id)
         stmt = select(*(_S.c[name] for name in TOTALS_COLUMNS)).where(*conditions)
         with reading(self.engine, "reading grade totals") as conn:
@@ -404,11 +388,7 @@ class GradeStore:
         until: datetime | None = None,
         limit: int | None = None,
     ) -> int:
-        """Write matching grades to ``path`` as JSON Lines or CSV; returns the rows written.
-
-        CSV has one column per :class:`GradeRow` field; JSON-valued fields
-        (tags, details, run config, tool calls) are JSON text in their cell.
-        """
+        """Write matching grades to ``path`` as JSON Lines or CSV; returns the rows written."""
         if format not in ("jsonl", "csv"):
             raise ValueError(f"export format must be 'jsonl' or 'csv', not {format!r}")
         rows = self.results(
@@ -468,17 +448,7 @@ class GradeStore:
         candidate_model: Filter = None,
         after: Mapping[tuple[str, str], int] | None = None,
     ) -> list[CaseSeries]:
-        """One :class:`CaseSeries` per (task, baseline model, grader id, candidate model), one query.
-
-        Each holds, per distinct case in the order the cases were first graded,
-        its number of grades, the sums of their quality scores and score
-        deltas, and the id of its first grade. Kept current by every write (like
-        :meth:`grade_totals`), so it costs one row per case, not per grade. Each
-        filter takes one value or a sequence of values. ``after`` maps (candidate
-        model, grader id) to a grade id: only those groups are read, and of each
-        only the cases first graded past that id (what arrived since the group was
-        read; a group with no such case is left out).
-        """
+        """One :class:`CaseSeries` per (task, baseline model, grader id, candidate model), one query."""
         query = series_query(task, baseline_model, grader_id, candidate_model, after)
         if query is None:
             return []

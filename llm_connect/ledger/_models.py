@@ -1,11 +1,5 @@
-"""The ledger's tables as typed SQLAlchemy models.
-
-The Alembic migrations under ``migrations/`` create exactly these tables (a
-test runs ``alembic check`` on SQLite and PostgreSQL); the ``quality_summary``
-view is created by the migration from :data:`QUALITY_SUMMARY_VIEW_SQL`.
-
-Timestamps are timezone-aware UTC on both backends (:class:`UTCDateTime`).
-"""
+"""The ledger's tables as SQLAlchemy models; the Alembic migrations under ``migrations/`` create
+exactly these (``alembic check`` is tested on both backends). ``docs/ledger.md`` describes each."""
 
 from __future__ import annotations
 
@@ -22,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -34,27 +29,6 @@ from sqlalchemy.types import TypeDecorator
 from llm_connect._version import __version__
 from llm_connect.types import utcnow
 
-__all__ = [
-    "CASE_KEY_SQL",
-    "CASE_STATS_REBUILD_SQL",
-    "GRADE_STATS_REBUILD_SQL",
-    "NAMING_CONVENTION",
-    "QUALITY_SUMMARY_VIEW_SQL",
-    "Base",
-    "Calibration",
-    "CaseStats",
-    "EvidenceSnapshot",
-    "Grade",
-    "GradeStats",
-    "ResponseCacheEntry",
-    "RoutingDecisionRecord",
-    "Run",
-    "RunFailure",
-    "RunSkip",
-    "UTCDateTime",
-    "utcnow",
-]
-
 NAMING_CONVENTION: dict[str, str] = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -65,12 +39,7 @@ NAMING_CONVENTION: dict[str, str] = {
 
 
 class UTCDateTime(TypeDecorator[datetime]):
-    """A timestamp stored in UTC and always read back timezone-aware.
-
-    SQLite has no time zone type: values are stored as naive UTC text and
-    tagged UTC on the way out. PostgreSQL stores ``timestamp with time zone``.
-    Naive datetimes passed in are taken to be UTC.
-    """
+    """A timestamp stored in UTC and always read back timezone-aware."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
@@ -126,7 +95,6 @@ class Grade(Base):
         Index("ix_grades_grader_task", "grader_id", "task"),
         Index("ix_grades_created_at", "created_at"),
     )
-
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     run_id: Mapped[str | None] = mapped_column(String(200))
@@ -136,7 +104,6 @@ class Grade(Base):
     prompt: Mapped[str | None] = mapped_column(Text)
     prompt_sha256: Mapped[str] = mapped_column(String(64))
     system_prompt_sha256: Mapped[str | None] = mapped_column(String(64))
-
     baseline_adapter_id: Mapped[str] = mapped_column(String(300))
     baseline_provider: Mapped[str] = mapped_column(String(100))
     baseline_model: Mapped[str] = mapped_column(String(200))
@@ -150,7 +117,6 @@ class Grade(Base):
     baseline_tool_calls: Mapped[list[Any] | None] = mapped_column(JSON)
     baseline_served_model: Mapped[str | None] = mapped_column(String(200))
     baseline_endpoint: Mapped[str | None] = mapped_column(String(500))
-
     candidate_adapter_id: Mapped[str] = mapped_column(String(300))
     candidate_provider: Mapped[str] = mapped_column(String(100))
     candidate_model: Mapped[str] = mapped_column(String(200))
@@ -164,7 +130,6 @@ class Grade(Base):
     candidate_tool_calls: Mapped[list[Any] | None] = mapped_column(JSON)
     candidate_served_model: Mapped[str | None] = mapped_column(String(200))
     candidate_endpoint: Mapped[str | None] = mapped_column(String(500))
-
     grader_id: Mapped[str] = mapped_column(String(300))
     quality_score: Mapped[float] = mapped_column(Float)
     notes: Mapped[str] = mapped_column(Text, default="")
@@ -174,22 +139,12 @@ class Grade(Base):
     case_metadata: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
     asks_llm: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     score_delta: Mapped[float | None] = mapped_column(Float)
-    """Candidate score minus baseline score, for judges that score each response on its own
-    (``details.candidate_score - details.baseline_score``); ``None`` otherwise."""
 
 
 class GradeStats(Base):
-    """Running totals of ``grades`` per (task, baseline model, grader id, candidate model).
-
-    Maintained by every write of the ledger in the same transaction as the
-    grades themselves, so routing and unfiltered summaries read a handful of
-    rows however large the ledger grows. Averages are ``*_sum / *_n`` (``*_n``
-    counts the grades where the value is known). Grades inserted behind the
-    ledger's back (raw SQL) are counted after :meth:`QualityLedger.rebuild_stats`.
-    """
+    """Running totals of ``grades`` per (task, baseline model, grader id, candidate model)."""
 
     __tablename__ = "grade_stats"
-
     task: Mapped[str] = mapped_column(String(200), primary_key=True)
     baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True)
     grader_id: Mapped[str] = mapped_column(String(300), primary_key=True)
@@ -208,20 +163,10 @@ class GradeStats(Base):
     first_at: Mapped[datetime] = mapped_column()
     last_at: Mapped[datetime] = mapped_column()
     asks_llm: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    """Whether any of these grades came from a judge that asks an LLM (gates routing)."""
 
 
 class CaseStats(Base):
-    """Running totals per *case* of (task, baseline model, grader id, candidate model).
-
-    The case is the unit of evidence: grades of one case from several runs are
-    averaged into one value before any interval is computed. ``case_key`` is
-    ``id:<case_id>`` when the grade has a case id, else ``sha256:<prompt digest>``.
-    ``first_id`` (the case's first grade) orders cases as they arrived, which is
-    the order the anytime-valid bound reads them in. Maintained with every write,
-    in the same transaction as the grades; :meth:`QualityLedger.rebuild_stats`
-    recomputes it.
-    """
+    """Running totals per *case* of (task, baseline model, grader id, candidate model)."""
 
     __tablename__ = "case_stats"
     __table_args__ = (
@@ -240,17 +185,14 @@ class CaseStats(Base):
             "delta_sum",
         ),
     )
-
     task: Mapped[str] = mapped_column(String(200), primary_key=True)
     baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True)
     grader_id: Mapped[str] = mapped_column(String(300), primary_key=True)
     candidate_model: Mapped[str] = mapped_column(String(200), primary_key=True)
     case_key: Mapped[str] = mapped_column(String(300), primary_key=True)
     n: Mapped[int] = mapped_column(Integer)
-    """Grades of this case."""
     sum_quality: Mapped[float] = mapped_column(Float)
     delta_n: Mapped[int] = mapped_column(Integer)
-    """Grades of this case with a ``score_delta`` (single-response scorers)."""
     delta_sum: Mapped[float] = mapped_column(Float)
     first_id: Mapped[int] = mapped_column(Integer)
 
@@ -259,7 +201,6 @@ class ResponseCacheEntry(Base):
     """A cached model response, keyed by :meth:`QualityLedger.cache_key`."""
 
     __tablename__ = "response_cache"
-
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     adapter_id: Mapped[str] = mapped_column(String(300))
     response: Mapped[dict[str, Any]] = mapped_column()
@@ -270,7 +211,6 @@ class Run(Base):
     """One grading run (a suite graded with one configuration), for resume and audit."""
 
     __tablename__ = "runs"
-
     run_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     suite: Mapped[str | None] = mapped_column(Text)
     config: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -285,7 +225,6 @@ class RunFailure(Base):
 
     __tablename__ = "run_failures"
     __table_args__ = (Index("ix_run_failures_run_id", "run_id"),)
-
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     run_id: Mapped[str] = mapped_column(String(200), ForeignKey("runs.run_id", ondelete="CASCADE"))
@@ -298,14 +237,10 @@ class RunFailure(Base):
 
 
 class RunSkip(Base):
-    """A (case, judge, candidate) of a run the judge had no case data for: not a grade, not a failure.
-
-    Kept so that resuming the run does not grade that case again.
-    """
+    """A (case, judge, candidate) of a run the judge had no case data for: not a grade, not a failure."""
 
     __tablename__ = "run_skips"
     __table_args__ = (UniqueConstraint("run_id", "case_id", "grader_id", "candidate_model"),)
-
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     run_id: Mapped[str] = mapped_column(String(200), ForeignKey("runs.run_id", ondelete="CASCADE"))
@@ -323,7 +258,6 @@ class Calibration(Base):
 
     __tablename__ = "calibrations"
     __table_args__ = (Index("ix_calibrations_judge", "judge_grader_id", "task"),)
-
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     judge_grader_id: Mapped[str] = mapped_column(String(300))
@@ -338,21 +272,14 @@ class Calibration(Base):
 class EvidenceSnapshot(Base):
     """The evidence routing last computed for one group under one set of settings, with the
     version of the group's running totals it was computed at (``n``, ``Σ``, ``Σ²`` of
-    ``grade_stats``).
-
-    A cache shared by every process: a router whose totals read shows the same version uses the
-    stored evidence instead of reading every case again; any new grade changes the version. The
-    ledger stores the JSON; it never computes or interprets it.
-    """
+    ``grade_stats``)."""
 
     __tablename__ = "evidence_snapshots"
-
     task: Mapped[str] = mapped_column(String(200), primary_key=True)
     baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True)
     grader_id: Mapped[str] = mapped_column(String(300), primary_key=True)
     candidate_model: Mapped[str] = mapped_column(String(200), primary_key=True)
     settings: Mapped[str] = mapped_column(String(300), primary_key=True)
-    """The rule's parameters (threshold, confidence, error share, min cases, method, rule version)."""
     version_n: Mapped[int] = mapped_column(Integer)
     version_sum: Mapped[float] = mapped_column(Float)
     version_sum_sq: Mapped[float] = mapped_column(Float)
@@ -365,7 +292,6 @@ class RoutingDecisionRecord(Base):
 
     __tablename__ = "routing_decisions"
     __table_args__ = (Index("ix_routing_decisions_task", "task", "created_at"),)
-
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     task: Mapped[str] = mapped_column(String(200))
@@ -395,36 +321,124 @@ FROM grades
 GROUP BY task, baseline_model, candidate_model, grader_id"""
 
 
-#: Recomputes ``grade_stats`` from ``grades`` (portable SQL; run after deleting its rows).
-GRADE_STATS_REBUILD_SQL = """\
-INSERT INTO grade_stats (task, baseline_model, grader_id, candidate_model, n, sum_quality,
-    sum_quality_sq, baseline_cost_sum, baseline_cost_n, candidate_cost_sum, candidate_cost_n,
-    baseline_latency_sum, baseline_latency_n, candidate_latency_sum, candidate_latency_n,
-    first_at, last_at, asks_llm)
-SELECT task, baseline_model, grader_id, candidate_model, COUNT(*), SUM(quality_score),
-    SUM(quality_score * quality_score), COALESCE(SUM(baseline_cost_usd), 0.0), COUNT(baseline_cost_usd),
-    COALESCE(SUM(candidate_cost_usd), 0.0), COUNT(candidate_cost_usd),
-    COALESCE(SUM(baseline_latency_ms), 0.0), COUNT(baseline_latency_ms),
-    COALESCE(SUM(candidate_latency_ms), 0.0), COUNT(candidate_latency_ms),
-    MIN(created_at), MAX(created_at), MAX(CASE WHEN asks_llm THEN 1 ELSE 0 END) > 0
-FROM grades
-GROUP BY task, baseline_model, grader_id, candidate_model"""
-
-
-#: The case a grade belongs to, as an SQL expression over ``grades`` (see :class:`CaseStats`).
-CASE_KEY_SQL = "CASE WHEN case_id IS NOT NULL THEN 'id:' || case_id ELSE 'sha256:' || prompt_sha256 END"
-
-#: Recomputes ``case_stats`` from ``grades`` (portable SQL; run after deleting its rows).
-CASE_STATS_REBUILD_SQL = f"""\
-INSERT INTO case_stats (task, baseline_model, grader_id, candidate_model, case_key, n, sum_quality,
-    delta_n, delta_sum, first_id)
-SELECT task, baseline_model, grader_id, candidate_model, {CASE_KEY_SQL}, COUNT(*), SUM(quality_score),
-    COUNT(score_delta), COALESCE(SUM(score_delta), 0.0), MIN(id)
-FROM grades
-GROUP BY task, baseline_model, grader_id, candidate_model, {CASE_KEY_SQL}"""
-
-
 SNAPSHOT_KEY = ("task", "baseline_model", "grader_id", "candidate_model", "settings")
-"""An evidence snapshot's key columns (one row per task, baseline, grader, candidate and settings)."""
 SNAPSHOT_VALUES = ("version_n", "version_sum", "version_sum_sq", "evidence", "updated_at")
-"""The columns an evidence snapshot's upsert overwrites."""
+
+
+class ConversationRecord(Base):
+    """A conversation some grade answered, stored once (``sha256`` = ``Conversation.digest``)."""
+
+    __tablename__ = "conversations"
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    messages: Mapped[list[Any]] = mapped_column(JSON)
+    tools: Mapped[list[Any] | None] = mapped_column(JSON)
+    tool_choice: Mapped[Any | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class StabilityRunRecord(Base):
+    """One stored stability analysis of a model on one request (and task)."""
+
+    __tablename__ = "stability_runs"
+    __table_args__ = (Index("ix_stability_runs_task_model", "task", "model", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    task: Mapped[str] = mapped_column(String(200))
+    model: Mapped[str] = mapped_column(String(200))
+    adapter_id: Mapped[str] = mapped_column(String(300))
+    endpoint: Mapped[str | None] = mapped_column(String(500))
+    prompt_sha256: Mapped[str] = mapped_column(String(64))
+    runs: Mapped[int] = mapped_column(Integer)
+    successful_runs: Mapped[int] = mapped_column(Integer)
+    overall_score: Mapped[float] = mapped_column(Float)
+    verdict: Mapped[str] = mapped_column(String(20))
+    report: Mapped[dict[str, Any]] = mapped_column(JSON)
+    llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
+
+
+class StabilityResponseRecord(Base):
+    """One answer (or failure) of a stability analysis's runs."""
+
+    __tablename__ = "stability_responses"
+    __table_args__ = (Index("ix_stability_responses_run", "stability_run_id", "run_index"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    stability_run_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("stability_runs.id", ondelete="CASCADE")
+    )
+    run_index: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str | None] = mapped_column(Text)
+    tool_calls: Mapped[list[Any] | None] = mapped_column(JSON)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    served_model: Mapped[str | None] = mapped_column(String(200))
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class EmbeddingCacheRecord(Base):
+    """A text's vector under one embedding model (the text itself is not stored)."""
+
+    __tablename__ = "embedding_cache"
+    model_id: Mapped[str] = mapped_column(String(300), primary_key=True)
+    text_sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    dim: Mapped[int] = mapped_column(Integer)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RunSuite(Base):
+    """The suite of a shared run: every process registering the run must give the same digest."""
+
+    __tablename__ = "run_suites"
+    run_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    suite_digest: Mapped[str] = mapped_column(String(128))
+    n_cases: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RunCase(Base):
+    """One case of a shared run and who holds it."""
+
+    __tablename__ = "run_cases"
+    __table_args__ = (
+        # The claim query: the run's pending (or claimed, for expired leases) cases in suite order.
+        Index("ix_run_cases_claim", "run_id", "status", "position"),
+    )
+    run_id: Mapped[str] = mapped_column(
+        String(200), ForeignKey("run_suites.run_id", ondelete="CASCADE"), primary_key=True
+    )
+    case_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer)
+    task: Mapped[str] = mapped_column(String(200))
+    case_digest: Mapped[str] = mapped_column(String(128))
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    worker_id: Mapped[str | None] = mapped_column(String(200))
+    lease_until: Mapped[datetime | None] = mapped_column()
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class FleetWorker(Base):
+    """A worker process of a shared run: where it runs, its last heartbeat and its counts."""
+
+    __tablename__ = "fleet_workers"
+    __table_args__ = (Index("ix_fleet_workers_run_id", "run_id"),)
+    worker_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(200))
+    host: Mapped[str] = mapped_column(String(300))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(default=utcnow)
+    calls: Mapped[int] = mapped_column(Integer, default=0)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    cases_done: Mapped[int] = mapped_column(Integer, default=0)
+    stopped_at: Mapped[datetime | None] = mapped_column()
+
+
+class RateBucket(Base):
+    """A token bucket shared by every process (refilled lazily from ``updated_at``)."""
+
+    __tablename__ = "rate_buckets"
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    rate_per_s: Mapped[float] = mapped_column(Float)
+    burst: Mapped[float] = mapped_column(Float)

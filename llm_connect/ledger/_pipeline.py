@@ -1,13 +1,4 @@
-"""Small PostgreSQL transactions sent in one round trip (psycopg pipeline mode).
-
-``Router.decide`` stores every decision with the evidence it computed. Through
-SQLAlchemy that transaction is five round trips (``BEGIN``, ``SET LOCAL``, the
-snapshot upsert, the insert, ``COMMIT``); while a fleet of workers keeps both
-cores busy each round trip waits for the server process to be scheduled, and
-the write was most of what a decision cost (4.7 ms median of 12.5 ms measured by
-``scripts/bench/fleet_decide.py``). Here the same statements are queued in
-pipeline mode and sent together: one round trip, the same single transaction.
-"""
+"""Small PostgreSQL transactions sent in one round trip (psycopg pipeline mode)."""
 
 from __future__ import annotations
 
@@ -26,7 +17,6 @@ from llm_connect.ledger._models import EvidenceSnapshot, RoutingDecisionRecord
 
 _SNAP = cast(Table, EvidenceSnapshot.__table__)
 
-__all__ = ["pg_record_decision"]
 
 _DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
 _DECISION_COLUMNS = tuple(c.name for c in _DECISIONS.columns if c.name != "id")
@@ -72,14 +62,7 @@ def pg_record_decision(
     engine: Engine, decision: Mapping[str, Any], snapshots: Sequence[Mapping[str, Any]]
 ) -> int:
     """Insert one ``routing_decisions`` row and upsert its evidence snapshots in one transaction,
-    sent in one round trip; returns the decision's id.
-
-    ``decision`` and ``snapshots`` are rows as the ORM tables take them (JSON columns as Python
-    values). The decision is an audit row: it skips waiting for the WAL flush, as the ORM
-    path did. A deadlock between two deciders upserting the same snapshots is retried (the
-    rows go in key order, so it needs a writer that does not). Driver errors propagate (the
-    caller's :func:`~llm_connect.ledger._engine.ledger_errors` names them).
-    """
+    sent in one round trip; returns the decision's id."""
     decision_params = _values(decision, _DECISION_COLUMNS, _DECISION_JSON)
     snapshot_params = [
         _values(row, _SNAPSHOT_COLUMNS, _SNAPSHOT_JSON)

@@ -1,11 +1,4 @@
-"""The runs store: runs, their failures and not-applicable pairs, and the response cache.
-
-:class:`RunStore` owns ``runs``, ``run_failures``, ``run_skips`` and ``response_cache``
-(``_models``) over the ledger's engine: what a grading run writes besides its grades,
-so that it can be resumed (``completed_keys`` reads ``run_skips`` with ``grades``) and
-re-run without asking a model twice. The ``add_*`` methods write inside a caller's
-transaction (``QualityLedger.record_outcomes``).
-"""
+"""The runs store: runs, their failures and not-applicable pairs, and the response cache."""
 
 from __future__ import annotations
 
@@ -27,7 +20,6 @@ from llm_connect.types import Conversation, LLMResponse, Prompt, RunConfig
 if TYPE_CHECKING:
     from llm_connect.values import NotApplicable
 
-__all__ = ["RunStore", "finite_json"]
 
 _CACHE = cast(Table, ResponseCacheEntry.__table__)
 _RUNS = cast(Table, Run.__table__)
@@ -66,18 +58,7 @@ class RunStore:
         endpoint: str | None = None,
         sample: int = 0,
     ) -> str:
-        """The cache key of one model call: SHA-256 of canonical JSON of the request.
-
-        Covers what decides the answer: the endpoint (base URL without credentials:
-        one model name on two servers is two entries), the adapter id (provider and
-        requested model), the messages (system prompt, prompt, or a conversation's
-        messages), a conversation's tools and tool choice, temperature, max
-        tokens and every model parameter except secret-named ones (an API key never
-        reaches the key) and ``timeout``. The per-call timeout is left out: it does
-        not change the answer. ``sample`` (``--samples``: the k-th answer to the
-        same request) makes each sample its own entry; sample 0 has the key a call
-        without samples has.
-        """
+        """The cache key of one model call: SHA-256 of canonical JSON of the request."""
         params = redact_request(dict(run_config.model_params))  # secret names dropped at any depth
         params.pop("timeout", None)
         headers = params.pop("extra_headers", None)
@@ -130,11 +111,7 @@ class RunStore:
         self.cache_put_many([(key, adapter_id, response)])
 
     def cache_put_many(self, entries: Sequence[tuple[str, str, LLMResponse]]) -> None:
-        """Cache many ``(key, adapter_id, response)`` entries in one transaction.
-
-        Same rule as :meth:`cache_put`: an entry already in the cache is kept
-        as it is, and within ``entries`` the first one for a key wins.
-        """
+        """Cache many ``(key, adapter_id, response)`` entries in one transaction."""
         if entries:
             write(self.engine, "writing the response cache", lambda conn: self.add_cache(conn, entries))
 
@@ -207,11 +184,7 @@ class RunStore:
         message: str,
         adapter_id: str | None = None,
     ) -> int:
-        """Record a case that could not be graded; returns the failure's id.
-
-        The run is registered if it was not yet. API-key-shaped text in the
-        message is masked.
-        """
+        """Record a case that could not be graded; returns the failure's id."""
         row = failure_row(run_id, case_id, task, stage, error_type, message, adapter_id)
 
         def insert(conn: Connection) -> int:
@@ -234,13 +207,7 @@ class RunStore:
             return [FailureRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]
 
     def record_not_applicable(self, run_id: str, outcomes: Sequence[NotApplicable]) -> int:
-        """Record pairs of ``run_id`` that a judge had no case data for; returns how many were new.
-
-        Each outcome needs its ``candidate_model`` (the model as it answered):
-        with it, :meth:`completed_keys` counts the pair as done, so a resumed
-        run does not grade the case again. The run is registered if it was not
-        yet; a pair already recorded keeps its first record.
-        """
+        """Record pairs of ``run_id`` that a judge had no case data for; returns how many were new."""
         rows = skip_rows(run_id, outcomes)
         if not rows:
             return 0

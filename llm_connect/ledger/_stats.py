@@ -1,23 +1,4 @@
-"""Confidence intervals for a mean quality score.
-
-Method: the two-sided Student t-interval ``mean ± t(1 - (1 - confidence)/2, n - 1) · s / √n``
-with ``s`` the sample standard deviation (``n - 1`` denominator). The
-interval is clipped to 0..1, the range of every quality score. With ``n < 2``
-the standard deviation and the interval are undefined and reported as
-``None`` (never NaN).
-
-The t quantile comes from scipy (``scipy.special.stdtrit``). Importing scipy
-costs about a second per process, which a ``grade`` run or a router would pay
-for one number, so the quantiles of the common confidence levels (0.8, 0.9,
-0.95, 0.98, 0.99, 0.999) for 1..2000 degrees of freedom ship as a table that
-scipy computed (``data/t_quantiles.json.gz``, written by
-``scripts/gen_t_quantiles.py``); any other level or a larger sample imports
-scipy and asks it. ``tests/ledger/test_stats.py`` checks both paths against
-``scipy.stats.t.ppf``.
-
-The database returns ``n``, ``Σx`` and ``Σx²``; :func:`mean_std` turns those
-into a mean and standard deviation (a variance below rounding noise is 0).
-"""
+"""Confidence intervals for a mean quality score."""
 
 from __future__ import annotations
 
@@ -26,8 +7,6 @@ import json
 import math
 from functools import cache, lru_cache
 from importlib.resources import files
-
-__all__ = ["mean_std", "t_interval", "t_quantile"]
 
 
 @cache
@@ -39,11 +18,7 @@ def _table() -> tuple[int, dict[float, list[float]]]:
 
 @lru_cache(maxsize=4096)
 def t_quantile(confidence: float, df: int) -> float:
-    """The two-sided ``confidence`` critical value of Student's t with ``df`` degrees of freedom.
-
-    Equal to ``scipy.stats.t.ppf(1 - (1 - confidence) / 2, df)``: read from
-    the table scipy computed when it holds the value, else computed by scipy.
-    """
+    """The two-sided ``confidence`` critical value of Student's t with ``df`` degrees of freedom."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
     if df < 1:

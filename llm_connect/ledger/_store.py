@@ -1,26 +1,4 @@
-"""QualityLedger: every grade in SQL, on SQLite or PostgreSQL; the one public entry.
-
-The ledger is one engine (``_engine.py``: URL, connections, transactions, error
-translation, migrations) and a store per concern over it, each in its own module
-with its own tables:
-
-============================  ==================================================================
-``_grades.py`` GradeStore     ``grades``, ``grade_stats``, ``case_stats``: grades, running totals
-``_runs.py`` RunStore         ``runs``, ``run_failures``, ``run_skips``, ``response_cache``
-``_calibrations.py``          ``calibrations``
-``_decisions.py``             ``routing_decisions``, ``evidence_snapshots`` (``_pipeline.py``)
-``_chat.py`` ChatStore        ``conversations``, ``stability_runs``, ``stability_responses``
-``_embeddings.py``            ``embedding_cache``
-``_fleet.py`` FleetStore      ``run_suites``, ``run_cases``, ``fleet_workers``, ``rate_buckets``
-``_labels.py`` LabelStore     ``human_labels``
-``_sampling.py``              ``label_sampling``
-============================  ==================================================================
-
-:class:`QualityLedger` delegates each public method to the store that owns its
-tables (the table at the end of the class says which); the writes that span
-stores (a batch of grades with its conversations, a finished case's outcomes)
-are composed here, in one transaction.
-"""
+"""QualityLedger: every grade in SQL, on SQLite or PostgreSQL; the one public entry."""
 
 from __future__ import annotations
 
@@ -50,7 +28,6 @@ from llm_connect.values import GradingResult, HumanLabel
 if TYPE_CHECKING:
     from llm_connect.values import NotApplicable
 
-__all__ = ["QualityLedger"]
 
 Filter = str | Sequence[str] | None
 P = ParamSpec("P")
@@ -70,23 +47,7 @@ def _to(store: str, method: Callable[Concatenate[S, P], R]) -> Callable[Concaten
 
 
 class QualityLedger:
-    """Every grade in SQL: SQLite by default, PostgreSQL for fleets.
-
-    ``url`` is a SQLAlchemy URL; without one, ``$LLM_CONNECT_DATABASE_URL``,
-    then ``sqlite:///llm_connect.db`` in the working directory. A fresh
-    database is migrated to the newest schema on open (``auto_migrate``); a
-    database at an unknown or newer revision raises
-    :class:`~llm_connect.errors.SchemaVersionError` and is left as it is.
-    With ``store_text=False`` prompts and response texts are kept only as
-    SHA-256 digests.
-
-    Example::
-
-        with QualityLedger("sqlite:///grades.db") as ledger:
-            ledger.record(result, task="support", run_id="r1", case_id="c1")
-            for row in ledger.summary(task="support"):
-                print(row.candidate_model, row.n, row.mean, row.ci_low)
-    """
+    """Every grade in SQL: SQLite by default, PostgreSQL for fleets."""
 
     def __init__(self, url: str | None = None, *, auto_migrate: bool = True, store_text: bool = True) -> None:
         self._url = resolve_url(url)
@@ -142,12 +103,7 @@ class QualityLedger:
         case_id: str | None = None,
         tags: Sequence[str] | None = None,
     ) -> int:
-        """Store one grade; returns its row id.
-
-        With ``run_id`` and ``case_id`` the grade is idempotent: recording the
-        same (run, case, grader, candidate model) again returns the existing
-        row's id and changes nothing.
-        """
+        """Store one grade; returns its row id."""
         return self.record_batch([RecordItem(result, task, run_id, case_id, tuple(tags or ()))])[0]
 
     def record_many(
@@ -164,13 +120,7 @@ class QualityLedger:
         return self.record_batch([RecordItem(r, task, run_id, case_id, tag_tuple) for r in results])
 
     def record_batch(self, items: Sequence[RecordItem]) -> list[int]:
-        """Store grades with per-item metadata in one transaction; ids in item order.
-
-        Every item is validated before anything is written; a bad item raises
-        :class:`~llm_connect.errors.GradingValidationError` naming its index.
-        A database failure (constraint violation, dropped connection) raises
-        :class:`~llm_connect.errors.LedgerError` and leaves the ledger as it was.
-        """
+        """Store grades with per-item metadata in one transaction; ids in item order."""
         return self._outcomes("recording grades", None, records=items)
 
     def record_outcomes(
@@ -184,24 +134,7 @@ class QualityLedger:
         worker_id: str | None = None,
         finished_case_ids: Sequence[str] = (),
     ) -> list[int]:
-        """Write what finished cases produced in ONE transaction: all of it, or nothing.
-
-        ``records`` are grades (as :meth:`record_batch`), ``cache`` response-cache
-        entries (as :meth:`cache_put_many`), ``not_applicable`` pairs of ``run_id``
-        (as :meth:`record_not_applicable`) and ``failures`` mappings with the keyword
-        arguments of :meth:`record_failure` except ``run_id``. A crash or a refused
-        grade (:class:`~llm_connect.errors.GradeConflictError`) leaves none of them
-        written. Returns the grades' ids in order.
-
-        ``worker_id`` (a shared run, PostgreSQL only): the cases of the call (every
-        case id among ``records``, ``not_applicable``, ``failures`` and
-        ``finished_case_ids``, the cases that produced nothing to write) that this
-        worker still holds become ``done`` (``failed`` when a failure is their only
-        outcome) in the same transaction, and only their grades, skips and failures
-        are written (cache entries always are); the outcomes of a case whose lease
-        another worker took over are dropped without a word. The ids returned are
-        those of the grades written.
-        """
+        """Write what finished cases produced in ONE transaction: all of it, or nothing."""
         what = "recording finished cases" if worker_id is None else "recording a shared run's cases"
         return self._outcomes(
             what,
