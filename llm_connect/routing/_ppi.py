@@ -9,24 +9,26 @@ fixed in advance) and draws ``chosen_t ~ Bernoulli(p_t)``; people label the chos
     y_t = a_t + (chosen_t / p_t) (H_t - a_t)
 
 has conditional mean ``E[H_t]`` whatever the judge's bias (the chosen/p factor has mean one
-given everything else). :func:`ppi_sequence` bounds that mean with a one-sided
-empirical-Bernstein confidence sequence generalised from ``_bounds`` (Waudby-Smith & Ramdas
-2024, Thm 2) to observations whose centre ``m_t`` and lower extent ``B_t`` (``y_t - m_t >=
--B_t``) are known before ``y_t``: with ``xi_t = (y_t - m_t) / B_t >= -1``, a bet ``gamma_t`` in
-[0, 1) and ``eta_t = gamma_t / B_t``,
+given everything else). :func:`ppi_sequence` bounds that mean with the empirical-Bernstein
+confidence sequence of ``_bounds`` (Waudby-Smith & Ramdas 2024, Thm 2), one side at a time:
+for the lower bound, with a predictable centre ``m_t``, scale ``S_t`` (the larger of the lower
+extent ``m_t - y_min`` and half the range) and bet ``gamma_t`` in [0, 1/2], the value cut
+from above where Fan's exponent stops growing (``y'_t <= y_t``, so its mean is at most
+``mu``), ``xi_t = (y'_t - m_t) / S_t >= -1`` and ``eta_t = gamma_t / S_t``,
 
-    prod exp(eta_t (y_t - mu) - psi_E(gamma_t) xi_t^2),   psi_E(g) = -log(1 - g) - g,
+    prod exp(eta_t (y'_t - mu) - psi_E(gamma_t) xi_t^2),   psi_E(g) = -log(1 - g) - g,
 
 is a non-negative supermartingale at the true ``mu`` (Fan et al.'s inequality), so by Ville's
 inequality
 
-    mu >= max_t (sum eta_i y_i - sum psi_E(gamma_i) xi_i^2 - log(1/alpha)) / sum eta_i
+    mu >= max_t (sum eta_i y'_i - sum psi_E(gamma_i) xi_i^2 - log(1/alpha)) / sum eta_i
 
-at every ``t`` at once with probability ``1 - alpha``. The upper bound is the same for ``-y``
-with the upper extent. Only the extent on the side being bounded enters, which is what keeps
-the inverse-probability term from costing labels near the ceiling (``docs/decisions.md``,
-"Routing on what people would say"). ``extent="full"`` uses the whole range on both sides
-(the plain construction: map ``y`` into [0, 1] with its known range), kept for comparison.
+at every ``t`` at once with probability ``1 - alpha``. The upper bound is the same for ``-y``.
+Under uniform labelling the labels alone are a random subsample, and the bound is that of the
+mixture ``w E_labels + (1 - w) E_ppi`` of the existing bound's e-process over the labels and
+this one (``w`` = :data:`LABELS_SHARE`), at least as tight as either at its share of
+``alpha``. The argument and the measurements: ``docs/decisions.md``, "Routing on what people
+would say".
 
 Pending labels (chosen, not yet labelled): the sequence stops before the first pending case;
 the cases after it wait (:attr:`HumanBound.waiting`). Labels on cases the sampler did not
@@ -74,7 +76,8 @@ NO_HUMAN_LABELS = "no human labels yet"
 
 
 LABELS_SHARE = 0.5
-"""Share of ``alpha`` :func:`human_bound` spends on the labels-alone bound under uniform labelling."""
+"""Under uniform labelling, the weight of the labels-alone e-process in the mixture with the
+prediction-powered one (fixed before any data; its bets are tuned at this share of ``alpha``)."""
 
 
 ACTIVE_FLOOR = 0.9
@@ -251,9 +254,10 @@ def ppi_sequence(
     Arrays are ``(n,)`` or ``(runs, n)``: ``judge`` in [0, 1], ``inclusion`` (``p_t``) in
     [``floor``, 1], ``chosen`` boolean, ``human`` in [0, 1] on every chosen case (ignored
     elsewhere). No validation: :func:`human_bound` validates and cuts pending cases.
-    ``labels_share`` > 0 (uniform labelling only) spends that share of ``alpha`` on the bound
-    of the labels alone and the rest on the prediction-powered one, and keeps the tighter of
-    the two at each case (a union bound: both hold together with probability ``1 - alpha``).
+    ``labels_share`` > 0 (uniform labelling only): the bounds of the mixture with that weight
+    on the e-process of the labels alone (the existing bound, bets tuned at that share of
+    ``alpha``) and the rest on the prediction-powered one (bets at the rest), valid at ``alpha``
+    and at least as tight as either bound at its share.
     """
     if labels_share > 0.0:
         ch = np.asarray(chosen, dtype=bool)
@@ -393,8 +397,8 @@ def human_bound(
     Per case in arrival order: ``judge`` (``J_t``), ``inclusion`` (``p_t``, fixed before the
     label), ``chosen`` and ``human`` (``H_t``; NaN when not chosen or not yet labelled).
     ``floor``: the least inclusion probability the sampler could give (default: the least
-    given). Under uniform labelling (every ``p_t`` equal, below 1) :data:`LABELS_SHARE` of
-    ``alpha`` goes to the labels-alone bound and the tighter bound wins. Status: ``ruled out``
+    given). Under uniform labelling (every ``p_t`` equal, below 1) the bound is that of the
+    mixture with weight :data:`LABELS_SHARE` on the labels-alone e-process. Status: ``ruled out``
     (upper < ``min_quality``), ``proven`` (lower >= it with at
     least ``min_samples`` cases), ``undecided``/``insufficient``, or :data:`NO_HUMAN_LABELS`.
     Raises ``ConfigurationError`` (a ``ValueError``) naming the case for bad input, including a
