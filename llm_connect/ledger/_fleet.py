@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -155,18 +155,11 @@ class FleetWorkerRow:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types (timestamps as ISO 8601 text)."""
-        return {
-            "worker_id": self.worker_id,
-            "host": self.host,
-            "pid": self.pid,
-            "started_at": self.started_at.isoformat(),
-            "heartbeat_at": self.heartbeat_at.isoformat(),
-            "alive": self.alive,
-            "calls": self.calls,
-            "failures": self.failures,
-            "cases_done": self.cases_done,
-            "stopped_at": None if self.stopped_at is None else self.stopped_at.isoformat(),
-        }
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
 
 
 @dataclass(frozen=True)
@@ -199,23 +192,10 @@ class FleetStatus:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types (timestamps as ISO 8601 text)."""
-        return {
-            "run_id": self.run_id,
-            "suite_digest": self.suite_digest,
-            "total": self.total,
-            "pending": self.pending,
-            "claimed": self.claimed,
-            "done": self.done,
-            "failed": self.failed,
-            "expired": self.expired,
-            "left": self.left,
-            "workers_alive": self.workers_alive,
-            "workers": [w.to_dict() for w in self.workers],
-            "calls": self.calls,
-            "failures": self.failures,
-            "rate_per_min": self.rate_per_min,
-            "as_of": self.as_of.isoformat(),
-        }
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "workers"}
+        head = dict(list(out.items())[:8])  # run_id ... expired
+        workers = [w.to_dict() for w in self.workers]
+        return {**head, "left": self.left, "workers_alive": self.workers_alive, "workers": workers, **out}
 
 
 def _ids(case_ids: Sequence[str]) -> list[str]:
@@ -380,12 +360,7 @@ class FleetStore:
         return FleetStatus(
             run_id=run_id,
             suite_digest=rec["suite_digest"],
-            total=int(rec["total"]),
-            pending=int(rec["pending"]),
-            claimed=int(rec["claimed"]),
-            done=int(rec["done"]),
-            failed=int(rec["failed"]),
-            expired=int(rec["expired"]),
+            **{k: int(rec[k]) for k in ("total", "pending", "claimed", "done", "failed", "expired")},
             workers=workers,
             calls=sum(w.calls for w in workers),
             failures=sum(w.failures for w in workers),

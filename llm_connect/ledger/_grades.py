@@ -12,7 +12,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, func, select
+from sqlalchemy import Connection, Engine, Table, and_, func, select
 
 from llm_connect.errors import LedgerError
 from llm_connect.ledger._cases import TOTALS_COLUMNS, fetch, fetch_together, match, series_query, totals_row
@@ -44,7 +44,9 @@ _PG_VALUES = ", ".join(
 )
 _PG_MANY = f"{_INSERT}SELECT %s, {_PG_VALUES} FROM jsonb_array_elements(%s::jsonb) AS r"
 _GROUP = "task, baseline_model, grader_id, candidate_model"
+_KEYS = ("task", "baseline_model", "candidate_model", "grader_id")  # a summary row's order
 _SUMMED = (("cost", "cost_usd"), ("latency", "latency_ms"))
+_SUMMED_COLUMN = dict(_SUMMED)
 _SIDES = {f"{s}_{w}": f"{s}_{c}" for s in ("baseline", "candidate") for w, c in _SUMMED}
 _TOTALS = {  # table -> (columns besides the key, their values over grades, the columns summed)
     "grade_stats": (
@@ -179,28 +181,6 @@ class GradeStore:
 
     # -- reading ---------------------------------------------------------------
 
-    @staticmethod
-    def _filters(
-        *,
-        task: Filter = None,
-        baseline_model: Filter = None,
-        candidate_model: Filter = None,
-        grader_id: Filter = None,
-        run_id: Filter = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[ColumnElement[bool]]:
-        conditions = [
-            match(_G.c.task, task),
-            match(_G.c.baseline_model, baseline_model),
-            match(_G.c.candidate_model, candidate_model),
-            match(_G.c.grader_id, grader_id),
-            match(_G.c.run_id, run_id),
-            None if since is None else _G.c.created_at >= since,
-            None if until is None else _G.c.created_at < until,
-        ]
-        return [c for c in conditions if c is not None]
-
     def results(
         self,
         *,
@@ -213,31 +193,11 @@ class GradeStore:
         until: datetime | None = None,
         limit: int | None = None,
     ) -> Iterator[GradeRow]:
-        """Stored grades matching every filter given, oldest first, as :class:`GradeRow`."""
-        stmt = (
-            select(*[_G.c[name] for name in GRADE_COLUMNS])
-            .where(
-                *self._filters(
-                    task=task,
-                    baseline_model=baseline_model,
-                    candidate_model=candidate_model,
-                    grader_id=grader_id,
-                    run_id=run_id,
-                    since=since,
-                    until=until,
-                )
-            )
-            .order_by(_G.c.id)
-        )
-        if limit is not None:
-            stmt = stmt.limit(limit)
-        return self._stream(stmt)
-
-    def _stream(self, stmt: Any) -> Iterator[GradeRow]:
+        """Stored grades matching every filter given (one value or several), oldest first, streamed."""
+        where = _where(_G, task, baseline_model, candidate_model, grader_id, since, until, run_id=run_id)
+        stmt = select(*[_G.c[name] for name in GRADE_COLUMNS]).where(*where).order_by(_G.c.id).limit(limit)
         with ledger_errors("reading grades", self.engine.url), self.engine.connect() as conn:
-            result = conn.execution_options(yield_per=1000).execute(stmt)
-            for mapping in result.mappings():
-                yield grade_row(mapping)
+            yield from map(grade_row, conn.execution_options(yield_per=1000).execute(stmt).mappings())
 
     def summary(
         self,
@@ -250,114 +210,33 @@ class GradeStore:
         until: datetime | None = None,
         confidence: float = 0.95,
     ) -> list[SummaryRow]:
-        """One :class:`SummaryRow` per (task, baseline model, candidate model, grader id)."""
+        """One :class:`SummaryRow` per (task, baseline model, candidate model, grader id), with a
+        Student t-interval for the mean quality; from the running totals unless ``since``/``until``."""
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
-        if since is None and until is None:
-            records = self._summary_from_totals(task, baseline_model, candidate_model, grader_id)
+        sides = [(s, w) for w in ("cost", "latency") for s in ("baseline", "candidate")]
+        if since is None and until is None:  # the running totals: a few rows however many grades
+            table, t = _S, _S.c
+            means = [t[f"{s}_{w}_sum"] / func.nullif(t[f"{s}_{w}_n"], 0) for s, w in sides]
+            stmt = select(*(t[k] for k in _KEYS), t.n, t.sum_quality, t.sum_quality_sq, *means)
+            stmt = stmt.add_columns(t.first_at, t.last_at)
         else:
-            records = self._summary_from_grades(
-                task, baseline_model, candidate_model, grader_id, since, until
-            )
+            table, t, q = _G, _G.c, _G.c.quality_score
+            avgs = [func.avg(t[f"{s}_{_SUMMED_COLUMN[w]}"]) for s, w in sides]
+            at = (func.min(t.created_at), func.max(t.created_at))
+            stmt = select(*(t[k] for k in _KEYS), func.count(), func.sum(q), func.sum(q * q), *avgs, *at)
+            stmt = stmt.group_by(*(t[k] for k in _KEYS))
+        where = _where(table, task, baseline_model, candidate_model, grader_id, since, until)
+        with reading(self.engine, "summarising grades") as conn:
+            records = conn.execute(stmt.where(*where).order_by(*(t[k] for k in _KEYS))).all()
         out = []
-        for rec in records:
-            n = int(rec[4])
-            mean, std = mean_std(n, float(rec[5]), float(rec[6]))
+        for r in records:
+            n = int(r[4])
+            mean, std = mean_std(n, float(r[5]), float(r[6]))
             low, high = t_interval(n, mean, std, confidence)
-            out.append(
-                SummaryRow(
-                    task=rec[0],
-                    baseline_model=rec[1],
-                    candidate_model=rec[2],
-                    grader_id=rec[3],
-                    n=n,
-                    mean=float(mean or 0.0),
-                    std=std,
-                    ci_low=low,
-                    ci_high=high,
-                    confidence=confidence,
-                    baseline_mean_cost_usd=None if rec[7] is None else float(rec[7]),
-                    candidate_mean_cost_usd=None if rec[8] is None else float(rec[8]),
-                    baseline_mean_latency_ms=None if rec[9] is None else float(rec[9]),
-                    candidate_mean_latency_ms=None if rec[10] is None else float(rec[10]),
-                    first_at=rec[11],
-                    last_at=rec[12],
-                )
-            )
+            means = [None if v is None else float(v) for v in r[7:11]]
+            out.append(SummaryRow(*r[:4], n, mean or 0.0, std, low, high, confidence, *means, *r[11:13]))
         return out
-
-    def _summary_from_totals(
-        self, task: Filter, baseline: Filter, candidate: Filter, grader: Filter
-    ) -> list[Any]:
-        c = _S.c
-        conditions = _totals_filter(task, baseline, candidate, grader)
-        keys = (c.task, c.baseline_model, c.candidate_model, c.grader_id)
-        stmt = (
-            select(
-                *keys,
-                c.n,
-                c.sum_quality,
-                c.sum_quality_sq,
-                c.baseline_cost_sum,
-                c.baseline_cost_n,
-                c.candidate_cost_sum,
-                c.candidate_cost_n,
-                c.baseline_latency_sum,
-                c.baseline_latency_n,
-                c.candidate_latency_sum,
-                c.candidate_latency_n,
-                c.first_at,
-                c.last_at,
-            )
-            .where(*conditions)
-            .order_by(*keys)
-        )
-        with reading(self.engine, "summarising grades") as conn:
-            rows = conn.execute(stmt).all()
-        return [
-            (*r[:7], *(r[i] / r[i + 1] if r[i + 1] else None for i in (7, 9, 11, 13)), r[15], r[16])
-            for r in rows
-        ]
-
-    def _summary_from_grades(
-        self,
-        task: Filter,
-        baseline: Filter,
-        candidate: Filter,
-        grader: Filter,
-        since: datetime | None,
-        until: datetime | None,
-    ) -> list[Any]:
-        keys = (_G.c.task, _G.c.baseline_model, _G.c.candidate_model, _G.c.grader_id)
-        q = _G.c.quality_score
-        stmt = (
-            select(
-                *keys,
-                func.count(),
-                func.sum(q),
-                func.sum(q * q),
-                func.avg(_G.c.baseline_cost_usd),
-                func.avg(_G.c.candidate_cost_usd),
-                func.avg(_G.c.baseline_latency_ms),
-                func.avg(_G.c.candidate_latency_ms),
-                func.min(_G.c.created_at),
-                func.max(_G.c.created_at),
-            )
-            .where(
-                *self._filters(
-                    task=task,
-                    baseline_model=baseline,
-                    candidate_model=candidate,
-                    grader_id=grader,
-                    since=since,
-                    until=until,
-                )
-            )
-            .group_by(*keys)
-            .order_by(*keys)
-        )
-        with reading(self.engine, "summarising grades") as conn:
-            return list(conn.execute(stmt).all())
 
     def grade_totals(
         self,
@@ -368,67 +247,40 @@ class GradeStore:
         candidate_model: Filter = None,
     ) -> list[GradeTotals]:
         """Running totals per (task, baseline model, grader id, candidate model), one query."""
-        conditions = _totals_filter(task, baseline_model, candidate_model, grader_id)
-        stmt = select(*(_S.c[name] for name in TOTALS_COLUMNS)).where(*conditions)
+        where = _where(_S, task, baseline_model, candidate_model, grader_id)
         with reading(self.engine, "reading grade totals") as conn:
-            records = conn.execute(stmt).all()
-        return [totals_row(r) for r in records]
+            return [
+                totals_row(r) for r in conn.execute(select(*(_S.c[n] for n in TOTALS_COLUMNS)).where(*where))
+            ]
 
-    def export(
-        self,
-        path: str | Path,
-        format: str = "jsonl",
-        *,
-        task: Filter = None,
-        baseline_model: Filter = None,
-        candidate_model: Filter = None,
-        grader_id: Filter = None,
-        run_id: Filter = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-    ) -> int:
-        """Write matching grades to ``path`` as JSON Lines or CSV; returns the rows written."""
+    def export(self, path: str | Path, format: str = "jsonl", **filters: Any) -> int:
+        """Write the grades :meth:`results` yields for ``filters`` to ``path`` as JSON Lines or CSV
+        (JSON values as JSON text in their cell); returns the rows written."""
         if format not in ("jsonl", "csv"):
             raise ValueError(f"export format must be 'jsonl' or 'csv', not {format!r}")
-        rows = self.results(
-            task=task,
-            baseline_model=baseline_model,
-            candidate_model=candidate_model,
-            grader_id=grader_id,
-            run_id=run_id,
-            since=since,
-            until=until,
-            limit=limit,
-        )
+        rows = self.results(**filters)
         count = 0
         try:
             with open(path, "w", encoding="utf-8", newline="") as fh:
-                if format == "jsonl":
-                    for row in rows:
-                        fh.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
-                        count += 1
-                else:
-                    writer = csv.DictWriter(fh, fieldnames=list(GRADE_COLUMNS))
+                writer = csv.DictWriter(fh, fieldnames=list(GRADE_COLUMNS)) if format == "csv" else None
+                if writer is not None:
                     writer.writeheader()
-                    for row in rows:
-                        data = row.to_dict()
-                        writer.writerow(
-                            {
-                                k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
-                                for k, v in data.items()
-                            }
-                        )
-                        count += 1
+                for count, row in enumerate(rows, 1):  # noqa: B007 - the count is returned
+                    data = row.to_dict()
+                    if writer is None:
+                        fh.write(json.dumps(data, ensure_ascii=False) + "\n")
+                    else:
+                        writer.writerow({k: _cell(v) for k, v in data.items()})
         except OSError as exc:
             raise LedgerError(f"cannot write export to {path}: {exc}") from None
         return count
 
     def count(self, /, **filters: Any) -> int:
         """How many stored grades match the filters of :meth:`results`."""
-        stmt = select(func.count()).select_from(_G).where(*self._filters(**filters))
+        since, until = filters.pop("since", None), filters.pop("until", None)
+        where = _where(_G, None, None, None, None, since, until, **filters)
         with reading(self.engine, "counting grades") as conn:
-            return int(conn.execute(stmt).scalar_one())
+            return int(conn.execute(select(func.count()).select_from(_G).where(*where)).scalar_one())
 
     def graded_keys(self, run_id: str) -> set[tuple[str, str, str]]:
         """``(case_id, grader_id, candidate_model)`` of every grade stored for ``run_id``."""
@@ -489,13 +341,17 @@ class GradeStore:
         return [totals_row(r) for r in totals], query[2](cases)
 
 
-def _totals_filter(task: Filter, baseline: Filter, candidate: Filter, grader: Filter) -> list[Any]:
-    """WHERE conditions on the running totals (``grade_stats``) for the filters given."""
-    c = _S.c
-    conditions = (
-        match(c.task, task),
-        match(c.baseline_model, baseline),
-        match(c.candidate_model, candidate),
-        match(c.grader_id, grader),
-    )
+def _cell(value: Any) -> Any:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
+
+
+def _where(table: Table, *filters: Any, **more: Filter) -> list[Any]:
+    """WHERE conditions on ``table``: task, baseline model, candidate model, grader id, optionally
+    ``since`` (inclusive) and ``until`` (exclusive), then the columns named in ``more``."""
+    c, (since, until) = table.c, (*filters[4:], None, None)[:2]
+    conditions = [match(c[k], v) for k, v in (*zip(_KEYS, filters[:4], strict=True), *more.items())]
+    conditions += [
+        None if since is None else c.created_at >= since,
+        None if until is None else c.created_at < until,
+    ]
     return [cond for cond in conditions if cond is not None]

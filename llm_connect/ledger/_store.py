@@ -121,7 +121,7 @@ class QualityLedger:
 
     def record_batch(self, items: Sequence[RecordItem]) -> list[int]:
         """Store grades with per-item metadata in one transaction; ids in item order."""
-        return self._outcomes("recording grades", None, records=items)
+        return self.record_outcomes(None, records=items)
 
     def record_outcomes(
         self,
@@ -134,49 +134,18 @@ class QualityLedger:
         worker_id: str | None = None,
         finished_case_ids: Sequence[str] = (),
     ) -> list[int]:
-        """Write what finished cases produced in ONE transaction: all of it, or nothing."""
-        what = "recording finished cases" if worker_id is None else "recording a shared run's cases"
-        return self._outcomes(
-            what,
-            run_id,
-            records=records,
-            cache=cache,
-            not_applicable=not_applicable,
-            failures=failures,
-            worker_id=worker_id,
-            finished_case_ids=finished_case_ids,
-        )
-
-    def _outcomes(
-        self,
-        what: str,
-        run_id: str | None,
-        *,
-        records: Sequence[RecordItem] = (),
-        cache: Sequence[tuple[str, str, LLMResponse]] = (),
-        not_applicable: Sequence[NotApplicable] = (),
-        failures: Sequence[Mapping[str, Any]] = (),
-        worker_id: str | None = None,
-        finished_case_ids: Sequence[str] = (),
-    ) -> list[int]:
+        """Write what finished cases produced in ONE transaction: all of it, or nothing (see
+        ``docs/ledger.md``); ``worker_id``: only the cases that worker still holds, marked done."""
+        what = "recording grades" if run_id is None else "recording finished cases"
+        what = what if worker_id is None else "recording a shared run's cases"
         records = list(records)
         now = utcnow()
         rows = grade_rows(records, store_text=self.store_text, now=now, dialect=self.engine.dialect.name)
         if (not_applicable or failures) and run_id is None:
             raise LedgerError("not-applicable pairs and failures belong to a run: give its run_id")
         skips = skip_rows(run_id, not_applicable) if run_id is not None else []
-        fails = [
-            failure_row(
-                run_id,  # type: ignore[arg-type]
-                f["case_id"],
-                f["task"],
-                f["stage"],
-                f["error_type"],
-                f["message"],
-                f.get("adapter_id"),
-            )
-            for f in failures
-        ]
+        fields = ("case_id", "task", "stage", "error_type", "message")
+        fails = [failure_row(run_id, *(f[k] for k in fields), f.get("adapter_id")) for f in failures]  # type: ignore[arg-type]
         case_ids: list[str] = []
         failed: set[str] = set()
         if worker_id is not None:
