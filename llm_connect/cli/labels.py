@@ -277,7 +277,7 @@ def queue(
         float | None,
         typer.Option(
             "--floor",
-            help="active only: the least probability any case gets (default rate / 2).",
+            help="active only: the least probability any case gets (default 0.9 x rate).",
             show_default=False,
             rich_help_panel=_INPUT,
         ),
