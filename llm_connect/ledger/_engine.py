@@ -86,21 +86,18 @@ def _is_memory(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
-PG_SESSION_SETTINGS: dict[str, str] = {
-    "idle_in_transaction_session_timeout": "30000",
-    "tcp_keepalives_idle": "5",
-    "tcp_keepalives_interval": "2",
-    "tcp_keepalives_count": "3",
-    "tcp_user_timeout": "10000",
-}
-
-PG_CLIENT_KEEPALIVES: dict[str, int] = {
+# Every PostgreSQL session (unless the URL's options set them): a client that vanishes mid-transaction
+# (killed, or cut off by a partition) has its session and row locks ended within ~10-30 s, not hours.
+PG_SESSION_SETTINGS = {"idle_in_transaction_session_timeout": "30000", "tcp_keepalives_idle": "5"}
+PG_SESSION_SETTINGS.update(tcp_keepalives_interval="2", tcp_keepalives_count="3", tcp_user_timeout="10000")
+# libpq: the client notices a dead server the same way.
+PG_CLIENT_KEEPALIVES = {
     "keepalives": 1,
     "keepalives_idle": 5,
     "keepalives_interval": 2,
     "keepalives_count": 3,
-    "connect_timeout": 10,
 }
+PG_CLIENT_KEEPALIVES["connect_timeout"] = 10
 
 
 def _postgres_options(url: URL) -> str:
@@ -260,15 +257,8 @@ def driver_cursor(conn: Connection, what: str) -> Iterator[Any]:
         disconnected = conn.dialect.is_disconnect(exc, dbapi, cursor)
         if disconnected:
             conn.invalidate(exc)
-        raise DBAPIError.instance(
-            what,
-            None,
-            exc,
-            module.Error,
-            hide_parameters=True,
-            connection_invalidated=disconnected,
-            dialect=conn.dialect,
-        ) from exc
+        options = {"hide_parameters": True, "connection_invalidated": disconnected, "dialect": conn.dialect}
+        raise DBAPIError.instance(what, None, exc, module.Error, **options) from exc
     finally:
         if not conn.invalidated:
             cursor.close()

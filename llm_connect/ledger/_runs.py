@@ -80,13 +80,7 @@ class RunStore:
         if sample:
             request["sample"] = sample
         request.update(temperature=run_config.temperature, max_tokens=run_config.max_tokens, params=params)
-        payload = json.dumps(
-            request,
-            ensure_ascii=False,
-            sort_keys=True,
-            separators=(",", ":"),
-            default=str,
-        )
+        payload = json.dumps(request, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def cache_get(self, key: str) -> LLMResponse | None:
@@ -135,12 +129,8 @@ class RunStore:
         row = {**_new_run(run_id), "suite": suite, "config": stored}
 
         def start(conn: Connection) -> None:
-            stmt = (
-                dialect_insert(conn.dialect.name, _RUNS)
-                .on_conflict_do_nothing(index_elements=["run_id"])
-                .returning(_RUNS.c.run_id)
-            )
-            if conn.execute(stmt, row).first() is None:  # the run exists: resume it
+            stmt = dialect_insert(conn.dialect.name, _RUNS).on_conflict_do_nothing(index_elements=["run_id"])
+            if conn.execute(stmt.returning(_RUNS.c.run_id), row).first() is None:  # known: resume it
                 conn.execute(
                     update(_RUNS).where(_RUNS.c.run_id == run_id).values(status="running", finished_at=None)
                 )
@@ -220,11 +210,8 @@ class RunStore:
 
     def add_skips(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> int:
         """Store :func:`skip_rows` rows in ``conn``'s transaction; returns how many were new."""
-        stmt = (
-            dialect_insert(conn.dialect.name, _SKIPS)
-            .on_conflict_do_nothing(index_elements=_SKIP_KEY)
-            .returning(_SKIPS.c.id)
-        )
+        stmt = dialect_insert(conn.dialect.name, _SKIPS).on_conflict_do_nothing(index_elements=_SKIP_KEY)
+        stmt = stmt.returning(_SKIPS.c.id)
         return sum(1 for row in rows if conn.execute(stmt, row).first() is not None)
 
     def not_applicable(self, run_id: str) -> list[NotApplicable]:
@@ -247,53 +234,34 @@ class RunStore:
 
 def _cache_rows(entries: Sequence[tuple[str, str, LLMResponse]]) -> list[dict[str, Any]]:
     """``response_cache`` rows, the first entry of each key."""
-    first: dict[str, dict[str, Any]] = {}
-    now = utcnow()
+    rows: dict[str, dict[str, Any]] = {}
     for key, adapter_id, response in entries:
-        if key not in first:
-            first[key] = {
-                "key": key,
-                "adapter_id": adapter_id,
-                "response": response.to_dict(),
-                "created_at": now,
-            }
-    return list(first.values())
+        if key not in rows:
+            rows[key] = dict(key=key, adapter_id=adapter_id, response=response.to_dict(), created_at=utcnow())
+    return list(rows.values())
 
 
 def failure_row(
     run_id: str, case_id: str, task: str, stage: str, error_type: str, message: str, adapter_id: str | None
 ) -> dict[str, Any]:
-    return {
-        "created_at": utcnow(),
-        "run_id": run_id,
-        "case_id": case_id,
-        "task": task,
-        "stage": stage,
-        "error_type": error_type,
-        "message": mask_secrets(message),
-        "adapter_id": adapter_id,
-    }
+    row = dict(run_id=run_id, case_id=case_id, task=task, stage=stage, error_type=error_type)
+    return {"created_at": utcnow(), **row, "message": mask_secrets(message), "adapter_id": adapter_id}
 
 
 def skip_rows(run_id: str, outcomes: Sequence[NotApplicable]) -> list[dict[str, Any]]:
-    rows = []
+    fields = ("case_id", "task", "grader_id", "candidate_model", "candidate", "field")
     for i, na in enumerate(outcomes):
         if not na.candidate_model:
             raise GradingValidationError(f"item {i}: a not-applicable outcome needs its candidate_model")
-        rows.append(
-            {
-                "created_at": utcnow(),
-                "run_id": run_id,
-                "case_id": na.case_id,
-                "task": na.task,
-                "grader_id": na.grader_id,
-                "candidate_model": na.candidate_model,
-                "candidate": na.candidate,
-                "field": na.field,
-                "reason": mask_secrets(na.reason),
-            }
-        )
-    return rows
+    return [
+        {
+            "created_at": utcnow(),
+            "run_id": run_id,
+            **{f: getattr(na, f) for f in fields},
+            "reason": mask_secrets(na.reason),
+        }
+        for na in outcomes
+    ]
 
 
 def _new_run(run_id: str) -> dict[str, Any]:
