@@ -29,6 +29,8 @@ from sqlalchemy.types import TypeDecorator
 from llm_connect._version import __version__
 from llm_connect.types import utcnow
 
+_GROUP = ("task", "baseline_model", "grader_id", "candidate_model")  # what routing reads grades by
+_LATENCY = ("candidate_latency_ms", "baseline_latency_ms")
 NAMING_CONVENTION: dict[str, str] = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -82,15 +84,11 @@ class Grade(Base):
         # the aggregated columns read from the index alone.
         Index(
             "ix_grades_routing",
-            "task",
-            "baseline_model",
-            "grader_id",
-            "candidate_model",
+            *_GROUP,
             "quality_score",
             "candidate_cost_usd",
             "baseline_cost_usd",
-            "candidate_latency_ms",
-            "baseline_latency_ms",
+            *_LATENCY,
         ),
         Index("ix_grades_grader_task", "grader_id", "task"),
         Index("ix_grades_created_at", "created_at"),
@@ -172,18 +170,7 @@ class CaseStats(Base):
     __table_args__ = (
         # Routing reads a group's cases in arrival order: this index holds every column it reads,
         # in that order, so the read is one range scan with no sort and no table lookups.
-        Index(
-            "ix_case_stats_arrival",
-            "task",
-            "baseline_model",
-            "grader_id",
-            "candidate_model",
-            "first_id",
-            "n",
-            "sum_quality",
-            "delta_n",
-            "delta_sum",
-        ),
+        Index("ix_case_stats_arrival", *_GROUP, "first_id", "n", "sum_quality", "delta_n", "delta_sum"),
     )
     task: Mapped[str] = mapped_column(String(200), primary_key=True)
     baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True)
