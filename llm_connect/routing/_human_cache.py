@@ -15,26 +15,44 @@ sequence stopped at: then it continues from that case, which is where the sums s
 group whose earlier read no longer holds is read in full. Every figure is that of a full
 read and a fresh computation (``tests/routing/test_human_incremental.py``). Entries are
 replaced, never changed in place, so a Router shared by threads sees whole entries.
+
+A new Router (a new process) starts from the group as an earlier decision stored it
+(:func:`_store_rows`, in ``evidence_snapshots`` under :func:`snapshot_settings`): the arrays and
+their mark, the sampling positions of the labelled cases, and the bound's running sums with a
+digest of people's values they were computed on. It reads only what arrived past the mark,
+with the same checks (a re-graded case, a case joining before the mark: a full read), places
+the labels read in full, and continues each sum whose digest still matches (a label replaced
+or added before its end: that sum starts again). A decision stores the group again when none
+is stored or :func:`_stale` cases arrived since the stored one; deleting those rows is safe.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 from collections.abc import Hashable, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from llm_connect.ledger._decisions import evidence_snapshot_rows, write_evidence_snapshots
 from llm_connect.ledger._design import DesignMark, DesignReader, DesignRows, join_rows
+from llm_connect.ledger._engine import write
 from llm_connect.values import GraderEvidence, human_value
+from llm_connect.values._labels import PREFERENCE_VALUES
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
     from llm_connect.routing._ppi_running import PPIState
 
-__all__ = ["Group", "Labels", "group_evidence", "human_evidence"]
+__all__ = ["Group", "Labels", "group_evidence", "human_evidence", "snapshot_settings"]
 
 _MAX_ENTRIES = 10_000
+_STORE_EVERY = 1000
+"""A group is stored again once this many cases (or a 50th of its cases, if more) arrived since
+the stored one: a new Router reads and continues over at most about that many."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +83,137 @@ class Group:
     """Labelled case ids not on a chosen case of :attr:`rows` (left out of the bound)."""
     states: dict[float, PPIState] = field(default_factory=dict)
     evidence: dict[Hashable, GraderEvidence] = field(default_factory=dict)
+    stored: tuple[int, int] | None = None
+    """The cases and the running sums' greatest ``t`` of the group's stored snapshot (``None``:
+    none that this entry knows of, or its sums no longer hold)."""
+
+
+def snapshot_settings() -> str:
+    """The ``evidence_snapshots.settings`` a group's stored arrays and running sums go under:
+    a new rule for the sums (``_ppi_running.STATE_VERSION``) never reads an older snapshot.
+    Each sum keeps its own ``alpha``, floor and labels share, which ``human_bound_continued``
+    checks against the call's; the rate and strategy are in the stored inclusion probabilities."""
+    from llm_connect.routing import _ppi_running
+
+    return f"human-design:1:state={getattr(_ppi_running, 'STATE_VERSION', '1')}"
+
+
+def _encode(x: Any) -> Any:
+    """JSON of a running-sums dataclass, generically by its fields; floats exact (``float.hex``)."""
+    if is_dataclass(x) and not isinstance(x, type):
+        return {"@": type(x).__name__, **{f.name: _encode(getattr(x, f.name)) for f in fields(x)}}
+    if isinstance(x, float):
+        return float.hex(x)
+    if isinstance(x, tuple | list):
+        return [_encode(v) for v in x]
+    return x
+
+
+def _decode(x: Any) -> Any:
+    """The inverse of :func:`_encode` (dataclasses of ``_ppi_running`` only)."""
+    from llm_connect.routing import _ppi_running
+
+    if isinstance(x, dict):
+        cls = getattr(_ppi_running, str(x["@"]))
+        if not (is_dataclass(cls) and isinstance(cls, type)):
+            raise ValueError(f"not a running-sums class: {x['@']!r}")
+        return cls(**{k: _decode(v) for k, v in x.items() if k != "@"})
+    if isinstance(x, str):
+        return float.fromhex(x)
+    if isinstance(x, list):
+        return tuple(_decode(v) for v in x)
+    return x
+
+
+def _digest(human: Any, t: int) -> str:
+    """Digest of people's values on the first ``t`` cases (NaN: none yet)."""
+    return hashlib.blake2b(np.ascontiguousarray(human[:t]).tobytes(), digest_size=16).hexdigest()
+
+
+def _snapshot(group: Group) -> dict[str, Any]:
+    """The JSON a new Router restores ``group`` from (:func:`_restore`)."""
+    rows, mark = group.rows, group.mark
+    n = len(rows)
+    # Positions 0..n-1 and one inclusion probability (uniform labelling) are stored as such.
+    plain = n > 0 and int(rows.positions[0]) == 0 and int(rows.positions[-1]) == n - 1
+    same = n > 0 and bool(np.all(rows.inclusion == rows.inclusion[0]))
+    parts = (
+        rows.judge.astype("<f8").tobytes(),
+        np.packbits(rows.chosen).tobytes(),
+        b"" if plain else rows.positions.astype("<i8").tobytes(),
+        b"" if same else rows.inclusion.astype("<f8").tobytes(),
+    )
+    return {
+        "n": n,
+        "floor": None if rows.floor is None else float.hex(rows.floor),
+        "mark": [mark.position, mark.first_id, mark.grades, float.hex(mark.sum_quality), mark.id_cases],
+        "plain": plain,
+        "inclusion": float.hex(float(rows.inclusion[0])) if same else None,
+        "arrays": base64.b64encode(b"".join(parts)).decode("ascii"),
+        "positions": {c: p for c, p in group.positions.items() if p is not None},
+        "states": [
+            {"sums": _encode(st), "digest": _digest(group.human, st.t)} for st in group.states.values()
+        ],
+    }
+
+
+def _restore(
+    reader: DesignReader, key: tuple[str, str, str, str], snap: dict[str, Any], labels: Labels
+) -> Group | None:
+    """The group as ``snap`` stored it, brought up to date; ``None``: read it in full (the
+    snapshot is unreadable, or more changed than new cases)."""
+    from llm_connect.routing._ppi_running import PPIState
+
+    try:
+        n, m = int(snap["n"]), snap["mark"]
+        mark = DesignMark(int(m[0]), int(m[1]), int(m[2]), float.fromhex(m[3]), int(m[4]))
+        raw = base64.b64decode(snap["arrays"])
+        bits, plain, same = (n + 7) // 8, bool(snap["plain"]), snap["inclusion"]
+        at = 8 * n + bits  # after the judge's values and the chosen bits
+        if len(raw) != at + (0 if plain else 8 * n) + (0 if same is not None else 8 * n):
+            return None
+        rows = DesignRows(
+            positions=np.arange(n, dtype=np.int64)
+            if plain
+            else np.frombuffer(raw, "<i8", n, at).astype(np.int64),
+            judge=np.frombuffer(raw, "<f8", n).astype(float),
+            inclusion=(
+                np.full(n, float.fromhex(same))
+                if same is not None
+                else np.frombuffer(raw, "<f8", n, at if plain else at + 8 * n).astype(float)
+            ),
+            chosen=np.unpackbits(np.frombuffer(raw, np.uint8, bits, 8 * n), count=n).astype(bool),
+            floor=None if snap["floor"] is None else float.fromhex(snap["floor"]),
+        )
+        known: dict[str, int | None] = {str(c): int(p) for c, p in snap["positions"].items()}
+        sums = [(_decode(s["sums"]), str(s["digest"])) for s in snap["states"]]
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, binascii.Error):
+        return None
+    read = reader.design_since(*key, mark)
+    if read is None:
+        return None
+    group = _place(reader, key, join_rows(rows, read[0]), read[1], None, labels, known)
+    kept = 0
+    for st, digest in sums:
+        if isinstance(st, PPIState) and st.t <= len(group.rows) and _digest(group.human, st.t) == digest:
+            group.states[st.alpha] = st
+            kept += 1
+    return replace(group, stored=(n, max((s.t for s, _ in sums), default=0)) if kept == len(sums) else None)
+
+
+def _progress(group: Group) -> tuple[int, int]:
+    """The group's cases and its running sums' greatest ``t``."""
+    return len(group.rows), max((s.t for s in group.states.values()), default=0)
+
+
+def _stale(group: Group) -> bool:
+    """Whether a decision should store ``group``: none stored, or the cases or the running sums
+    went on by enough since the stored one (a new Router would read or sum them again)."""
+    n, t = _progress(group)
+    if group.stored is None:
+        return n > 0
+    step = max(_STORE_EVERY, n // 50)
+    return n - group.stored[0] >= step or t - group.stored[1] >= step
 
 
 def _labels(reader: DesignReader, task: str, candidate: str, old: Labels | None) -> Labels:
@@ -88,7 +237,14 @@ def _labels(reader: DesignReader, task: str, candidate: str, old: Labels | None)
         raw[case_id] = (prefs, scores)
         touched.add(case_id)
     for case_id in touched:
-        value = human_value(*raw[case_id])
+        prefs, scores = raw[case_id]
+        # One annotator (the common case): human_value's answer without its counting.
+        if len(prefs) == 1:
+            value: float | None = PREFERENCE_VALUES[prefs[0]]
+        elif not prefs and len(scores) == 1:
+            value = scores[0]
+        else:
+            value = human_value(prefs, scores)
         if value is None:
             values.pop(case_id, None)
         else:
@@ -133,9 +289,18 @@ def _place(
                 check |= outside
         if check:
             applied, positions = dict(applied), dict(positions)
+    stored = None if old is None else old.stored
     if not check:
         return Group(
-            rows, mark, human, applied, positions, frozenset(outside), dict(old.states) if old else {}
+            rows,
+            mark,
+            human,
+            applied,
+            positions,
+            frozenset(outside),
+            dict(old.states) if old else {},
+            {},
+            stored,
         )
     unknown = [c for c in check if positions.get(c) is None]
     if unknown:
@@ -145,14 +310,15 @@ def _place(
     if old is not None and human is old.human:
         human = human.copy()
     dirty = len(rows)
-    for c in check:
+    # Each labelled case's row (-1: not a chosen case of these rows), found in one search.
+    order = list(check)
+    wanted = np.fromiter((-1 if (p := positions.get(c)) is None else p for c in order), np.int64, len(order))
+    at = np.minimum(np.searchsorted(rows.positions, wanted), max(len(rows) - 1, 0))
+    hit = (wanted >= 0) & (rows.positions[at] == wanted) & rows.chosen[at] if len(rows) else wanted < -1
+    rows_of = np.where(hit, at, -1).tolist()
+    for c, index in zip(order, rows_of, strict=True):
         value = labels.values.get(c)
         pos = positions.get(c)
-        index = -1
-        if pos is not None:
-            i = int(np.searchsorted(rows.positions, pos))
-            if i < len(rows) and int(rows.positions[i]) == pos and bool(rows.chosen[i]):
-                index = i
         if index < 0:
             if value is not None:
                 outside.add(c)
@@ -179,6 +345,8 @@ def _place(
         positions,
         frozenset(outside),
         states,
+        {},
+        stored,
     )
 
 
@@ -203,6 +371,8 @@ def group_evidence(
         cache.clear()
     out: dict[tuple[str, str], GraderEvidence] = {}
     settings = (min_quality, min_samples, alpha)
+    stored: dict[tuple[str, str], Any] | None = None
+    to_store: list[tuple[str, str, Group]] = []
     for cand in candidates:
         lkey = ("labels", task, cand)
         labels = _labels(reader, task, cand, cache.get(lkey))
@@ -210,14 +380,26 @@ def group_evidence(
         for gid in grader_ids:
             gkey = ("group", task, baseline, cand, gid)
             old: Group | None = cache.get(gkey)
-            read = None if old is None else reader.design_since(task, baseline, cand, gid, old.mark)
-            known = None
-            if read is None or old is None:
-                rows, mark = reader.design(task, baseline, cand, gid)
-                known, old = (None if old is None else old.positions), None
+            restored = None
+            if old is None:
+                if stored is None:
+                    stored = ledger.evidence_snapshots(
+                        task=task, baseline_model=baseline, settings=snapshot_settings()
+                    )
+                snap = stored.get((cand, gid))
+                if snap is not None and isinstance(snap[1], dict):
+                    restored = _restore(reader, (task, baseline, cand, gid), snap[1], labels)
+            if restored is not None:
+                group, rows, mark = restored, restored.rows, restored.mark
             else:
-                rows, mark = join_rows(old.rows, read[0]), read[1]
-            group = _place(reader, (task, baseline, cand, gid), rows, mark, old, labels, known)
+                read = None if old is None else reader.design_since(task, baseline, cand, gid, old.mark)
+                known = None
+                if read is None or old is None:
+                    rows, mark = reader.design(task, baseline, cand, gid)
+                    known, old = (None if old is None else old.positions), None
+                else:
+                    rows, mark = join_rows(old.rows, read[0]), read[1]
+                group = _place(reader, (task, baseline, cand, gid), rows, mark, old, labels, known)
             undecided = mark.id_cases - len(rows)
             hit = None
             if (
@@ -242,11 +424,29 @@ def group_evidence(
                     start=group.states.get(alpha),
                 )
                 if state is not None:
+                    start = group.states.get(alpha)
+                    if start is None or (start.floor, start.share) != (state.floor, state.share):
+                        group = replace(group, stored=None)  # the sums started again: store them
                     group.states[alpha] = state
                 ev = bound_evidence(hb, gid, left_out=len(group.outside), undecided=undecided, alpha=alpha)
+            if _stale(group):
+                to_store.append((cand, gid, group))
+                group = replace(group, stored=_progress(group))
             group.evidence[settings] = ev
             cache[gkey] = group
             out[(cand, gid)] = ev
+    if to_store:
+        rows_out = evidence_snapshot_rows(
+            task,
+            baseline,
+            snapshot_settings(),
+            [(c, g, (grp.mark.grades, grp.mark.sum_quality, 0.0), _snapshot(grp)) for c, g, grp in to_store],
+        )
+        write(
+            ledger.engine,
+            "storing the human target's running state",
+            lambda conn: write_evidence_snapshots(conn, rows_out),
+        )
     return out
 
 
