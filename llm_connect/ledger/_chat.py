@@ -34,12 +34,10 @@ def conversation_rows(records: Sequence[RecordItem]) -> list[dict[str, Any]]:
         conv = item.result.conversation
         if conv is not None and conv.digest not in rows:
             data = conv.to_dict()
-            rows[conv.digest] = {
-                "sha256": conv.digest,
-                "messages": data["messages"],
-                "tools": data["tools"] or None,
-                "tool_choice": data["tool_choice"],
-            }
+            tools = data["tools"] or None
+            rows[conv.digest] = dict(
+                sha256=conv.digest, messages=data["messages"], tools=tools, tool_choice=data["tool_choice"]
+            )
     return list(rows.values())
 
 
@@ -108,29 +106,23 @@ class ChatStore:
             if not isinstance(value, str) or not value.strip():
                 raise LedgerError(f"{name} must be a non-empty string, not {value!r}")
         _finite(dict(report), "report")
-        run_row = {
-            "task": task,
-            "model": model,
-            "adapter_id": adapter_id,
-            "endpoint": endpoint,
-            "prompt_sha256": prompt_sha256,
-            "runs": runs,
-            "successful_runs": successful_runs,
-            "overall_score": float(overall_score),
-            "verdict": verdict,
-            "report": mask_value(dict(report)),
-        }
-        response_rows = [
-            {
+        run_row = dict(
+            task=task, model=model, adapter_id=adapter_id, endpoint=endpoint, runs=runs, verdict=verdict
+        )
+        run_row.update(
+            prompt_sha256=prompt_sha256, successful_runs=successful_runs, report=mask_value(dict(report))
+        )
+        run_row["overall_score"] = float(overall_score)
+        response_rows = []
+        for r in responses:
+            row = {
                 "run_index": int(r["run_index"]),
-                "text": mask_value(r.get("text")) if self.store_text else None,
-                "tool_calls": mask_value(list(r["tool_calls"])) if r.get("tool_calls") else None,
                 "latency_ms": r.get("latency_ms"),
-                "served_model": r.get("served_model"),
                 "error": mask_value(r.get("error")),
             }
-            for r in responses
-        ]
+            row["text"] = mask_value(r.get("text")) if self.store_text else None
+            row["tool_calls"] = mask_value(list(r["tool_calls"])) if r.get("tool_calls") else None
+            response_rows.append({**row, "served_model": r.get("served_model")})
 
         def insert(conn: Connection) -> int:
             new_id = int(conn.execute(_STAB.insert().returning(_STAB.c.id), run_row).scalar_one())
@@ -144,13 +136,8 @@ class ChatStore:
         self, *, task: str | None = None, model: str | None = None, limit: int | None = None
     ) -> list[StabilityRow]:
         """Stored stability analyses, newest first, optionally for one task and/or model."""
-        stmt = select(_STAB).order_by(_STAB.c.id.desc())
-        if task is not None:
-            stmt = stmt.where(_STAB.c.task == task)
-        if model is not None:
-            stmt = stmt.where(_STAB.c.model == model)
-        if limit is not None:
-            stmt = stmt.limit(limit)
+        where = [c == v for c, v in ((_STAB.c.task, task), (_STAB.c.model, model)) if v is not None]
+        stmt = select(_STAB).where(*where).order_by(_STAB.c.id.desc()).limit(limit)
         with reading(self.engine, "reading stability analyses") as conn:
             return [StabilityRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]
 
@@ -161,10 +148,7 @@ class ChatStore:
 
     def stability_responses(self, stability_run_id: int) -> list[StabilityResponseRow]:
         """The runs' answers of one stored analysis, in run order."""
-        stmt = (
-            select(_STAB_RESP)
-            .where(_STAB_RESP.c.stability_run_id == stability_run_id)
-            .order_by(_STAB_RESP.c.run_index)
-        )
+        c = _STAB_RESP.c
+        stmt = select(_STAB_RESP).where(c.stability_run_id == stability_run_id).order_by(c.run_index)
         with reading(self.engine, "reading stability responses") as conn:
             return [StabilityResponseRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]

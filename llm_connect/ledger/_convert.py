@@ -80,7 +80,7 @@ def _side(response: LLMResponse, adapter_id: str | None, store_text: bool) -> Ro
 def _score_delta(details: Mapping[str, Any]) -> float | None:
     """``candidate_score - baseline_score`` when a judge scored each response on its own."""
     cand, base = details.get("candidate_score"), details.get("baseline_score")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (cand, base)):
+    if cand is None or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (cand, base)):
         return None
     delta = float(cand) - float(base)  # type: ignore[arg-type]
     return delta if -1.0 <= delta <= 1.0 else None
