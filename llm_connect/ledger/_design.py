@@ -55,9 +55,11 @@ _ARRIVED = (
     "WHERE c.task = %s AND c.baseline_model = %s AND c.grader_id = %s AND c.candidate_model = %s "
     "AND c.first_id > %s"
 )
+# The ids as a joined list, not IN (...): SQLite's planner would scan the covering index
+# ix_label_sampling_design (task, candidate, grader_id, position, ...) for an IN list.
 _POSITIONS = (
-    "SELECT case_id, position FROM label_sampling WHERE task = %s AND candidate = %s AND grader_id = %s "
-    "AND case_id IN ({})"
+    "WITH v(id) AS (VALUES {}) SELECT s.case_id, s.position FROM v JOIN label_sampling s "
+    "ON s.task = %s AND s.candidate = %s AND s.grader_id = %s AND s.case_id = v.id"
 )
 #: Case ids per ``IN (...)``: well under both backends' parameter limits.
 _CHUNK = 500
@@ -222,9 +224,9 @@ class DesignReader:
         with ledger_errors("reading label sampling", self.engine.url), read_connection(self.engine) as conn:
             for start in range(0, len(ids), _CHUNK):
                 part = ids[start : start + _CHUNK]
-                marks = ", ".join(["%s"] * len(part))
+                marks = ", ".join(["(%s)"] * len(part))
                 for case_id, position in _fetch(
-                    conn, _POSITIONS.format(marks), (task, candidate, grader_id, *part)
+                    conn, _POSITIONS.format(marks), (*part, task, candidate, grader_id)
                 ):
                     out[str(case_id)] = int(position)
         return out

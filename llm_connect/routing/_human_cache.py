@@ -125,9 +125,10 @@ def _decode(x: Any) -> Any:
     return x
 
 
-def _digest(human: Any, t: int) -> str:
-    """Digest of people's values on the first ``t`` cases (NaN: none yet)."""
-    return hashlib.blake2b(np.ascontiguousarray(human[:t]).tobytes(), digest_size=16).hexdigest()
+def _digest(rows: DesignRows, human: Any, t: int) -> str:
+    """Digest of people's values on the chosen cases among the first ``t`` (NaN: none yet)."""
+    values = np.ascontiguousarray(human[:t][rows.chosen[:t]])
+    return hashlib.blake2b(values.tobytes(), digest_size=16).hexdigest()
 
 
 def _snapshot(group: Group) -> dict[str, Any]:
@@ -152,7 +153,7 @@ def _snapshot(group: Group) -> dict[str, Any]:
         "arrays": base64.b64encode(b"".join(parts)).decode("ascii"),
         "positions": {c: p for c, p in group.positions.items() if p is not None},
         "states": [
-            {"sums": _encode(st), "digest": _digest(group.human, st.t)} for st in group.states.values()
+            {"sums": _encode(st), "digest": _digest(rows, group.human, st.t)} for st in group.states.values()
         ],
     }
 
@@ -195,7 +196,11 @@ def _restore(
     group = _place(reader, key, join_rows(rows, read[0]), read[1], None, labels, known)
     kept = 0
     for st, digest in sums:
-        if isinstance(st, PPIState) and st.t <= len(group.rows) and _digest(group.human, st.t) == digest:
+        if (
+            isinstance(st, PPIState)
+            and st.t <= len(group.rows)
+            and _digest(group.rows, group.human, st.t) == digest
+        ):
             group.states[st.alpha] = st
             kept += 1
     return replace(group, stored=(n, max((s.t for s, _ in sums), default=0)) if kept == len(sums) else None)
@@ -315,6 +320,11 @@ def _place(
     wanted = np.fromiter((-1 if (p := positions.get(c)) is None else p for c in order), np.int64, len(order))
     at = np.minimum(np.searchsorted(rows.positions, wanted), max(len(rows) - 1, 0))
     hit = (wanted >= 0) & (rows.positions[at] == wanted) & rows.chosen[at] if len(rows) else wanted < -1
+    if old is None:  # every label is new here: placed at once
+        values = np.fromiter((labels.values[c] for c in order), float, len(order))
+        human[at[hit]] = values[hit]
+        outside = {c for c, placed in zip(order, hit.tolist(), strict=True) if not placed}
+        return Group(rows, mark, human, labels.values, positions, frozenset(outside), {}, {}, None)
     rows_of = np.where(hit, at, -1).tolist()
     for c, index in zip(order, rows_of, strict=True):
         value = labels.values.get(c)
