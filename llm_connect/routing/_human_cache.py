@@ -138,8 +138,11 @@ def _snapshot(group: Group) -> dict[str, Any]:
     # Positions 0..n-1 and one inclusion probability (uniform labelling) are stored as such.
     plain = n > 0 and int(rows.positions[0]) == 0 and int(rows.positions[-1]) == n - 1
     same = n > 0 and bool(np.all(rows.inclusion == rows.inclusion[0]))
+    # The judge's values as one byte each into a table of the distinct values, when at most 256.
+    table, codes = np.unique(rows.judge, return_inverse=True)
+    coded = table.size <= 256
     parts = (
-        rows.judge.astype("<f8").tobytes(),
+        codes.astype(np.uint8).tobytes() if coded else rows.judge.astype("<f8").tobytes(),
         np.packbits(rows.chosen).tobytes(),
         b"" if plain else rows.positions.astype("<i8").tobytes(),
         b"" if same else rows.inclusion.astype("<f8").tobytes(),
@@ -149,6 +152,7 @@ def _snapshot(group: Group) -> dict[str, Any]:
         "floor": None if rows.floor is None else float.hex(rows.floor),
         "mark": [mark.position, mark.first_id, mark.grades, float.hex(mark.sum_quality), mark.id_cases],
         "plain": plain,
+        "table": [float.hex(float(v)) for v in table] if coded else None,
         "inclusion": float.hex(float(rows.inclusion[0])) if same else None,
         "arrays": base64.b64encode(b"".join(parts)).decode("ascii"),
         "positions": {c: p for c, p in group.positions.items() if p is not None},
@@ -169,21 +173,26 @@ def _restore(
         n, m = int(snap["n"]), snap["mark"]
         mark = DesignMark(int(m[0]), int(m[1]), int(m[2]), float.fromhex(m[3]), int(m[4]))
         raw = base64.b64decode(snap["arrays"])
-        bits, plain, same = (n + 7) // 8, bool(snap["plain"]), snap["inclusion"]
-        at = 8 * n + bits  # after the judge's values and the chosen bits
+        bits, plain, same, table = (n + 7) // 8, bool(snap["plain"]), snap["inclusion"], snap["table"]
+        width = 8 if table is None else 1
+        at = width * n + bits  # after the judge's values and the chosen bits
         if len(raw) != at + (0 if plain else 8 * n) + (0 if same is not None else 8 * n):
             return None
         rows = DesignRows(
             positions=np.arange(n, dtype=np.int64)
             if plain
             else np.frombuffer(raw, "<i8", n, at).astype(np.int64),
-            judge=np.frombuffer(raw, "<f8", n).astype(float),
+            judge=(
+                np.frombuffer(raw, "<f8", n).astype(float)
+                if table is None
+                else np.array([float.fromhex(v) for v in table])[np.frombuffer(raw, np.uint8, n)]
+            ),
             inclusion=(
                 np.full(n, float.fromhex(same))
                 if same is not None
                 else np.frombuffer(raw, "<f8", n, at if plain else at + 8 * n).astype(float)
             ),
-            chosen=np.unpackbits(np.frombuffer(raw, np.uint8, bits, 8 * n), count=n).astype(bool),
+            chosen=np.unpackbits(np.frombuffer(raw, np.uint8, bits, width * n), count=n).astype(bool),
             floor=None if snap["floor"] is None else float.fromhex(snap["floor"]),
         )
         known: dict[str, int | None] = {str(c): int(p) for c, p in snap["positions"].items()}
@@ -232,16 +241,14 @@ def _labels(reader: DesignReader, task: str, candidate: str, old: Labels | None)
         {} if got.full or old is None else dict(old.raw)
     )
     values = {} if got.full or old is None else dict(old.values)
-    touched: set[str] = set()
+    empty: tuple[tuple[str, ...], tuple[float, ...]] = ((), ())
     for case_id, preference, score in got.rows:
-        prefs, scores = raw.get(case_id, ((), ()))
-        if preference is not None:
-            prefs = (*prefs, preference)
-        if score is not None:
-            scores = (*scores, score)
-        raw[case_id] = (prefs, scores)
-        touched.add(case_id)
-    for case_id in touched:
+        prefs, scores = raw.get(case_id, empty)
+        raw[case_id] = (
+            prefs if preference is None else (*prefs, preference),
+            scores if score is None else (*scores, score),
+        )
+    for case_id in dict.fromkeys(r[0] for r in got.rows):
         prefs, scores = raw[case_id]
         # One annotator (the common case): human_value's answer without its counting.
         if len(prefs) == 1:

@@ -130,13 +130,24 @@ def test_an_unreadable_snapshot_is_read_in_full(
     from sqlalchemy import text
 
     items = [
-        RecordItem(make_result(float(i % 2), candidate_model=CAND, grader_id=GRADER), "qa", "r1", f"c{i}")
+        RecordItem(
+            make_result(float(i % 2), candidate_model=CAND, baseline_model=BASE, grader_id=GRADER),
+            "qa",
+            "r1",
+            f"c{i}",
+        )
         for i in range(60)
     ]
     ledger.record_batch(items)
     queue = choose_for_labels(ledger, task="qa", candidate=CAND, grader_id=GRADER, rate=0.5, seed=4)
     ledger.record_labels([HumanLabel("qa", c, CAND, "ana", preference="candidate") for c in queue])
-    kw: dict[str, Any] = {"baseline": BASE, "candidates": [CAND], "grader_id": GRADER, "target": "human"}
+    kw: dict[str, Any] = {
+        "baseline": BASE,
+        "candidates": [CAND],
+        "grader_id": GRADER,
+        "target": "human",
+        "min_quality": 0.6,
+    }
     first = Router(ledger).decide("qa", **kw).candidates[0].graders[0]
     with ledger.engine.begin() as conn:
         conn.execute(
@@ -144,4 +155,37 @@ def test_an_unreadable_snapshot_is_read_in_full(
             {"e": '{"n": 3, "arrays": "not base64!"}', "s": _human_cache.snapshot_settings()},
         )
     again = Router(ledger).decide("qa", **kw).candidates[0].graders[0]
-    assert again == first
+    assert again == first and first.labels_used == len(queue) > 0
+
+
+def test_continuous_grades_and_varying_inclusion_restore_exactly(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    """More than 256 distinct judge values (stored as float64) and active labelling (one
+    inclusion probability per case): a new Router's evidence is still a full read's."""
+    rng = np.random.default_rng(8)
+    items = [
+        RecordItem(
+            make_result(float(rng.random()), candidate_model=CAND, baseline_model=BASE, grader_id=GRADER),
+            "qa",
+            "r1",
+            f"c{i}",
+        )
+        for i in range(400)
+    ]
+    ledger.record_batch(items)
+    queue = choose_for_labels(
+        ledger, task="qa", candidate=CAND, grader_id=GRADER, rate=0.3, strategy="active", seed=4
+    )
+    ledger.record_labels([HumanLabel("qa", c, CAND, "ana", score=float(rng.random())) for c in queue])
+    kw: dict[str, Any] = {
+        "baseline": BASE,
+        "candidates": [CAND],
+        "grader_id": GRADER,
+        "target": "human",
+        "min_quality": 0.6,
+    }
+    Router(ledger).decide("qa", **kw)
+    got = Router(ledger).decide("qa", **kw).candidates[0].graders[0]
+    assert got.alpha is not None and got.labels_used == len(queue), got.why
+    assert got == _full(ledger, "qa", got.alpha)
