@@ -214,3 +214,25 @@ def test_conversation_copy_fast_path_is_the_slow_copy(value: Any) -> None:
         return ("value", got, json.dumps(got, default=repr), repr(got))
 
     assert outcome(conv._json_copy) == outcome(conv._slow_copy)
+
+
+def test_the_garbage_collector_is_back_after_an_import(traces: Path, tmp_path: Path) -> None:
+    """The import turns the cyclic GC off while it runs; on again afterwards, also after a failure."""
+    import gc
+
+    from llm_connect.errors import TrafficImportError
+
+    assert gc.isenabled()
+    import_traffic([traces], tmp_path / "s.jsonl")
+    assert gc.isenabled()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"resourceSpans": []}\n{oops\n')
+    with pytest.raises(TrafficImportError):
+        import_traffic([bad], tmp_path / "t.jsonl", ImportOptions(strict=True))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        import_traffic([traces], tmp_path / "u.jsonl")
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()
