@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["Group", "Labels", "group_evidence", "human_evidence", "snapshot_settings"]
 
 _MAX_ENTRIES = 10_000
-_STORE_EVERY = 1000
-"""A group is stored again once this many cases (or a 50th of its cases, if more) arrived since
+_STORE_EVERY = 500
+"""A group is stored again once this many cases (or a 200th of its cases, if more) arrived since
 the stored one: a new Router reads and continues over at most about that many."""
 
 
@@ -226,7 +226,7 @@ def _stale(group: Group) -> bool:
     n, t = _progress(group)
     if group.stored is None:
         return n > 0
-    step = max(_STORE_EVERY, n // 50)
+    step = max(_STORE_EVERY, n // 200)
     return n - group.stored[0] >= step or t - group.stored[1] >= step
 
 

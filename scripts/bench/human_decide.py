@@ -7,14 +7,17 @@ Timed in one process, alternating, ``--rounds`` times each:
 
 * **judge**: ``Router.decide(..., target="judge")``, a new Router each time (the case rows read
   and the bounds computed, or the evidence stored by an earlier decision reused);
-* **human cold**: ``target="human"`` with a new Router: the sampled cases joined to their grades,
-  the labels read, the prediction-powered bound computed;
-* **human warm**: ``target="human"`` again with the same Router, nothing changed (the checks
-  that nothing changed, the evidence reused);
-* **loop**: the routing loop, one Router kept: ``--loop`` batches of ``--batch`` new cases
-  graded, the sampler's decisions, the chosen cases labelled, then one timed decision per
-  target (``judge`` with a Router of its own kept likewise): the new rows read, the bound
-  continued.
+* **human first-ever**: ``target="human"`` with a new Router and no stored state (the rows
+  ``human-design:*`` of ``evidence_snapshots`` deleted first): the sampled cases joined to their
+  grades, the labels read, the prediction-powered bound computed, the group's state stored;
+* **human new Router**: ``target="human"`` with another new Router after that decision, nothing
+  new: the stored arrays and running sums restored, the checks that nothing before them changed;
+* **human warm**: the same Router again, nothing changed (the checks, the evidence reused);
+* **new Router after a batch**: ``--loop`` times, ``--batch`` new cases graded, decided by the
+  sampler and the chosen labelled, then a decision from a new Router (a new process): the stored
+  state restored, the new rows read and the bound continued over them;
+* **loop**: the routing loop, one Router kept: ``--loop`` batches likewise, then one timed
+  decision per target (``judge`` with a Router of its own kept likewise).
 
 Prints medians and the ratio human / judge.
 
@@ -28,6 +31,9 @@ import argparse
 import statistics
 import tempfile
 import time
+from typing import Any
+
+from sqlalchemy import text
 
 from llm_connect.grading import GradingResult
 from llm_connect.labels import HumanLabel, choose_for_labels
@@ -94,34 +100,59 @@ def main() -> None:
         fill(ledger, args.cases, candidates)
         print(f"filled in {time.perf_counter() - t:.1f} s")
         kw = {"baseline": "big", "candidates": candidates, "grader_id": GRADER, "min_quality": 0.6}
-        times: dict[str, list[float]] = {"judge": [], "human cold": [], "human warm": []}
+        names = ("judge", "human first-ever", "human new Router", "human warm")
+        times: dict[str, list[float]] = {name: [] for name in names}
+        cpu: dict[str, list[float]] = {name: [] for name in names}
+
+        def timed(name: str, router: Router, target: str) -> Any:
+            """One decision, its wall-clock and CPU time (the CPU time is what a shared machine's
+            other jobs do not add to)."""
+            t, c = time.perf_counter(), time.process_time()
+            decision = router.decide("qa", target=target, **kw)
+            times[name].append(time.perf_counter() - t)
+            cpu[name].append(time.process_time() - c)
+            return decision
+
         last = None
         for _ in range(args.rounds):
-            t = time.perf_counter()
-            Router(ledger).decide("qa", target="judge", **kw)
-            times["judge"].append(time.perf_counter() - t)
+            timed("judge", Router(ledger), "judge")
+            with ledger.engine.begin() as conn:
+                conn.execute(text("DELETE FROM evidence_snapshots WHERE settings LIKE 'human-design:%'"))
+            first = timed("human first-ever", Router(ledger), "human")
             router = Router(ledger)
-            t = time.perf_counter()
-            last = router.decide("qa", target="human", **kw)
-            times["human cold"].append(time.perf_counter() - t)
-            t = time.perf_counter()
-            router.decide("qa", target="human", **kw)
-            times["human warm"].append(time.perf_counter() - t)
+            last = timed("human new Router", router, "human")
+            assert last.candidates == first.candidates
+            timed("human warm", router, "human")
         judge = statistics.median(times["judge"])
         for name, values in times.items():
             med = statistics.median(values)
             print(
-                f"{name:11s} median {med * 1000:7.2f} ms  (min {min(values) * 1000:.2f})  "
-                f"x{med / judge:.2f} judge"
+                f"{name:26s} median {med * 1000:7.2f} ms  (min {min(values) * 1000:.2f}, CPU median "
+                f"{statistics.median(cpu[name]) * 1000:.2f})  x{med / judge:.2f} judge"
             )
         assert last is not None
         print(last.candidates[0].graders[0].why)
+        # A new Router (a new process) after each batch: the stored state continued.
+        n = args.cases
+        name = "new Router after a batch"
+        times[name], cpu[name] = [], []
+        for _ in range(args.loop):
+            for model in candidates:
+                grade_and_label(ledger, range(n, n + args.batch), model)
+            n += args.batch
+            timed(name, Router(ledger), "human")
+        fresh = times[name]
+        med = statistics.median(fresh)
+        print(
+            f"{name:26s} median {med * 1000:7.2f} ms  (min {min(fresh) * 1000:.2f}, "
+            f"max {max(fresh) * 1000:.2f}, CPU median {statistics.median(cpu[name]) * 1000:.2f})  "
+            f"x{med / judge:.2f} judge"
+        )
         # The routing loop: one Router per target kept, a batch of new cases and labels before each.
         kept = {"judge": Router(ledger), "human": Router(ledger)}
         for target, router in kept.items():
             router.decide("qa", target=target, **kw)
         loop: dict[str, list[float]] = {"judge": [], "human": []}
-        n = args.cases
         for _ in range(args.loop):
             for model in candidates:
                 grade_and_label(ledger, range(n, n + args.batch), model)
