@@ -10,9 +10,10 @@ from sqlalchemy import Connection, Engine, Table, select
 from llm_connect._version import __version__
 from llm_connect.errors import LedgerError
 from llm_connect.ledger._engine import reading, write
-from llm_connect.ledger._models import Calibration, utcnow
+from llm_connect.ledger._models import Calibration
 from llm_connect.ledger._rows import CalibrationRow
 from llm_connect.ledger._runs import finite_json
+from llm_connect.types import utcnow
 
 _CALIBRATIONS = cast(Table, Calibration.__table__)
 

@@ -106,7 +106,7 @@ class ChatStore:
             if not isinstance(value, str) or not value.strip():
                 raise LedgerError(f"{name} must be a non-empty string, not {value!r}")
         _finite(dict(report), "report")
-        run_row = dict(
+        run_row: dict[str, Any] = dict(
             task=task, model=model, adapter_id=adapter_id, endpoint=endpoint, runs=runs, verdict=verdict
         )
         run_row.update(
@@ -115,7 +115,7 @@ class ChatStore:
         run_row["overall_score"] = float(overall_score)
         response_rows = []
         for r in responses:
-            row = {
+            row: dict[str, Any] = {
                 "run_index": int(r["run_index"]),
                 "latency_ms": r.get("latency_ms"),
                 "error": mask_value(r.get("error")),

@@ -24,7 +24,13 @@ G = cast(Table, Grade.__table__)
 INSERT_COLUMNS: tuple[str, ...] = tuple(c.name for c in G.columns if c.name != "id")
 KEY = ("run_id", "case_id", "grader_id", "candidate_model")
 #: What makes two grades under one key "the same grade" (re-recording it is then a no-op).
-SAME = ("task", "baseline_model", "prompt_sha256", "baseline_text_sha256", "candidate_text_sha256")
+SAME: tuple[str, ...] = (
+    "task",
+    "baseline_model",
+    "prompt_sha256",
+    "baseline_text_sha256",
+    "candidate_text_sha256",
+)
 SAME += ("quality_score", "candidate_served_model")
 Row = tuple[Any, ...]
 Key = tuple[Any, ...]
@@ -169,7 +175,7 @@ def conflict_error(found: list[tuple[Key, int | None, list[str]]]) -> GradeConfl
 def stored_ids(cursor: Any, pending: dict[Key, Row], ph: str) -> dict[Key, int]:
     """Ids of the stored grades under ``pending``'s keys (key -> row), read with the driver's
     ``cursor`` (placeholder ``ph``); raises :class:`GradeConflictError` if one holds a different grade."""
-    keys, found, clashes = list(pending), {}, []  # type: ignore[var-annotated]
+    keys, found, clashes = list(pending), {}, []
     on = " AND ".join(f"g.{c} = k.column{i}" for i, c in enumerate(KEY, 1))
     for start in range(0, len(keys), 200):
         chunk = keys[start : start + 200]

@@ -257,7 +257,11 @@ def driver_cursor(conn: Connection, what: str) -> Iterator[Any]:
         disconnected = conn.dialect.is_disconnect(exc, dbapi, cursor)
         if disconnected:
             conn.invalidate(exc)
-        options = {"hide_parameters": True, "connection_invalidated": disconnected, "dialect": conn.dialect}
+        options: dict[str, Any] = {
+            "hide_parameters": True,
+            "connection_invalidated": disconnected,
+            "dialect": conn.dialect,
+        }
         raise DBAPIError.instance(what, None, exc, module.Error, **options) from exc
     finally:
         if not conn.invalidated:

@@ -98,9 +98,10 @@ def _one_by_one(cursor: Any, pg: bool, rows: list[Row]) -> list[Any]:
         return [rec for row in rows for rec in cursor.execute(_ONE[pg] + _RETURNING, row).fetchall()]
     out: list[Any] = []
     cursor.executemany(_ONE[pg] + _RETURNING, rows, returning=True)
-    while out.extend(cursor.fetchall()) or cursor.nextset():
-        pass
-    return out
+    while True:
+        out += cursor.fetchall()
+        if not cursor.nextset():
+            return out
 
 
 def _insert_keyed(cursor: Any, pg: bool, rows: list[Row]) -> list[Any]:
@@ -234,8 +235,9 @@ class GradeStore:
             n = int(r[4])
             mean, std = mean_std(n, float(r[5]), float(r[6]))
             low, high = t_interval(n, mean, std, confidence)
-            means = [None if v is None else float(v) for v in r[7:11]]
-            out.append(SummaryRow(*r[:4], n, mean or 0.0, std, low, high, confidence, *means, *r[11:13]))
+            avg = [None if v is None else float(v) for v in r[7:11]]
+            row = (*r[:4], n, mean or 0.0, std, low, high, confidence, *avg, *r[11:13])
+            out.append(SummaryRow(*row))
         return out
 
     def grade_totals(

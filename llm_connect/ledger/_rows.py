@@ -141,7 +141,15 @@ class GradeRow:
         return out
 
 
-_SIDE = ("text", "served_model", "model", "provider", "latency_ms", "prompt_tokens", "completion_tokens")
+_SIDE: tuple[str, ...] = (
+    "text",
+    "served_model",
+    "model",
+    "provider",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+)
 _SIDE += ("cost_usd", "tool_calls", "finish_reason", "endpoint")
 
 

@@ -13,9 +13,9 @@ from llm_connect._secrets import mask_secrets, redact_request
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError, LedgerError
 from llm_connect.ledger._engine import dialect_insert, reading, write
-from llm_connect.ledger._models import ResponseCacheEntry, Run, RunFailure, RunSkip, utcnow
+from llm_connect.ledger._models import ResponseCacheEntry, Run, RunFailure, RunSkip
 from llm_connect.ledger._rows import FailureRow, RunRow
-from llm_connect.types import Conversation, LLMResponse, Prompt, RunConfig
+from llm_connect.types import Conversation, LLMResponse, Prompt, RunConfig, utcnow
 
 if TYPE_CHECKING:
     from llm_connect.values import NotApplicable

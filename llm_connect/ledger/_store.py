@@ -19,10 +19,9 @@ from llm_connect.ledger._fleet import FleetStore
 from llm_connect.ledger._grades import GradeStore
 from llm_connect.ledger._labels import LabelStore, LabelWrite
 from llm_connect.ledger._migrate import ensure_schema
-from llm_connect.ledger._models import utcnow
 from llm_connect.ledger._rows import RecordItem
 from llm_connect.ledger._runs import RunStore, failure_row, skip_rows
-from llm_connect.types import LLMResponse
+from llm_connect.types import LLMResponse, utcnow
 from llm_connect.values import GradingResult, HumanLabel
 
 if TYPE_CHECKING:
@@ -145,7 +144,10 @@ class QualityLedger:
             raise LedgerError("not-applicable pairs and failures belong to a run: give its run_id")
         skips = skip_rows(run_id, not_applicable) if run_id is not None else []
         fields = ("case_id", "task", "stage", "error_type", "message")
-        fails = [failure_row(run_id, *(f[k] for k in fields), f.get("adapter_id")) for f in failures]  # type: ignore[arg-type]
+        fails = [
+            failure_row(run_id or "", adapter_id=f.get("adapter_id"), **{k: f[k] for k in fields})
+            for f in failures
+        ]
         case_ids: list[str] = []
         failed: set[str] = set()
         if worker_id is not None:
@@ -196,7 +198,7 @@ class QualityLedger:
     case_series = _to("grades", GradeStore.case_series)
     routing_read = _to("grades", GradeStore.routing_read)
     rebuild_stats = _to("grades", GradeStore.rebuild_stats)
-    export = _to("grades", GradeStore.export)
+    export = _to("grades", GradeStore.export)  # type: ignore[arg-type]
     # runs, failures, not-applicable pairs, the response cache (_runs.py)
     cache_key = staticmethod(RunStore.cache_key)
     cache_get = _to("runs", RunStore.cache_get)
