@@ -24,13 +24,8 @@ G = cast(Table, Grade.__table__)
 INSERT_COLUMNS: tuple[str, ...] = tuple(c.name for c in G.columns if c.name != "id")
 KEY = ("run_id", "case_id", "grader_id", "candidate_model")
 #: What makes two grades under one key "the same grade" (re-recording it is then a no-op).
-SAME: tuple[str, ...] = (
-    "task",
-    "baseline_model",
-    "prompt_sha256",
-    "baseline_text_sha256",
-    "candidate_text_sha256",
-)
+SAME: tuple[str, ...]
+SAME = ("task", "baseline_model", "prompt_sha256", "baseline_text_sha256", "candidate_text_sha256")
 SAME += ("quality_score", "candidate_served_model")
 Row = tuple[Any, ...]
 Key = tuple[Any, ...]

@@ -87,7 +87,7 @@ class GradeRow:
         return (grade_row, (values,))
 
     def _response(self, side: str) -> LLMResponse:
-        v = {name: getattr(self, f"{side}_{name}") for name in _SIDE}
+        v = {name: getattr(self, f"{side}_{name}") for name in _SIDE.split()}
         tokens = (v["prompt_tokens"], v["completion_tokens"])
         return LLMResponse(
             text=v["text"] or "",
@@ -141,16 +141,8 @@ class GradeRow:
         return out
 
 
-_SIDE: tuple[str, ...] = (
-    "text",
-    "served_model",
-    "model",
-    "provider",
-    "latency_ms",
-    "prompt_tokens",
-    "completion_tokens",
-)
-_SIDE += ("cost_usd", "tool_calls", "finish_reason", "endpoint")
+_SIDE = "text served_model model provider latency_ms prompt_tokens completion_tokens cost_usd tool_calls"
+_SIDE += " finish_reason endpoint"  # the columns of one side (baseline_*, candidate_*) a response reads
 
 
 def freeze_json(value: Mapping[str, Any]) -> Mapping[str, Any]:
