@@ -99,6 +99,13 @@ def main() -> None:
         t = time.perf_counter()
         fill(ledger, args.cases, candidates)
         print(f"filled in {time.perf_counter() - t:.1f} s")
+        if ledger.engine.dialect.name == "postgresql":
+            # Statistics, as autovacuum would gather them (a server without it plans the join of
+            # 100,000 sampled cases to their grades as a nested loop over every pair).
+            with ledger.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("ANALYZE label_sampling")
+                conn.exec_driver_sql("ANALYZE case_stats")
+                conn.exec_driver_sql("ANALYZE human_labels")
         kw = {"baseline": "big", "candidates": candidates, "grader_id": GRADER, "min_quality": 0.6}
         names = ("judge", "human first-ever", "human new Router", "human warm")
         times: dict[str, list[float]] = {name: [] for name in names}
