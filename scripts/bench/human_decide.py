@@ -106,7 +106,12 @@ def main() -> None:
                 conn.exec_driver_sql("ANALYZE label_sampling")
                 conn.exec_driver_sql("ANALYZE case_stats")
                 conn.exec_driver_sql("ANALYZE human_labels")
-        kw = {"baseline": "big", "candidates": candidates, "grader_id": GRADER, "min_quality": 0.6}
+        kw: dict[str, Any] = {
+            "baseline": "big",
+            "candidates": candidates,
+            "grader_id": GRADER,
+            "min_quality": 0.6,
+        }
         names = ("judge", "human first-ever", "human new Router", "human warm")
         times: dict[str, list[float]] = {name: [] for name in names}
         cpu: dict[str, list[float]] = {name: [] for name in names}
