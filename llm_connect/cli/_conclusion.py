@@ -53,6 +53,21 @@ def exit_code(report: Any, gate: Any, *, allow_unsettled: bool) -> int:
     return EXIT_OK
 
 
+def _gate_items(stats: list[Any], decisions: list[Any], target: str | None) -> list[tuple[str, str, Any]]:
+    """The (task, candidate, evidence) the gate judges: the run's routing judges' evidence, or
+    with ``target="human"`` each routing decision's human-target evidence (none when routing
+    failed, which leaves the gate not settled)."""
+    if target != "human":
+        return [(s.task, s.candidate, s.evidence) for s in stats if s.routes]
+    return [
+        (d.task, c.model, ev)
+        for d in decisions
+        for c in d.candidates
+        for ev in c.graders
+        if ev.grader_id in d.used_grader_ids
+    ]
+
+
 def conclude(opts: Any, outcome: Any, *, allow_unsettled: bool) -> Conclusion:
     """The statistics, sessions, routing decisions and gate of the run in ``outcome``."""
     from llm_connect.cli import _report, _sessions
@@ -87,10 +102,10 @@ def conclude(opts: Any, outcome: Any, *, allow_unsettled: bool) -> Conclusion:
             routing_error = f"{type(exc).__name__}: {exc}"
     # The gate reads the statuses the evidence module computed: passed only when every candidate
     # is proven on every routing judge, failed when one is ruled out, not settled otherwise.
+    # With --target human the gate reads what people would say (the routing decisions' human
+    # evidence), never the judge's own figures: no human labels yet is not settled, not passed.
     gate = (
-        quality_gate(((s.task, s.candidate, s.evidence) for s in stats if s.routes), min_quality=threshold)
-        if opts.gate
-        else None
+        quality_gate(_gate_items(stats, decisions, opts.target), min_quality=threshold) if opts.gate else None
     )
     return Conclusion(
         stats=stats,

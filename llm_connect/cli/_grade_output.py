@@ -159,7 +159,8 @@ def _print_gate(out: _Out, gate: Any, allow_unsettled: bool) -> None:
         tail = (
             " (--allow-unsettled: exit 0)" if allow_unsettled else " (exit 5; --allow-unsettled makes it 0)"
         )
-        out.line(("not settled is neither a pass nor a failure: grade more cases" + tail, "dim"))
+        todo = "label the queued cases (llm-connect labels queue)" if gate.by_people else "grade more cases"
+        out.line((f"not settled is neither a pass nor a failure: {todo}" + tail, "dim"))
 
 
 def grade_json(

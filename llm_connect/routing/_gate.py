@@ -46,6 +46,8 @@ class GateItem:
     def describe(self, min_quality: float) -> str:
         """One short line: candidate, judge, task, the mean against the threshold, and what is missing."""
         ev = self.evidence
+        if ev.target == "human":
+            return self._describe_people(min_quality)
         head = f"{self.candidate} on {ev.grader_id} in {self.task}"
         if ev.mean is None or ev.lower_bound is None or ev.upper_bound is None:
             return f"{head}: no grades"
@@ -60,6 +62,31 @@ class GateItem:
         else:
             settle = f"about {more} more case{'s' if more != 1 else ''} would settle it"
         return f"{head}: {where}, {ev.n} case{'s' if ev.n != 1 else ''}; {settle}"
+
+    def _describe_people(self, min_quality: float) -> str:
+        ev = self.evidence
+        head = f"{self.candidate} on {ev.grader_id} in {self.task}, by what people would say"
+        pending = (
+            f", {ev.labels_pending} chosen case{'s' if ev.labels_pending != 1 else ''} awaiting labels"
+            if ev.labels_pending
+            else ""
+        )
+        if ev.mean is None or ev.lower_bound is None or ev.upper_bound is None:
+            return f"{head}: no human labels yet{pending}"
+        where = (
+            f"estimate {ev.mean:.3f} vs {min_quality:g}, bounds [{ev.lower_bound:.3f}, "
+            f"{ev.upper_bound:.3f}], {ev.labels_used or 0} label{'s' if ev.labels_used != 1 else ''}"
+        )
+        if ev.status == RULED_OUT:
+            return f"{head}: {where}, ruled out (upper bound below {min_quality:g})"
+        if ev.status == PROVEN:
+            return f"{head}: {where}, proven"
+        if ev.more_labels is None:
+            return f"{head}: {where}{pending}; too close to call at any practical number of labels"
+        more = f"about {ev.more_labels} more label{'s' if ev.more_labels != 1 else ''}"
+        if ev.more_cases:
+            more += f" (and {ev.more_cases} more case{'s' if ev.more_cases != 1 else ''})"
+        return f"{head}: {where}{pending}; {more} would settle it"
 
 
 def more_cases(evidence: GraderEvidence) -> int | None:
@@ -86,6 +113,11 @@ class GateResult:
     """How many (task, candidate, routing judge) items were looked at."""
 
     @property
+    def by_people(self) -> bool:
+        """Whether the gate judged what people would say (``target="human"`` evidence)."""
+        return any(i.evidence.target == "human" for i in (*self.ruled_out, *self.unsettled, *self.proven))
+
+    @property
     def passed(self) -> bool:
         """Whether the outcome is ``passed``."""
         return self.outcome == GATE_PASSED
@@ -103,7 +135,8 @@ class GateResult:
             GATE_PASSED: f": every candidate is proven on every routing judge ({self.checked} checked)",
             GATE_FAILED: f": {len(self.ruled_out)} ruled out",
             GATE_NOT_SETTLED: (
-                f": {len(self.unsettled)} not proven yet and none ruled out; more cases would settle it"
+                f": {len(self.unsettled)} not proven yet and none ruled out; "
+                f"{'more labels' if self.by_people else 'more cases'} would settle it"
             ),
         }[self.outcome]
         return f"quality gate {word} (min {self.min_quality:g}){tail}"
@@ -123,6 +156,11 @@ class GateResult:
                 "lower_bound": ev.lower_bound,
                 "upper_bound": ev.upper_bound,
                 "more_cases_needed": more_cases(ev),
+                **(
+                    {"target": "human", "labels_used": ev.labels_used, "more_labels_needed": ev.more_labels}
+                    if ev.target == "human"
+                    else {}
+                ),
             }
 
         return {

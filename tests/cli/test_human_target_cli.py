@@ -31,10 +31,14 @@ def _grade(suite: Path | None, db: str, *extra: str) -> tuple[int, str]:
 def test_grade_queue_label_and_route_on_what_people_would_say(tmp_path: Path, ledger_url: str) -> None:
     suite = pair_suite(tmp_path / "suite.jsonl", N, same=SAME)
     code, out = _grade(suite, ledger_url, "--run-id", "r1")
-    assert code == 0, out
-    # Before any label: a clear verdict, the judge's estimate, no routing on people.
+    # Before any label: a clear verdict, the judge's estimate, no routing on people, and the
+    # gate judges what people would say (not the judge's proven 0.85): not settled, exit 5.
+    assert code == 5, out
     assert "small on exact: judge alone 0.850 | no human labels yet" in out
     assert "keep baseline big" in out
+    assert "quality gate NOT SETTLED (min 0.6)" in out and "more labels would settle it" in out
+    assert "small on exact in qa, by what people would say: no human labels yet" in out
+    assert "label the queued cases" in out
 
     # The sampler decided every graded case once and chose about RATE of them.
     with QualityLedger(ledger_url) as ledger:
@@ -93,6 +97,7 @@ def test_grade_queue_label_and_route_on_what_people_would_say(tmp_path: Path, le
     # grade --resume: nothing new to grade or sample, the decision on people's labels.
     code, out = _grade(None, ledger_url, "--resume", "r1")
     assert code == 0, out
+    assert "quality gate passed (min 0.6)" in out
     assert "route to small" in out
     assert re.search(r"small on exact: judge alone 0\.850 \| people 0\.\d{3} \[", out), out
     assert "no human labels yet" not in out

@@ -38,3 +38,24 @@ def test_more_cases_is_the_difference_from_the_total() -> None:
     assert more_cases(ev("undecided", n=40, needed=100)) == 60
     assert more_cases(ev("undecided", n=40, needed=None)) is None  # too close to call
     assert more_cases(ev("proven", n=40, needed=100)) is None  # settled
+
+
+def test_a_gate_on_what_people_would_say_counts_labels_not_cases() -> None:
+    none_yet = GraderEvidence(
+        grader_id="exact", n=0, mean=None, lower_bound=None, passed=False, why="no human labels yet",
+        status="insufficient", target="human", labels_used=0, labels_pending=12,
+    )  # fmt: skip
+    waiting = GraderEvidence(
+        grader_id="exact", n=300, mean=0.72, lower_bound=0.61, passed=False, why="", upper_bound=0.83,
+        status="undecided", target="human", labels_used=58, more_labels=40, more_cases=200,
+    )  # fmt: skip
+    gate = quality_gate([("qa", "small", none_yet), ("qa", "mid", waiting)], min_quality=0.7)
+    assert gate.outcome == GATE_NOT_SETTLED and gate.by_people
+    assert "more labels would settle it" in gate.headline()
+    assert gate.lines() == [
+        "small on exact in qa, by what people would say: no human labels yet, 12 chosen cases awaiting labels",
+        "mid on exact in qa, by what people would say: estimate 0.720 vs 0.7, bounds [0.610, 0.830], 58 labels; "
+        "about 40 more labels (and 200 more cases) would settle it",
+    ]
+    assert gate.to_dict()["not_settled"][1]["more_labels_needed"] == 40
+    assert not quality_gate([("qa", "a", ev("undecided"))], min_quality=0.9).by_people
