@@ -359,7 +359,10 @@ def execute(
     elif opts.run_id is not None and ledger.run(opts.run_id) is not None:
         fail(f"run {opts.run_id} already exists in {ledger.url}; continue it with --resume {opts.run_id}")
 
-    early: dict[str, Any] = {}
+    # Cases are graded in a seeded random order (not the file's): the anytime bounds treat the
+    # cases in the order they arrive as exchangeable draws, and a suite grouped by topic or
+    # difficulty would otherwise let its first group prove what the whole suite does not.
+    early: dict[str, Any] = {} if opts.shared else {"shuffle_seed": opts.order_seed}
     if opts.until_decided:
         early = {
             "shuffle_seed": opts.order_seed,

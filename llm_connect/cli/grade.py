@@ -348,7 +348,8 @@ def grade(
         int,
         typer.Option(
             "--order-seed",
-            help="Seed of the --until-decided order.",
+            help="Seed of the random order the cases are graded in (the bounds need an order "
+            "that does not follow the file's grouping).",
             metavar="N",
             rich_help_panel="Judges and the gate",
         ),
