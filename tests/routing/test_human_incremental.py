@@ -18,19 +18,10 @@ import pytest
 
 from llm_connect.grading import GradingResult
 from llm_connect.labels import HumanLabel, choose_for_labels
-from llm_connect.ledger import LabelStore, QualityLedger, RecordItem, SamplingStore
+from llm_connect.ledger import QualityLedger, RecordItem
 from llm_connect.ledger._design import DesignReader
 from llm_connect.routing import Router
-from llm_connect.routing._human import human_grader_evidence
-
-GRADER = "sim-judge"
-BASE, OTHER, CAND = "big", "other", "small"
-
-
-def _full(ledger: QualityLedger, task: str, alpha: float) -> object:
-    design = SamplingStore(ledger.engine).design(task, BASE, [CAND], [GRADER])[(CAND, GRADER)]
-    values = {k: v for k, v in LabelStore(ledger.engine).case_values(task, [CAND]).items() if k[0] == CAND}
-    return human_grader_evidence(design, values, min_quality=0.6, min_samples=30, alpha=alpha)
+from tests.routing._human_group import BASE, CAND, GRADER, OTHER, full_read
 
 
 def test_a_kept_router_equals_a_full_read_after_every_change(
@@ -82,7 +73,7 @@ def test_a_kept_router_equals_a_full_read_after_every_change(
             task, baseline=BASE, candidates=[CAND], grader_id=GRADER, min_quality=0.6, target="human"
         )
         got = d.candidates[0].graders[0]
-        assert got == _full(ledger, task, got.alpha), step
+        assert got == full_read(ledger, task, got.alpha), step
 
     check("nothing graded")
     n = 0
@@ -130,4 +121,4 @@ def test_a_kept_router_equals_a_full_read_after_every_change(
     fresh = Router(ledger).decide(
         task, baseline=BASE, candidates=[CAND], grader_id=GRADER, min_quality=0.6, target="human"
     )
-    assert fresh.candidates[0].graders[0] == _full(ledger, task, fresh.candidates[0].graders[0].alpha)
+    assert fresh.candidates[0].graders[0] == full_read(ledger, task, fresh.candidates[0].graders[0].alpha)

@@ -18,19 +18,10 @@ import pytest
 
 from llm_connect.grading import GradingResult
 from llm_connect.labels import HumanLabel, choose_for_labels
-from llm_connect.ledger import LabelStore, QualityLedger, RecordItem, SamplingStore
+from llm_connect.ledger import QualityLedger, RecordItem
 from llm_connect.ledger._design import DesignReader
 from llm_connect.routing import Router, _human_cache, _ppi, _ppi_running
-from llm_connect.routing._human import human_grader_evidence
-
-GRADER = "sim-judge"
-BASE, OTHER, CAND = "big", "other", "small"
-
-
-def _full(ledger: QualityLedger, task: str, alpha: float) -> object:
-    design = SamplingStore(ledger.engine).design(task, BASE, [CAND], [GRADER])[(CAND, GRADER)]
-    values = {k: v for k, v in LabelStore(ledger.engine).case_values(task, [CAND]).items() if k[0] == CAND}
-    return human_grader_evidence(design, values, min_quality=0.6, min_samples=30, alpha=alpha)
+from tests.routing._human_group import BASE, CAND, GRADER, OTHER, full_read
 
 
 @pytest.mark.parametrize("store_every", [1, 100_000])
@@ -87,7 +78,7 @@ def test_a_new_router_continues_from_the_stored_group_and_equals_a_full_read(
         )
         got = d.candidates[0].graders[0]
         assert got.alpha is not None
-        assert got == _full(ledger, task, got.alpha), step
+        assert got == full_read(ledger, task, got.alpha), step
         assert len(full_reads) == reads, step
         return starts[0]
 
@@ -188,4 +179,4 @@ def test_continuous_grades_and_varying_inclusion_restore_exactly(
     Router(ledger).decide("qa", **kw)
     got = Router(ledger).decide("qa", **kw).candidates[0].graders[0]
     assert got.alpha is not None and got.labels_used == len(queue), got.why
-    assert got == _full(ledger, "qa", got.alpha)
+    assert got == full_read(ledger, "qa", got.alpha)
