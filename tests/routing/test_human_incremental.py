@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from llm_connect.grading import GradingResult
-from llm_connect.labels import HumanLabel, choose_for_labels
+from llm_connect.labels import choose_for_labels
 from llm_connect.ledger import QualityLedger, RecordItem
 from llm_connect.ledger._design import DesignReader
 from llm_connect.routing import Router
-from tests.routing._human_group import BASE, CAND, GRADER, OTHER, full_read
+from tests.routing._human_group import BASE, CAND, GRADER, OTHER, full_read, label_at_random
 
 
 def test_a_kept_router_equals_a_full_read_after_every_change(
@@ -62,11 +62,7 @@ def test_a_kept_router_equals_a_full_read_after_every_change(
         ledger.record_batch(items)
 
     def label(case_ids: list[str], annotator: str = "ana", replace: bool = False) -> None:
-        prefs = ("candidate", "tie", "baseline")
-        ledger.record_labels(
-            [HumanLabel(task, c, CAND, annotator, preference=prefs[int(rng.integers(3))]) for c in case_ids],
-            replace=replace,
-        )
+        label_at_random(ledger, task, case_ids, rng, annotator, replace)
 
     def check(step: str) -> None:
         d = router.decide(

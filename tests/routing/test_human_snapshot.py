@@ -21,7 +21,16 @@ from llm_connect.labels import HumanLabel, choose_for_labels
 from llm_connect.ledger import QualityLedger, RecordItem
 from llm_connect.ledger._design import DesignReader
 from llm_connect.routing import Router, _human_cache, _ppi, _ppi_running
-from tests.routing._human_group import BASE, CAND, GRADER, OTHER, full_read
+from tests.routing._human_group import BASE, CAND, GRADER, OTHER, full_read, label_at_random
+
+DECIDE: dict[str, Any] = {
+    "baseline": BASE,
+    "candidates": [CAND],
+    "grader_id": GRADER,
+    "target": "human",
+    "min_quality": 0.6,
+}
+"""The decision both restore tests ask a new Router for."""
 
 
 @pytest.mark.parametrize("store_every", [1, 100_000])
@@ -62,11 +71,7 @@ def test_a_new_router_continues_from_the_stored_group_and_equals_a_full_read(
         ledger.record_batch(items)
 
     def label(case_ids: list[str], annotator: str = "ana", replace: bool = False) -> None:
-        prefs = ("candidate", "tie", "baseline")
-        ledger.record_labels(
-            [HumanLabel(task, c, CAND, annotator, preference=prefs[int(rng.integers(3))]) for c in case_ids],
-            replace=replace,
-        )
+        label_at_random(ledger, task, case_ids, rng, annotator, replace)
 
     def check(step: str, reads: int) -> int:
         """A new Router's evidence equals the full computation; ``reads`` full reads it made;
@@ -132,13 +137,7 @@ def test_an_unreadable_snapshot_is_read_in_full(
     ledger.record_batch(items)
     queue = choose_for_labels(ledger, task="qa", candidate=CAND, grader_id=GRADER, rate=0.5, seed=4)
     ledger.record_labels([HumanLabel("qa", c, CAND, "ana", preference="candidate") for c in queue])
-    kw: dict[str, Any] = {
-        "baseline": BASE,
-        "candidates": [CAND],
-        "grader_id": GRADER,
-        "target": "human",
-        "min_quality": 0.6,
-    }
+    kw = DECIDE
     first = Router(ledger).decide("qa", **kw).candidates[0].graders[0]
     with ledger.engine.begin() as conn:
         conn.execute(
@@ -169,13 +168,7 @@ def test_continuous_grades_and_varying_inclusion_restore_exactly(
         ledger, task="qa", candidate=CAND, grader_id=GRADER, rate=0.3, strategy="active", seed=4
     )
     ledger.record_labels([HumanLabel("qa", c, CAND, "ana", score=float(rng.random())) for c in queue])
-    kw: dict[str, Any] = {
-        "baseline": BASE,
-        "candidates": [CAND],
-        "grader_id": GRADER,
-        "target": "human",
-        "min_quality": 0.6,
-    }
+    kw = DECIDE
     Router(ledger).decide("qa", **kw)
     got = Router(ledger).decide("qa", **kw).candidates[0].graders[0]
     assert got.alpha is not None and got.labels_used == len(queue), got.why
