@@ -9,21 +9,22 @@ fixed in advance) and draws ``chosen_t ~ Bernoulli(p_t)``; people label the chos
     y_t = a_t + (chosen_t / p_t) (H_t - a_t)
 
 has conditional mean ``E[H_t]`` whatever the judge's bias (the chosen/p factor has mean one
-given everything else). :func:`ppi_sequence` bounds that mean with the empirical-Bernstein
-confidence sequence of ``_bounds`` (Waudby-Smith & Ramdas 2024, Thm 2), one side at a time:
-for the lower bound, with a predictable centre ``m_t``, scale ``S_t`` (the larger of the lower
-extent ``m_t - y_min`` and half the range) and bet ``gamma_t`` in [0, 1/2], the value cut
-from above where Fan's exponent stops growing (``y'_t <= y_t``, so its mean is at most
-``mu``), ``xi_t = (y'_t - m_t) / S_t >= -1`` and ``eta_t = gamma_t / S_t``,
+given everything else). :func:`ppi_sequence` bounds that mean with a betting confidence
+sequence, one side at a time: for the lower bound, with a predictable centre ``m_t``, scale
+``S_t`` (the larger of the lower extent ``m_t - y_min`` and half the range), bet ``gamma_t``
+in [0, 3/4] (WSR's schedule), ``xi_t = (y_t - m_t) / S_t >= -1`` and ``eta_t = gamma_t / S_t``,
 
-    prod exp(eta_t (y'_t - mu) - psi_E(gamma_t) xi_t^2),   psi_E(g) = -log(1 - g) - g,
+    prod (1 + gamma_t xi_t) exp(eta_t (m_t - mu))
 
-is a non-negative supermartingale at the true ``mu`` (Fan et al.'s inequality), so by Ville's
-inequality
+is a non-negative supermartingale at the true ``mu`` (each factor's conditional mean is
+``(1 + eta_t (mu - m_t)) exp(-eta_t (mu - m_t)) <= 1``), and its log is linear in ``mu``, so by
+Ville's inequality
 
-    mu >= max_t (sum eta_i y'_i - sum psi_E(gamma_i) xi_i^2 - log(1/alpha)) / sum eta_i
+    mu >= max_t (sum eta_i y_i - sum (gamma_i xi_i - log(1 + gamma_i xi_i)) - log(1/alpha)) / sum eta_i
 
 at every ``t`` at once with probability ``1 - alpha``. The upper bound is the same for ``-y``.
+At rate 1 (every case labelled) the factor is the empirical-Bernstein one of ``_bounds``, so
+the bound is the labels' own (:func:`~llm_connect.routing._ppi_running.side_terms`).
 Under uniform labelling the labels alone are a random subsample, and the bound is that of the
 mixture ``w E_labels + (1 - w) E_ppi`` of the existing bound's e-process over the labels and
 this one (``w`` = :data:`LABELS_SHARE`), at least as tight as either at its share of

@@ -32,18 +32,20 @@ __all__ = [
     "start_state",
 ]
 
-STATE_VERSION = "2"
-"""Version of :class:`PPIState`'s fields and their meaning. "2": each side of the
+STATE_VERSION = "3"
+"""Version of :class:`PPIState`'s fields and their meaning. "3": below rate 1 each case's
+factor is the exact bet ``1 + gamma xi`` (not Fan's bound), bets up to 3/4. "2": each side of the
 prediction-powered e-process has its own scale and sums (``*_up``: the upper side, on ``-y``);
 under uniform labelling the bounds are those of the mixture of the two e-processes
 (``best_low`` / ``best_high`` are the mixture's running extremes), not the tighter of two
 bounds at split ``alpha`` ("1")."""
 
-PPI_TRUNCATION = 0.5
+PPI_TRUNCATION = 0.75
 """The largest bet ``gamma`` of the prediction-powered e-process, in units of its scale (WSR
-truncate at 1/2 or 3/4; ``_bounds`` uses 3/4 on values in [0, 1]). Inverse-probability values
-are rare and far: at a large ``gamma`` Fan's penalty ``psi_E(gamma)`` is twice its quadratic
-approximation, and 1/2 proved 10-20% fewer labels than 3/4 in ``scripts/bench/ppi_sim.py``."""
+truncate at 1/2 or 3/4). With the exact factor ``log(1 + gamma xi)`` a bet only costs about
+``gamma^2 xi^2 / 2`` on the values that occur, so 3/4 proved with fewer labels than 1/2 in
+``scripts/bench/ppi_sim.py`` (with Fan's bound, whose penalty ``psi_E(gamma)`` at 3/4 is 2.3x
+its quadratic approximation on every value, 1/2 did)."""
 
 _NEWTON = 4
 """Newton steps for the mixture's root: quadratic convergence from below (every step is
@@ -66,24 +68,34 @@ def _range(lam: Any, c: Any, floor: float) -> tuple[Any, Any]:
 
 
 def side_terms(v: Any, centre: Any, bet: Any, own: Any, width: Any, floor: float) -> tuple[Any, Any, Any]:
-    """Per case, one side's terms of the empirical-Bernstein e-process: ``(eta v', psi xi'^2, eta)``.
+    """Per case, one side's terms of the prediction-powered e-process: ``(eta v, penalty, eta)``.
 
-    ``v``: the values (``y`` for the lower bound, ``-y`` for the upper), ``centre`` their
-    predictable centre, ``bet`` WSR's bet before truncation, ``own``: how far ``v`` can fall
-    below the centre (known before the case). The scale ``S = max(own, width / 2)`` (``width``
-    itself at rate 1, where the bound is the labels' own) keeps ``xi = (v - centre) / S >= -1``,
-    as Fan's inequality needs; ``gamma = min(PPI_TRUNCATION, S bet)`` (3/4 at rate 1),
-    ``eta = gamma / S``. Values above
-    ``centre + S max(1, gamma / (2 psi))``, where ``gamma xi - psi xi^2`` stops growing, are cut
-    down to it: that only lowers the values' conditional mean, so the bound of the cut values
-    is still a bound of ``mu`` (``docs/decisions.md``).
+    The side's log e-value at a candidate mean ``mu`` is the cumulative sum of
+    ``eta v - penalty - eta mu``. ``v``: the values (``y`` for the lower bound, ``-y`` for the
+    upper), ``centre`` their predictable centre, ``bet`` WSR's bet before truncation, ``own``:
+    how far ``v`` can fall below the centre (known before the case). The scale
+    ``S = max(own, width / 2)`` keeps ``xi = (v - centre) / S >= -1``; ``gamma = min(3/4, S bet)``,
+    ``eta = gamma / S``.
+
+    Below rate 1 each case's factor is the exact bet ``(1 + gamma xi) exp(eta (centre - mu))``
+    (conditional mean at most 1 at the true mean, as ``1 + x <= e^x``; positive as
+    ``gamma < 1``): its log is ``eta v - (gamma xi - log(1 + gamma xi)) - eta mu``, still
+    linear in ``mu``. At rate 1 (every case labelled: the labels' own bound) it is the
+    empirical-Bernstein factor of ``_bounds`` on the scale ``width``: Fan's
+    ``gamma xi - psi_E(gamma) xi^2`` with values above ``centre + S max(1, gamma / (2 psi))``,
+    where it stops growing, cut down to that (``docs/decisions.md``).
     """
-    scale = width if floor >= 1.0 else np.maximum(own, 0.5 * width)
-    gamma = np.minimum(TRUNCATION if floor >= 1.0 else PPI_TRUNCATION, scale * bet)
+    if floor >= 1.0:
+        gamma = np.minimum(TRUNCATION, width * bet)
+        eta = gamma / width
+        psi = -np.log1p(-gamma) - gamma
+        cut = np.minimum(v, centre + np.maximum(1.0, gamma / (2.0 * psi)) * width)
+        return eta * cut, psi * ((cut - centre) / width) ** 2, eta
+    scale = np.maximum(own, 0.5 * width)
+    gamma = np.minimum(PPI_TRUNCATION, scale * bet)
     eta = gamma / scale
-    psi = -np.log1p(-gamma) - gamma
-    cut = np.minimum(v, centre + np.maximum(1.0, gamma / (2.0 * psi)) * scale)
-    return eta * cut, psi * ((cut - centre) / scale) ** 2, eta
+    step = gamma * (v - centre) / scale  # >= -gamma > -1
+    return eta * v, step - np.log1p(step), eta
 
 
 def mixture_root(a1: Any, b1: Any, a2: Any, b2: Any, share: float, log_inv_alpha: float) -> Any:

@@ -113,4 +113,4 @@ def test_the_state_is_a_frozen_dataclass_of_plain_numbers_with_a_version() -> No
             return all(plain(v) for v in value)
         return type(value) in (int, float)
 
-    assert STATE_VERSION == "2" and plain(state)
+    assert STATE_VERSION == "3" and plain(state)
