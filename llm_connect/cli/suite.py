@@ -88,6 +88,18 @@ def import_(
             rich_help_panel=_INPUT,
         ),
     ] = 10_000,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Processes reading a large plain OTLP JSON file with --sample (default: one per CPU; "
+            "1: this process alone). The suite is the same either way.",
+            metavar="N",
+            show_default=False,
+            rich_help_panel=_INPUT,
+        ),
+    ] = None,
     task: Annotated[
         str | None,
         typer.Option(
@@ -200,7 +212,7 @@ def import_(
         join_window=join_window,
         response_name=response_name,
     )
-    report = import_traffic(files, output, options)
+    report = import_traffic(files, output, options, workers=workers)
     if json_out:
         typer.echo(json.dumps(report.to_dict()))
     else:

@@ -163,6 +163,8 @@ class Probe:
     """The model asked for."""
     answer_model: str | None
     """The model that answered."""
+    stratum: str | None = None
+    """The call's stratum, when worked out already (by a worker of :mod:`llm_connect.traffic._parallel`)."""
 
 
 class Deferred(Protocol):

@@ -69,7 +69,9 @@ def _stratum(importer: _Importer, item: Deferred, probe: Probe) -> str:
     return str(value)
 
 
-def draw(items: Iterable[TrafficCall | Skip | Deferred], importer: _Importer, sampler: Sampler) -> list[Any]:
+def draw(
+    items: Iterable[TrafficCall | Skip | Deferred | tuple[Any, ...]], importer: _Importer, sampler: Sampler
+) -> list[Any]:
     """The cases of the sample, in stream order (see the module docstring); counts go to the report.
 
     Raises:
@@ -84,19 +86,25 @@ def draw(items: Iterable[TrafficCall | Skip | Deferred], importer: _Importer, sa
         if isinstance(item, Skip):
             importer.skip(item)
             continue
-        ref: Deferred = Ready(item) if isinstance(item, TrafficCall) else item
-        probe = ref.probe()
-        if isinstance(probe, Skip):
-            importer.skip(probe)
-            continue
+        ref: Deferred | None = None
+        probe: Probe | Skip | None = None
+        if isinstance(item, tuple):  # probed by a worker, and it cannot enter the reservoir
+            key_bytes, error, empty, stratum = item
+        else:
+            ref = Ready(item) if isinstance(item, TrafficCall) else item
+            probe = ref.probe()
+            if isinstance(probe, Skip):
+                importer.skip(probe)
+                continue
+            key_bytes, error, empty, stratum = probe.key, probe.error, probe.empty, probe.stratum
         r.calls += 1
-        if probe.error:
+        if error:
             r.dropped["errored call"] = r.dropped.get("errored call", 0) + 1
             continue
-        if probe.empty:
+        if empty:
             r.dropped["empty answer"] = r.dropped.get("empty answer", 0) + 1
             continue
-        key = int.from_bytes(probe.key[:8], "big")
+        key = int.from_bytes(key_bytes[:8], "big")
         if key in keys:
             if not keep:
                 r.duplicates += 1
@@ -105,7 +113,13 @@ def draw(items: Iterable[TrafficCall | Skip | Deferred], importer: _Importer, sa
             keys.add(key)
         seq += 1
         r.eligible += 1
-        sampler.offer(_stratum(importer, ref, probe), probe.key.hex(), seq, ref)
+        if ref is None:
+            sampler.strata[stratum].population += 1
+            continue
+        if stratum is None:
+            assert isinstance(probe, Probe)
+            stratum = _stratum(importer, ref, probe)
+        sampler.offer(stratum, key_bytes.hex(), seq, ref)
     keys.clear()
 
     def build(ref: Deferred) -> dict[str, Any] | None:

@@ -34,6 +34,7 @@ from llm_connect.traffic._draw import RESERVED_KEYS, draw, spare
 from llm_connect.traffic._json import dumps_line
 from llm_connect.traffic._logs import read_langfuse, read_openai_log
 from llm_connect.traffic._otlp import DEFAULT_JOIN_WINDOW, OtlpReader
+from llm_connect.traffic._parallel import ParallelOtlp, workers_for
 from llm_connect.traffic._redact import Redactor, mask_all, mask_request
 from llm_connect.traffic._sample import SampleExhausted, Sampler
 from llm_connect.types import Conversation, ConversationError
@@ -390,11 +391,16 @@ def import_traffic(
     options: ImportOptions | None = None,
     *,
     on_progress: Callable[[int], None] | None = None,
+    workers: int | None = 1,
+    chunk_bytes: int | None = None,
 ) -> ImportReport:
     """Read production traffic from ``files`` and write a suite to ``output`` (plus ``.meta.json``).
 
     With ``sample`` (and not ``strict``) only the cases drawn are built
     (:mod:`llm_connect.traffic._draw`); otherwise every call becomes a case first.
+    Drawn first, large plain OTLP JSON files are read by ``workers`` spawned processes
+    (``None``: one per CPU; 1: none) in ranges of ``chunk_bytes``; the output is the
+    same (:mod:`llm_connect.traffic._parallel`; a script needs the ``__main__`` guard).
 
     Raises:
         TrafficImportError: an unknown or mixed format, a missing file, a skip under
@@ -421,10 +427,11 @@ def import_traffic(
         fmt = next(iter(found.values()))
     out = Path(output)
     first = options.sample is not None and not options.strict and options.stratify_by not in RESERVED_KEYS
+    n = workers_for(paths, fmt, draw_first=first, workers=workers, chunk_bytes=chunk_bytes)
     with _no_cyclic_gc():
         if first:
             try:
-                return _run(fmt, paths, options, out, on_progress, draw_first=True)
+                return _run(fmt, paths, options, out, on_progress, draw_first=True, workers=(n, chunk_bytes))
             except SampleExhausted:
                 pass  # too many drawn calls were unusable: build every case
         return _run(fmt, paths, options, out, on_progress, draw_first=False)
@@ -458,6 +465,7 @@ def _run(
     on_progress: Callable[[int], None] | None,
     *,
     draw_first: bool,
+    workers: tuple[int, int | None] = (1, None),
 ) -> ImportReport:
     importer = _Importer(fmt, paths, options, out)
     report = importer.report
@@ -472,7 +480,11 @@ def _run(
         if options.sample is not None
         else None
     )
-    items, reader = _read(fmt, paths, options, defer=draw_first)
+    if workers[0] > 1 and sampler is not None:  # OTLP JSON drawn first (_parallel.workers_for)
+        reader = ParallelOtlp(paths, options, sampler, workers=workers[0], chunk_bytes=workers[1])
+        items: Iterator[Any] = reader.read()
+    else:
+        items, reader = _read(fmt, paths, options, defer=draw_first)
     try:
         tmp = tempfile.NamedTemporaryFile(  # noqa: SIM115 - renamed or removed below
             "wb", dir=out.absolute().parent, prefix=f".{out.name}.", suffix=".tmp", delete=False

@@ -133,6 +133,15 @@ def _raw_source(v: Any) -> Any:
     return text if isinstance(text, str) else _value(v)
 
 
+def service_name(resource: Mapping[str, Any]) -> Any:
+    """The ``service.name`` of a ``resourceSpans`` item (the last one given), or ``None``."""
+    service = None
+    for a in (resource.get("resource") or {}).get("attributes") or ():
+        if a.get("key") == "service.name":
+            service = _value(a.get("value") or {})
+    return service
+
+
 class _Span:
     """A chat span waiting to become a call; its attributes are decoded only when asked.
 
@@ -148,6 +157,7 @@ class _Span:
         "events",
         "file",
         "line",
+        "loc",
         "meta",
         "raw",
         "span_id",
@@ -160,6 +170,8 @@ class _Span:
     ) -> None:
         self.file, self.line, self.raw = file, line, raw
         self._attrs: dict[str, Any] | None = None
+        self.loc: tuple[int, int, int, Any, Any] | None = None
+        """Where the span is in its line, when the reader was asked (:attr:`OtlpReader.locate`)."""
         self.span_id = span.get("spanId") or None
         self.start = span.get("startTimeUnixNano")
         self.end = span.get("endTimeUnixNano")
@@ -259,6 +271,24 @@ class OtlpReader:
         self._pending: OrderedDict[str, _Span] = OrderedDict()
         self._orphans: OrderedDict[str, list[tuple[str, Any]]] = OrderedDict()
         self._done: OrderedDict[str, None] = OrderedDict()
+        self.genai_records = 0
+        """GenAI log records read (joined to their span or not)."""
+        self.locate = False
+        """Give each chat span its place (:attr:`_Span.loc`: resource, scope and span index, the
+        span, the service), and yield a span that would wait for its records (unanswered, with
+        a span id) instead of keeping it: for :mod:`llm_connect.traffic._parallel`."""
+
+    def prime(self, spans_seen: int, done: Iterable[str], waiting: Iterable[tuple[str, _Span]]) -> None:
+        """Continue another reader that stopped between lines with no log record read.
+
+        ``spans_seen`` spans were read before; the chat spans ``done`` (their span ids,
+        oldest first) were taken, so records arriving for them now are ignored; the
+        spans ``waiting`` (span id and span, oldest first) wait for their records.
+        """
+        self.spans_seen = spans_seen
+        for key in done:
+            self._mark_done(key)
+        self._pending.update(waiting)
 
     def read(self, lines: Iterable[tuple[str, int, bytes]]) -> Iterator[TrafficCall | Skip | Deferred]:
         """Calls and skips of ``(file, line number, raw line)`` items, then of spans still waiting.
@@ -267,22 +297,30 @@ class OtlpReader:
         values (decoded only when built) instead of calls.
         """
         for file, lineno, raw in lines:
-            try:
-                obj = loads(raw)
-            except ValueError as exc:
-                yield Skip("not valid JSON", file, lineno, detail=str(exc))
-                continue
-            if not isinstance(obj, dict) or not ("resourceSpans" in obj or "resourceLogs" in obj):
-                yield Skip("not an OTLP export (no resourceSpans or resourceLogs)", file, lineno)
-                continue
-            if _GENAI not in raw and b"\\u" not in raw:
-                # no GenAI attribute, event or record anywhere in the line: count its spans
-                self._count(obj)
-                continue
-            for resource in obj.get("resourceSpans") or ():
-                yield from self._spans(file, lineno, resource)
-            for resource in obj.get("resourceLogs") or ():
-                yield from self._logs(resource)
+            yield from self.read_line(file, lineno, raw)
+        yield from self.finish()
+
+    def read_line(self, file: str, lineno: int, raw: bytes) -> Iterator[TrafficCall | Skip | Deferred]:
+        """The calls and skips one line completes (:meth:`read` is this per line, then :meth:`finish`)."""
+        try:
+            obj = loads(raw)
+        except ValueError as exc:
+            yield Skip("not valid JSON", file, lineno, detail=str(exc))
+            return
+        if not isinstance(obj, dict) or not ("resourceSpans" in obj or "resourceLogs" in obj):
+            yield Skip("not an OTLP export (no resourceSpans or resourceLogs)", file, lineno)
+            return
+        if _GENAI not in raw and b"\\u" not in raw:
+            # no GenAI attribute, event or record anywhere in the line: count its spans
+            self._count(obj)
+            return
+        for index, resource in enumerate(obj.get("resourceSpans") or ()):
+            yield from self._spans(file, lineno, resource, index)
+        for resource in obj.get("resourceLogs") or ():
+            yield from self._logs(resource)
+
+    def finish(self) -> Iterator[TrafficCall | Skip | Deferred]:
+        """The spans still waiting, taken with what they have (after the last line)."""
         while self._pending:
             yield self._out(self._pending.popitem(last=False)[1])
         orphans = sum(len(v) for v in self._orphans.values())
@@ -302,16 +340,13 @@ class OtlpReader:
         return span if self.defer else _finish(span)
 
     def _spans(
-        self, file: str, lineno: int, resource: Mapping[str, Any]
+        self, file: str, lineno: int, resource: Mapping[str, Any], index: int = 0
     ) -> Iterator[TrafficCall | Skip | Deferred]:
-        service = None
-        for a in (resource.get("resource") or {}).get("attributes") or ():
-            if a.get("key") == "service.name":
-                service = _value(a.get("value") or {})
-        for scope in resource.get("scopeSpans") or ():
+        service = service_name(resource)
+        for scope_index, scope in enumerate(resource.get("scopeSpans") or ()):
             spans = scope.get("spans") or ()
             self.spans_seen += len(spans)
-            for span in spans:
+            for span_index, span in enumerate(spans):
                 items = span.get("attributes")
                 if not items or _CHAT_MARKERS.isdisjoint(map(_key, items)):
                     continue
@@ -325,6 +360,8 @@ class OtlpReader:
                 elif op not in _CHAT_OPS:
                     continue
                 record = _Span(file, lineno, span, raw, service)
+                if self.locate:
+                    record.loc = (index, scope_index, span_index, span, service)
                 key = record.span_id
                 if key and key in self._orphans:
                     for name, body in self._orphans.pop(key):
@@ -333,6 +370,9 @@ class OtlpReader:
                     if key:
                         self._mark_done(key)
                     yield self._out(record)
+                    continue
+                if self.locate:  # the caller keeps the spans waiting (their place in the stream matters)
+                    yield record
                     continue
                 self._pending[key] = record
                 if len(self._pending) > self.join_window:
@@ -353,6 +393,7 @@ class OtlpReader:
                             name = _value(a.get("value") or {})
                 if name not in _EVENTS:
                     continue
+                self.genai_records += 1
                 key = record.get("spanId")
                 if not key or key in self._done:
                     continue

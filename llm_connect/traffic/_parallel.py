@@ -1,0 +1,387 @@
+"""Large OTLP JSON files on several cores, for ``--sample`` drawn first.
+
+The sequential import of a sample (:mod:`llm_connect.traffic._draw`) parses each
+line, probes each chat span (key of its conversation's source text, failed,
+empty answer, models) and offers it to the reservoir; the parse and the probes
+are most of the time. Here worker processes do that for byte ranges of the
+files, and the parent consumes what they found in file order, as the sequential
+reader would have produced it, so that the suite, its ``.meta.json``, the counts
+and the skips named are the same bytes:
+
+* a file is cut into ranges of ``chunk_bytes``; a line belongs to the range it
+  starts in (a range's worker reads past its end to finish its last line);
+* a worker gives, per range: the lines it owns, the spans it read, the
+  reader's skips (line numbers counted from the range's first line), and per
+  chat span its probe, stratum, span id and place (line offset, resource,
+  scope and span index); the parent renumbers the lines and yields the skips
+  and a :class:`_Remote` reference per chat span to :func:`draw`, which counts,
+  removes duplicates and offers them to the sampler as it does sequentially;
+* the span itself (its encoded attributes) crosses the process boundary only
+  when it might be drawn: its priority is at most the largest its stratum's
+  reservoir held when the range was sent out, and it is among the ``n + spare``
+  smallest of its stratum in the range. The references drawn that came without
+  their span are read again at the end, each line once, by the workers;
+* the OTLP reader's state across lines (spans waiting for their log records,
+  records waiting for their span) does not fit ranges read apart: at the first
+  line holding a GenAI log record, or leaving a span waiting, the parent drops
+  what the workers read from there on and reads the rest itself, with a reader
+  that continues where the workers' left off (the spans counted, the chat spans
+  already taken).
+
+Memory: at most ``2 * workers`` ranges are out at once, each sending back a few
+tuples per chat span and at most ``n + spare`` spans per stratum; a worker holds
+one line's parse at a time. Workers are started with ``spawn`` (nothing is
+inherited), and only for plain files (not compressed) of at least
+:data:`PARALLEL_MIN_BYTES` together, unless ``chunk_bytes`` is given.
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import multiprocessing
+import os
+from collections import OrderedDict, defaultdict, deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from llm_connect.traffic._call import Probe, Skip, TrafficCall
+from llm_connect.traffic._json import loads
+from llm_connect.traffic._otlp import OtlpReader, _finish, _Span, service_name
+from llm_connect.traffic._sample import Sampler
+
+if TYPE_CHECKING:  # pragma: no cover
+    from llm_connect.traffic._import import ImportOptions
+
+__all__ = ["CHUNK_BYTES", "PARALLEL_MIN_BYTES", "ParallelOtlp", "auto_workers", "workers_for"]
+
+CHUNK_BYTES = 8 << 20
+"""Bytes per range a worker reads (by default)."""
+
+PARALLEL_MIN_BYTES = 64 << 20
+"""Input smaller than this (all files together) is read in this process: starting workers costs more."""
+
+_Loc = tuple[int, int, int]
+"""A span's place in its line: resource, scope and span index."""
+_Scanned = tuple[int, int, list[Any], "tuple[int, int] | None"]
+"""A worker's answer: lines owned, spans read, entries, and where it stopped (offset, line) if it did."""
+
+
+def auto_workers() -> int:
+    """The CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def workers_for(
+    paths: Sequence[Path],
+    fmt: str,
+    *,
+    draw_first: bool,
+    workers: int | None,
+    chunk_bytes: int | None,
+) -> int:
+    """How many worker processes read ``paths`` (1: none, the sequential reader).
+
+    More than one only for OTLP JSON drawn first, plain files, at least
+    :data:`PARALLEL_MIN_BYTES` together unless ``chunk_bytes`` is given, and no
+    more workers than ranges.
+    """
+    n = auto_workers() if workers is None else workers
+    if n <= 1 or fmt != "otlp-json" or not draw_first or any(p.suffix == ".gz" for p in paths):
+        return 1
+    sizes = [p.stat().st_size for p in paths]
+    if chunk_bytes is None and sum(sizes) < PARALLEL_MIN_BYTES:
+        return 1
+    step = chunk_bytes or CHUNK_BYTES
+    ranges = sum(-(-size // step) for size in sizes)
+    return min(n, ranges) if ranges > 1 else 1
+
+
+# -- in a worker ------------------------------------------------------------------------
+
+
+def _scan(
+    file: str,
+    start: int,
+    end: int,
+    options: ImportOptions,
+    limit: int,
+    thresholds: dict[str, int] | None,
+) -> _Scanned:
+    """Read the lines starting in ``[start, end)`` of ``file`` (see the module docstring)."""
+    from llm_connect.traffic._draw import _stratum
+    from llm_connect.traffic._import import _Importer
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        importer = _Importer("otlp-json", [], options, Path(file))
+        hasher = Sampler(1, seed=options.seed)
+        reader = OtlpReader(options.join_window, defer=True)
+        reader.locate = True
+        entries: list[Any] = []
+        kept: dict[str, list[tuple[int, int, Any, Any]]] = defaultdict(list)
+        lineno, stopped = 0, None
+        with open(file, "rb") as fh:
+            if start > 0:
+                fh.seek(start - 1)
+                if fh.read(1) != b"\n":
+                    fh.readline()  # the line that started before this range
+            pos = fh.tell()
+            while pos < end:
+                raw = fh.readline()
+                if not raw:
+                    break
+                lineno += 1
+                offset, pos = pos, pos + len(raw)
+                if not raw.strip():
+                    continue
+                seen, records = reader.spans_seen, reader.genai_records
+                items = list(reader.read_line(file, lineno, raw))
+                if reader.genai_records != records:
+                    reader.spans_seen, stopped = seen, (offset, lineno)
+                    break
+                for item in items:
+                    if not isinstance(item, _Span):
+                        entries.append(item)  # a skip of the line
+                        continue
+                    loc = item.loc
+                    assert loc is not None
+                    if not item.answered and item.span_id:  # it waits for log records
+                        entries.append((None, item.span_id, lineno, loc[3], loc[4]))
+                        continue
+                    probe = item.probe()
+                    if isinstance(probe, Skip):
+                        entries.append((probe, item.span_id))
+                        continue
+                    stratum, priority = None, -1
+                    if not probe.error and not probe.empty:
+                        stratum = _stratum(importer, item, probe)
+                        if thresholds is not None:
+                            priority = hasher.priority(probe.key.hex(), 0)
+                            most = thresholds.get(stratum)
+                            if most is None or priority < most:
+                                heap = kept[stratum]
+                                entry = (-priority, len(entries), loc[3], loc[4])
+                                if len(heap) < limit:
+                                    heapq.heappush(heap, entry)
+                                elif entry[0] > heap[0][0]:
+                                    heapq.heapreplace(heap, entry)
+                    p, sid = probe, item.span_id
+                    found = (p.key, p.error, p.empty, p.requested_model, p.answer_model, stratum, priority)
+                    entries.append((*found, sid, lineno, offset, loc[0], loc[1], loc[2], None))
+        for heap in kept.values():
+            for _, index, span, service in heap:
+                entries[index] = (*entries[index][:13], (span, service))
+        return lineno, reader.spans_seen, entries, stopped
+    finally:
+        if was:
+            gc.enable()
+
+
+def _fetch(file: str, offset: int, locs: list[_Loc]) -> list[tuple[Any, Any]]:
+    """The spans at ``locs`` of the line at ``offset``, each with its service name."""
+    with open(file, "rb") as fh:
+        fh.seek(offset)
+        obj = loads(fh.readline())
+    out = []
+    for r, s, i in locs:
+        resource = obj["resourceSpans"][r]
+        out.append((resource["scopeSpans"][s]["spans"][i], service_name(resource)))
+    return out
+
+
+# -- in the parent ------------------------------------------------------------------------
+
+
+class _Remote:
+    """A chat span a worker probed: its probe, its place, and the span if it came along."""
+
+    __slots__ = ("_probe", "data", "file", "line", "loc", "offset", "path")
+
+    def __init__(
+        self, probe: Probe, path: str, file: str, line: int, offset: int, loc: _Loc, data: Any
+    ) -> None:
+        self._probe, self.path, self.file, self.line = probe, path, file, line
+        self.offset, self.loc, self.data = offset, loc, data
+
+    def probe(self) -> Probe:
+        """The worker's probe (with the stratum)."""
+        return self._probe
+
+    def _span(self) -> _Span:
+        if self.data is None:
+            self.data = _fetch(self.path, self.offset, [self.loc])[0]
+        span, service = self.data
+        raw = {a["key"]: a.get("value") for a in span.get("attributes") or ()}
+        return _Span(self.file, self.line, span, raw, service)
+
+    def build(self) -> TrafficCall | Skip:
+        """The call, as the sequential reader would have built it."""
+        return _finish(self._span())
+
+    def metadata(self) -> dict[str, Any]:
+        """The call's metadata."""
+        return self._span().metadata()
+
+    def tags(self) -> list[str]:
+        """Spans carry no tags."""
+        return []
+
+
+class ParallelOtlp:
+    """OTLP JSON files read by worker processes, consumed in file order (module docstring).
+
+    :meth:`read` yields what ``OtlpReader(join_window, defer=True).read(...)``
+    would (skips and deferred chat spans, same order, same line numbers);
+    :attr:`spans_seen` and :attr:`notes` are the reader's once it has finished.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        options: ImportOptions,
+        sampler: Sampler,
+        *,
+        workers: int,
+        chunk_bytes: int | None = None,
+    ) -> None:
+        self.paths = list(paths)
+        self.options = options
+        self.sampler = sampler
+        self.workers = workers
+        self.chunk_bytes = chunk_bytes or CHUNK_BYTES
+        self._spans = 0
+        self._reader: OtlpReader | None = None
+
+    @property
+    def spans_seen(self) -> int:
+        """Every span read, chat or not."""
+        return self._reader.spans_seen if self._reader is not None else self._spans
+
+    @property
+    def notes(self) -> dict[str, int]:
+        """The reader's notes (records matching no chat span: only once the parent reads on)."""
+        return self._reader.notes if self._reader is not None else {}
+
+    def _thresholds(self) -> dict[str, int] | None:
+        s = self.sampler
+        if s.keep_duplicates:  # the priority depends on the position: spans fetched at the end
+            return None
+        full = s.n + s.spare
+        return {name: -st.heap[0][0] for name, st in s.strata.items() if len(st.heap) >= full}
+
+    def read(self) -> Iterator[Skip | _Remote | TrafficCall | Any]:
+        """Skips and chat spans in file order (see the class docstring)."""
+        step = self.chunk_bytes
+        ranges = deque(
+            (i, start, min(start + step, size))
+            for i, path in enumerate(self.paths)
+            for size in (path.stat().st_size,)
+            for start in range(0, size, step)
+        )
+        limit = self.sampler.n + self.sampler.spare
+        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        out: deque[tuple[int, Future[_Scanned]]] = deque()
+
+        def send() -> None:
+            if ranges:
+                i, start, end = ranges.popleft()
+                job = (str(self.paths[i]), start, end, self.options, limit, self._thresholds())
+                out.append((i, pool.submit(_scan, *job)))
+
+        try:
+            for _ in range(2 * self.workers):
+                send()
+            owned: dict[int, int] = {}
+            window = max(1, self.options.join_window)
+            done: deque[str] = deque(maxlen=window)
+            waiting: OrderedDict[str, _Span] = OrderedDict()
+            strata = self.sampler.strata
+            full = self.sampler.n + self.sampler.spare
+            light = not self.sampler.keep_duplicates
+            while out:
+                i, future = out.popleft()
+                lines, spans, entries, stopped = future.result()
+                send()
+                path = file = str(self.paths[i])
+                base = owned.get(i, 0)
+                self._spans += spans
+                for entry in entries:
+                    if type(entry) is Skip:
+                        yield replace(entry, line=entry.line + base)
+                        continue
+                    if entry[0] is None:  # a span waiting for its log records (none read so far)
+                        _, span_id, line, span, service = entry
+                        raw = {a["key"]: a.get("value") for a in span.get("attributes") or ()}
+                        waiting[span_id] = _Span(file, line + base, span, raw, service)
+                        if len(waiting) > window:
+                            yield waiting.popitem(last=False)[1]
+                        continue
+                    if type(entry[0]) is Skip:
+                        if entry[1]:
+                            done.append(entry[1])
+                        yield replace(entry[0], line=entry[0].line + base)
+                        continue
+                    key, error, empty, req, ans, stratum, priority, span_id, line, offset, *loc, data = entry
+                    if span_id:
+                        done.append(span_id)
+                    if data is None and light:
+                        if error or empty:
+                            yield (key, error, empty, None)
+                            continue
+                        st = strata.get(stratum)
+                        if st is not None and len(st.heap) >= full and priority >= -st.heap[0][0]:
+                            yield (key, error, empty, stratum)  # cannot enter the reservoir: counted
+                            continue
+                    probe = Probe(key, error, empty, req, ans, stratum)
+                    yield _Remote(probe, path, file, line + base, offset, (loc[0], loc[1], loc[2]), data)
+                if stopped is not None:
+                    for _, later in out:
+                        later.cancel()
+                    out.clear()
+                    reader = OtlpReader(self.options.join_window, defer=True)
+                    reader.prime(self._spans, done, waiting.items())
+                    self._reader = reader
+                    yield from reader.read(self._lines(i, stopped[0], base + stopped[1]))
+                    break
+                owned[i] = base + lines
+            else:
+                while waiting:  # no log record in the files: they wait in vain
+                    yield waiting.popitem(last=False)[1]
+            self._prefetch(pool)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _lines(self, first: int, offset: int, lineno: int) -> Iterator[tuple[str, int, bytes]]:
+        """``(file, line number, line)`` from ``offset`` (line ``lineno``) of file ``first`` on."""
+        for i in range(first, len(self.paths)):
+            with open(self.paths[i], "rb") as fh:
+                start = 1
+                if i == first:
+                    fh.seek(offset)
+                    start = lineno
+                for n, raw in enumerate(fh, start):
+                    if raw.strip():
+                        yield str(self.paths[i]), n, raw
+
+    def _prefetch(self, pool: ProcessPoolExecutor) -> None:
+        """The spans of the references the reservoirs hold that came without theirs, each line read once."""
+        wanted: dict[tuple[str, int], list[_Remote]] = defaultdict(list)
+        for stratum in self.sampler.strata.values():
+            for _, _, ref in stratum.heap:
+                if isinstance(ref, _Remote) and ref.data is None:
+                    wanted[ref.path, ref.offset].append(ref)
+        jobs = [
+            (refs, pool.submit(_fetch, path, offset, [r.loc for r in refs]))
+            for (path, offset), refs in wanted.items()
+        ]
+        for refs, future in jobs:
+            for ref, data in zip(refs, future.result(), strict=True):
+                ref.data = data
