@@ -18,12 +18,19 @@ Timed per round, the sides taking turns on the same file:
 * **orjson alone**: ``orjson.loads`` of every line with the cyclic GC off, as the import
   parses (its floor on this machine).
 
+* **import, N workers** (``--workers N``, N > 1): the same import with ``workers=N``
+  (:mod:`llm_connect.traffic._parallel`: with ``--sample``, worker processes read byte
+  ranges of the file), timed in the same round right after the sequential one; the
+  suites must be the same bytes (checked every round).
+
 The ratio printed is import time / baseline time, per round, summarised by the median.
 ``--peak`` instead runs one import in a child process and prints its peak resident memory
-(``ru_maxrss``) next to the file's size; give a large ``--spans`` for a large file.
+(``ru_maxrss``; with workers also the largest worker's) next to the file's size; give a
+large ``--spans`` for a large file.
 
     python scripts/bench/suite_import.py [--spans 200000] [--batch 200] [--rounds 3] [--sample N]
-    python scripts/bench/suite_import.py --spans 2000000 --peak [--keep FILE]
+        [--workers N]
+    python scripts/bench/suite_import.py --spans 2000000 --peak [--keep FILE] [--workers 2]
 """
 
 from __future__ import annotations
@@ -198,13 +205,14 @@ def floor(path: Path) -> float | None:
             gc.enable()
 
 
-def peak(path: Path, sample: int | None) -> None:
-    """One import in this process (a child of the benchmark); print the peak RSS."""
+def peak(path: Path, sample: int | None, workers: int) -> None:
+    """One import in this process (a child of the benchmark); print the peak RSS (and its workers')."""
     out = Path(tempfile.mkdtemp()) / "suite.jsonl"
     t = time.perf_counter()
-    report = import_traffic([path], out, ImportOptions(sample=sample))
+    report = import_traffic([path], out, ImportOptions(sample=sample), workers=workers)
     elapsed = time.perf_counter() - t
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    workers_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(
         json.dumps(
             {
@@ -215,6 +223,9 @@ def peak(path: Path, sample: int | None) -> None:
                 "seconds": round(elapsed, 1),
                 "spans_per_s": round((report.spans or 0) / elapsed),
                 "peak_rss_mb": round(rss_mb, 1),
+                "workers": workers,
+                "largest_worker_peak_rss_mb": round(workers_mb, 1) if workers > 1 else None,
+                "load": round(os.getloadavg()[0], 1),
             }
         )
     )
@@ -233,12 +244,15 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sample", type=int, default=None)
+    parser.add_argument(
+        "--workers", type=int, default=1, help="also time (or --peak) the import with this many workers"
+    )
     parser.add_argument("--peak", action="store_true", help="measure one import's peak memory instead")
     parser.add_argument("--keep", type=Path, default=None, help="generate into (or reuse) this file")
     parser.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        peak(args.child, args.sample)
+        peak(args.child, args.sample, args.workers)
         return
     path = args.keep or Path(tempfile.mkdtemp()) / "traces.jsonl"
     if not path.exists():
@@ -250,11 +264,13 @@ def main() -> None:
             cmd = [sys.executable, __file__, "--child", str(path)]
             if args.sample is not None:
                 cmd += ["--sample", str(args.sample)]
+            cmd += ["--workers", str(args.workers)]
             subprocess.run(cmd, check=True)
             return
         out = path.with_name("suite.jsonl")
         ratios: list[float] = []
         floors: list[float] = []
+        speedups: list[float] = []
         for r in range(args.rounds):
             t = time.perf_counter()
             n = baseline(path)
@@ -274,7 +290,20 @@ def main() -> None:
                 f"{report.duplicates:,} duplicates) | baseline json.loads {n / base:,.0f} spans/s "
                 f"({base:.2f} s) | ratio {imp / base:.2f}{parse} | load {os.getloadavg()[0]:.1f}"
             )
+            if args.workers > 1:
+                single = out.read_bytes()
+                t = time.perf_counter()
+                import_traffic([path], out, ImportOptions(sample=args.sample), workers=args.workers)
+                par = time.perf_counter() - t
+                assert out.read_bytes() == single, "the workers wrote another suite"
+                speedups.append(imp / par)
+                print(
+                    f"         {args.workers} workers: {n / par:,.0f} spans/s ({par:.2f} s, same suite) | "
+                    f"ratio {par / base:.2f} | {imp / par:.2f}x one process | load {os.getloadavg()[0]:.1f}"
+                )
         print(f"median ratio import/baseline: {statistics.median(ratios):.2f}")
+        if speedups:
+            print(f"median speed-up with {args.workers} workers: {statistics.median(speedups):.2f}x")
         if floors:
             print(f"median ratio import/orjson alone: {statistics.median(floors):.2f}")
     finally:
