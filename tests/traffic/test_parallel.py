@@ -78,6 +78,8 @@ def _traffic(path: Path, *, records: bool = False) -> Path:
             lines.append(_export([_chat(5000, content=False)]))
         if n == 50:  # another: with a join window of 1 the first is taken when this one comes
             lines.append(_export([_chat(5001, content=False)]))
+        if n == 55:
+            lines.append("[1, 2]")
         if n == 33:  # one long line: several ranges start inside it
             lines.append(_export([_chat(6000 + k) for k in range(40)]))
         if n == 40:
@@ -92,6 +94,8 @@ def _traffic(path: Path, *, records: bool = False) -> Path:
             lines.append(_export([waiting]))
             logs = [
                 {"eventName": "gen_ai.user.message", "spanId": f"{8000:016x}", "body": {"kvlistValue": {}}},
+                {"eventName": "gen_ai.choice", "spanId": f"{20:016x}", "body": {}},  # taken: ignored
+                {"eventName": "gen_ai.choice", "spanId": f"{9999:016x}", "body": {}},  # no such span
                 {
                     "eventName": "gen_ai.user.message",
                     "spanId": f"{5000:016x}",
@@ -156,7 +160,7 @@ def test_ranges_give_the_sequential_suite_meta_counts_and_named_skips(
     assert report["written"] == 20
     assert report["skipped"] == {
         "not valid JSON": 1,
-        "not an OTLP export (no resourceSpans or resourceLogs)": 1,
+        "not an OTLP export (no resourceSpans or resourceLogs)": 2,
         "no input messages": 3,
     }
     assert report["examples"][0].startswith(f"{traffic}:9: not valid JSON")
@@ -197,6 +201,7 @@ def test_log_records_hand_the_rest_to_the_parent(tmp_path: Path) -> None:
     path = _traffic(tmp_path / "traces.jsonl", records=True)
     report = _same([path], tmp_path, ImportOptions(sample=400))
     assert report["skipped"]["no input messages"] == 3  # 8000's record has no content; 5000 joined
+    assert report["notes"] == {"GenAI log records matching no chat span": 1}  # 9999's, not 20's
     _same([path], tmp_path, ImportOptions(sample=30, seed=9, stratify_by="app.feature"))
 
 
@@ -264,3 +269,17 @@ def test_the_cli_takes_workers(traffic: Path, tmp_path: Path) -> None:
     assert outs[0] == outs[1]
     bad = invoke("suite", "import", str(traffic), "-o", str(tmp_path / "x.jsonl"), "--workers", "0")
     assert bad.exit_code == 2
+
+
+def test_ranges_starting_exactly_at_lines_and_no_final_newline(tmp_path: Path) -> None:
+    line = _export([_chat(1)])
+    lines = [_export([_chat(i)]) for i in range(40)]
+    width = max(len(x) for x in lines)
+    lines = [x + " " * (width - len(x)) for x in lines]  # equal lengths: every range starts a line
+    path = tmp_path / "even.jsonl"
+    path.write_text("\n".join(lines))  # no newline after the last line
+    assert len(line) <= width
+    report = _same([path], tmp_path, ImportOptions(sample=5, seed=1), chunk_bytes=width + 1)
+    assert report["spans"] == 40 and report["written"] == 5
+    _same([path], tmp_path, ImportOptions(sample=5, seed=1), chunk_bytes=width)
+    _same([path], tmp_path, ImportOptions(sample=5, seed=1), chunk_bytes=width + 2)
