@@ -93,8 +93,8 @@ def import_(
         typer.Option(
             "--workers",
             min=1,
-            help="Processes reading a large plain OTLP JSON file with --sample (default: one per CPU; "
-            "1: this process alone). The suite is the same either way.",
+            help="Processes reading a large plain OTLP JSON file with --sample "
+            "(default: one per CPU, up to 8; 1: this process alone). The suite is the same either way.",
             metavar="N",
             show_default=False,
             rich_help_panel=_INPUT,

@@ -56,7 +56,14 @@ from llm_connect.traffic._sample import Sampler
 if TYPE_CHECKING:  # pragma: no cover
     from llm_connect.traffic._import import ImportOptions
 
-__all__ = ["CHUNK_BYTES", "PARALLEL_MIN_BYTES", "ParallelOtlp", "auto_workers", "workers_for"]
+__all__ = [
+    "CHUNK_BYTES",
+    "MAX_AUTO_WORKERS",
+    "PARALLEL_MIN_BYTES",
+    "ParallelOtlp",
+    "auto_workers",
+    "workers_for",
+]
 
 CHUNK_BYTES = 8 << 20
 """Bytes per range a worker reads (by default)."""
@@ -70,12 +77,18 @@ _Scanned = tuple[int, int, list[Any], "tuple[int, int] | None"]
 """A worker's answer: lines owned, spans read, entries, and where it stopped (offset, line) if it did."""
 
 
+MAX_AUTO_WORKERS = 8
+"""``--workers`` by default: one per CPU, at most this many (the parent, consuming every chat
+span's probe in order, keeps up with about that many)."""
+
+
 def auto_workers() -> int:
-    """The CPUs this process may use."""
+    """One worker per CPU this process may use, at most :data:`MAX_AUTO_WORKERS`."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    return min(cpus, MAX_AUTO_WORKERS)
 
 
 def workers_for(
