@@ -21,12 +21,13 @@ and the skips named are the same bytes:
   reservoir held when the range was sent out, and it is among the ``n + spare``
   smallest of its stratum in the range. The references drawn that came without
   their span are read again at the end, each line once, by the workers;
-* the OTLP reader's state across lines (spans waiting for their log records,
-  records waiting for their span) does not fit ranges read apart: at the first
-  line holding a GenAI log record, or leaving a span waiting, the parent drops
-  what the workers read from there on and reads the rest itself, with a reader
-  that continues where the workers' left off (the spans counted, the chat spans
-  already taken).
+* the OTLP reader's state across lines: a chat span that would wait for its log
+  records (no content, a span id) comes back whole, and the parent keeps it in
+  the same join window, in the same order; log records do not fit ranges read
+  apart, so at the first line holding a GenAI log record the parent drops what
+  the workers read from there on and reads the rest itself, with a reader that
+  continues where the workers' left off (the spans counted, the chat spans
+  taken, the spans waiting).
 
 Memory: at most ``2 * workers`` ranges are out at once, each sending back a few
 tuples per chat span and at most ``n + spare`` spans per stratum; a worker holds
