@@ -20,13 +20,14 @@ same probability chooses the same cases (their labels serve each).
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llm_connect.errors import ConfigurationError, LabelError
-from llm_connect.ledger import QualityLedger, SampledCase, SamplingStore
+from llm_connect.errors import ConfigurationError, LabelError, LedgerError
+from llm_connect.ledger import LabelStore, QualityLedger, SampledCase, SamplingStore
 from llm_connect.values import HumanLabel
 
 __all__ = [
@@ -36,12 +37,15 @@ __all__ = [
     "choose_for_labels",
     "plan_uniform_sample",
     "record_uniform_sample",
+    "refresh_routing_state",
 ]
 
 STRATEGIES = ("uniform", "active")
 """The sampler's strategies (``imported`` is what ``labels import --sampled-uniformly`` records)."""
 
 _UNIT = float(2**64)
+
+log = logging.getLogger(__name__)
 
 
 def check_rate(rate: object, name: str = "rate") -> float:
@@ -57,6 +61,23 @@ def _draw(seed: int, task: str, candidate: str, case_id: str) -> float:
     """A uniform number in [0, 1) from the seed and the case (not the judge, not the label)."""
     digest = hashlib.sha256(f"{seed}\0{task}\0{candidate}\0{case_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / _UNIT
+
+
+def refresh_routing_state(
+    store: SamplingStore | LabelStore,
+    task: str,
+    candidates: Sequence[str],
+    grader_ids: Sequence[str] | None = None,
+) -> None:
+    """Bring the stored state of routing on what people would say up to date after a write that
+    is committed (:func:`~llm_connect.routing._human_cache.refresh_stored`). A database error
+    here is logged, not raised: what was written stands, and a decision reads in full instead."""
+    from llm_connect.routing._human_cache import refresh_stored
+
+    try:
+        refresh_stored(store.engine, task, candidates, grader_ids)
+    except LedgerError as exc:
+        log.warning("routing state not refreshed after the write (the next decision reads in full): %s", exc)
 
 
 def _store(ledger: QualityLedger | SamplingStore) -> SamplingStore:
@@ -86,6 +107,12 @@ def choose_for_labels(
     (default: a fresh random seed, stored with the decisions). Cases decided earlier keep their
     decision whatever the arguments now. Raises :class:`ConfigurationError` naming a bad
     argument.
+
+    After storing new decisions it brings the stored state of routing on what people would say
+    up to date for every baseline the candidate was graded against with ``grader_id``
+    (:func:`~llm_connect.routing._human_cache.refresh_stored`), so that the next
+    ``Router.decide(target="human")``, in this process or another, reads only what arrives
+    after it instead of every sampled case.
     """
     rate = check_rate(rate)
     if strategy not in STRATEGIES:
@@ -134,6 +161,7 @@ def choose_for_labels(
             floor=low,
             seed=seed,
         )
+        refresh_routing_state(store, task, [candidate], [grader_id])
     return store.queue(task, candidate, grader_id)
 
 

@@ -24,6 +24,13 @@ with the same checks (a re-graded case, a case joining before the mark: a full r
 the labels read in full, and continues each sum whose digest still matches (a label replaced
 or added before its end: that sum starts again). A decision stores the group again when none
 is stored or :func:`_stale` cases arrived since the stored one; deleting those rows is safe.
+
+The writes that add sampled cases or labels store it too (:func:`refresh_stored`, called by
+``choose_for_labels`` and ``import_labels`` after their transaction), with the positions of
+every chosen case and the running sums at the default ``alpha`` and those decisions asked for:
+reading 100,000 sampled cases joined to their grades costs more than a decision may (issue 23:
+50 ms), so it happens at write time and the first decision after the sampler or an import
+restores the group like any new Router.
 """
 
 from __future__ import annotations
@@ -37,19 +44,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from llm_connect.ledger._decisions import evidence_snapshot_rows, write_evidence_snapshots
+from llm_connect.ledger._decisions import DecisionStore, evidence_snapshot_rows, write_evidence_snapshots
 from llm_connect.ledger._design import DesignMark, DesignReader, DesignRows, join_rows
 from llm_connect.ledger._engine import write
 from llm_connect.values import GraderEvidence, human_value
 from llm_connect.values._labels import PREFERENCE_VALUES
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
     from llm_connect.ledger import QualityLedger
     from llm_connect.routing._ppi_running import PPIState
 
-__all__ = ["Group", "Labels", "group_evidence", "human_evidence", "snapshot_settings"]
+__all__ = ["Group", "Labels", "group_evidence", "human_evidence", "refresh_stored", "snapshot_settings"]
 
 _MAX_ENTRIES = 10_000
+_ALPHAS = 4
 _STORE_EVERY = 500
 """A group is stored again once this many cases (or a 200th of its cases, if more) arrived since
 the stored one: a new Router reads and continues over at most about that many."""
@@ -86,6 +96,10 @@ class Group:
     stored: tuple[int, int] | None = None
     """The cases and the running sums' greatest ``t`` of the group's stored snapshot (``None``:
     none that this entry knows of, or its sums no longer hold)."""
+    alphas: tuple[float, ...] = ()
+    """The ``alpha`` of the latest decisions on the group other than the default (at most
+    :data:`_ALPHAS`, newest last): :func:`refresh_stored` brings the running sums of these (and
+    the default's) up to date."""
 
 
 def snapshot_settings() -> str:
@@ -159,6 +173,7 @@ def _snapshot(group: Group) -> dict[str, Any]:
         "states": [
             {"sums": _encode(st), "digest": _digest(rows, group.human, st.t)} for st in group.states.values()
         ],
+        "alphas": [float.hex(a) for a in group.alphas],
     }
 
 
@@ -197,6 +212,7 @@ def _restore(
         )
         known: dict[str, int | None] = {str(c): int(p) for c, p in snap["positions"].items()}
         sums = [(_decode(s["sums"]), str(s["digest"])) for s in snap["states"]]
+        alphas = tuple(float.fromhex(a) for a in snap.get("alphas", ()))
     except (KeyError, IndexError, TypeError, ValueError, AttributeError, binascii.Error):
         return None
     read = reader.design_since(*key, mark)
@@ -212,7 +228,8 @@ def _restore(
         ):
             group.states[st.alpha] = st
             kept += 1
-    return replace(group, stored=(n, max((s.t for s, _ in sums), default=0)) if kept == len(sums) else None)
+    stored = (n, max((s.t for s, _ in sums), default=0)) if kept == len(sums) else None
+    return replace(group, stored=stored, alphas=alphas)
 
 
 def _progress(group: Group) -> tuple[int, int]:
@@ -313,6 +330,7 @@ def _place(
             dict(old.states) if old else {},
             {},
             stored,
+            () if old is None else old.alphas,
         )
     unknown = [c for c in check if positions.get(c) is None]
     if unknown:
@@ -364,7 +382,120 @@ def _place(
         states,
         {},
         stored,
+        () if old is None else old.alphas,
     )
+
+
+def _stored_json(entry: tuple[Any, Any] | None) -> dict[str, Any] | None:
+    """The JSON of a stored group (``evidence_snapshots`` entry), if it is one."""
+    return entry[1] if entry is not None and isinstance(entry[1], dict) else None
+
+
+def _current(
+    reader: DesignReader,
+    key: tuple[str, str, str, str],
+    old: Group | None,
+    snap: dict[str, Any] | None,
+    labels: Labels,
+) -> tuple[Group, Group | None]:
+    """The group of ``key`` brought up to date, and ``old`` when the group continues it (else
+    ``None``): ``old`` (this Router's entry) continued past its mark, else the stored ``snap``
+    restored (:func:`_restore`), else a full read."""
+    if old is None and snap is not None:
+        restored = _restore(reader, key, snap, labels)
+        if restored is not None:
+            return restored, None
+    read = None if old is None else reader.design_since(*key, old.mark)
+    if read is None or old is None:
+        rows, mark = reader.design(*key)
+        if old is None:
+            return _place(reader, key, rows, mark, None, labels), None
+        group = _place(reader, key, rows, mark, None, labels, old.positions)
+        return replace(group, alphas=old.alphas), None
+    return _place(reader, key, join_rows(old.rows, read[0]), read[1], old, labels), old
+
+
+def _default_alpha() -> float:
+    """The ``alpha`` of a decision over one candidate at the default confidence (0.95), whose
+    running sums :func:`refresh_stored` always keeps current."""
+    from llm_connect.routing._evidence import candidate_alpha
+
+    return candidate_alpha(0.95, 1)
+
+
+def _with_chosen(reader: DesignReader, key: tuple[str, str, str, str], group: Group) -> Group:
+    """``group`` knowing the sampling position of every chosen case (so that a decision places
+    their labels when they arrive without looking the positions up)."""
+    task, _, candidate, grader_id = key
+    known = {p for p in group.positions.values() if p is not None}
+    missing = [p for p in group.rows.positions[group.rows.chosen].tolist() if p not in known]
+    if not missing:
+        return group
+    found = reader.chosen_from(task, candidate, grader_id, min(missing))
+    return replace(group, positions={**group.positions, **found})
+
+
+def refresh_stored(
+    engine: Engine, task: str, candidates: Sequence[str], grader_ids: Sequence[str] | None = None
+) -> int:
+    """Bring the stored state of the human target up to date, as a write that changed it leaves
+    it: for each group (baseline, grader) of ``candidates`` on ``task`` (model names, or adapter
+    ids, as graded; every grader, or those of ``grader_ids``), the stored group restored (or
+    read in full), the sampled cases and labels past its mark read and placed, the positions of
+    its chosen cases added, the running sums continued at the default ``alpha`` (one candidate,
+    confidence 0.95) and at each ``alpha`` the latest decisions asked for, and the group stored
+    again. The sampler (``choose_for_labels``) and ``import_labels`` call it after their writes,
+    so the first ``decide(target="human")`` after them restores this instead of reading every
+    sampled case. A new Router checks what it restores as ever, so the figures stay those of a
+    full read and a fresh computation whatever happens in between. Returns the groups stored."""
+    from llm_connect.routing._ppi import human_bound_continued
+
+    reader = DesignReader(engine)
+    wanted = None if grader_ids is None else set(grader_ids)
+    snapshots = DecisionStore(engine)
+    labels: dict[str, Labels] = {}
+    stored: dict[str, dict[tuple[str, str], Any]] = {}
+    rows_out: list[dict[str, Any]] = []
+    for cand, baseline, gid in reader.groups(task, candidates):
+        if wanted is not None and gid not in wanted:
+            continue
+        if cand not in labels:
+            labels[cand] = _labels(reader, task, cand, None)
+        if baseline not in stored:
+            stored[baseline] = snapshots.evidence_snapshots(
+                task=task, baseline_model=baseline, settings=snapshot_settings()
+            )
+        key = (task, baseline, cand, gid)
+        group, _ = _current(reader, key, None, _stored_json(stored[baseline].get((cand, gid))), labels[cand])
+        rows = group.rows
+        if not len(rows):
+            continue
+        group = _with_chosen(reader, key, group)
+        for alpha in dict.fromkeys((_default_alpha(), *group.alphas)):
+            _, state = human_bound_continued(
+                rows.judge,
+                rows.inclusion,
+                rows.chosen,
+                group.human,
+                alpha=alpha,
+                min_quality=0.5,  # the running sums depend on neither setting
+                floor=rows.floor,
+                min_samples=2,
+                start=group.states.get(alpha),
+            )
+            if state is not None:
+                group.states[alpha] = state
+        version = (group.mark.grades, group.mark.sum_quality, 0.0)
+        rows_out += evidence_snapshot_rows(
+            task, baseline, snapshot_settings(), [(cand, gid, version, _snapshot(group))]
+        )
+    if rows_out:
+        write(
+            engine,
+            "storing the human target's running state",
+            lambda c: write_evidence_snapshots(c, rows_out),
+        )
+    return len(rows_out)
 
 
 def group_evidence(
@@ -396,27 +527,15 @@ def group_evidence(
         cache[lkey] = labels
         for gid in grader_ids:
             gkey = ("group", task, baseline, cand, gid)
-            old: Group | None = cache.get(gkey)
-            restored = None
-            if old is None:
+            snap = None
+            if gkey not in cache:
                 if stored is None:
                     stored = ledger.evidence_snapshots(
                         task=task, baseline_model=baseline, settings=snapshot_settings()
                     )
-                snap = stored.get((cand, gid))
-                if snap is not None and isinstance(snap[1], dict):
-                    restored = _restore(reader, (task, baseline, cand, gid), snap[1], labels)
-            if restored is not None:
-                group, rows, mark = restored, restored.rows, restored.mark
-            else:
-                read = None if old is None else reader.design_since(task, baseline, cand, gid, old.mark)
-                known = None
-                if read is None or old is None:
-                    rows, mark = reader.design(task, baseline, cand, gid)
-                    known, old = (None if old is None else old.positions), None
-                else:
-                    rows, mark = join_rows(old.rows, read[0]), read[1]
-                group = _place(reader, (task, baseline, cand, gid), rows, mark, old, labels, known)
+                snap = _stored_json(stored.get((cand, gid)))
+            group, old = _current(reader, (task, baseline, cand, gid), cache.get(gkey), snap, labels)
+            rows, mark = group.rows, group.mark
             undecided = mark.id_cases - len(rows)
             hit = None
             if (
@@ -445,6 +564,8 @@ def group_evidence(
                     if start is None or (start.floor, start.share) != (state.floor, state.share):
                         group = replace(group, stored=None)  # the sums started again: store them
                     group.states[alpha] = state
+                if alpha not in group.alphas and alpha != _default_alpha():  # for refresh_stored
+                    group = replace(group, alphas=(*group.alphas, alpha)[-_ALPHAS:], stored=None)
                 ev = bound_evidence(hb, gid, left_out=len(group.outside), undecided=undecided, alpha=alpha)
             if _stale(group):
                 to_store.append((cand, gid, group))
