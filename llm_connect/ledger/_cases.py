@@ -201,6 +201,5 @@ def series_query(
     return sql, all_params, parse
 
 
-# The names the labels and sampling stores import.
-_match = match
+# The name the sampling stores import.
 _fetch = fetch

@@ -27,20 +27,6 @@ _STAB_RESP = cast(Table, StabilityResponseRecord.__table__)
 VERDICTS = STABILITY_VERDICTS
 
 
-def conversation_rows(records: Sequence[RecordItem]) -> list[dict[str, Any]]:
-    """One ``conversations`` row per distinct conversation among ``records``' results."""
-    rows: dict[str, dict[str, Any]] = {}
-    for item in records:
-        conv = item.result.conversation
-        if conv is not None and conv.digest not in rows:
-            data = conv.to_dict()
-            tools = data["tools"] or None
-            rows[conv.digest] = dict(
-                sha256=conv.digest, messages=data["messages"], tools=tools, tool_choice=data["tool_choice"]
-            )
-    return list(rows.values())
-
-
 def _finite(value: Any, where: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise LedgerError(f"{where}: NaN and infinity are not JSON")
@@ -62,10 +48,17 @@ class ChatStore:
     def add_conversations(self, conn: Connection, records: Sequence[RecordItem]) -> None:
         """Store the conversations of ``records`` not stored yet, in ``conn``'s transaction
         (none in a ledger opened with ``store_text=False``)."""
-        rows = conversation_rows(records) if self.store_text else []
+        rows: dict[str, dict[str, Any]] = {}  # one per distinct conversation
+        for conv in (item.result.conversation for item in records if self.store_text):
+            if conv is not None and conv.digest not in rows:
+                data = conv.to_dict()
+                tools, choice = data["tools"] or None, data["tool_choice"]
+                rows[conv.digest] = dict(
+                    sha256=conv.digest, messages=data["messages"], tools=tools, tool_choice=choice
+                )
         if rows:
             stmt = dialect_insert(conn.dialect.name, _CONV).on_conflict_do_nothing(index_elements=["sha256"])
-            conn.execute(stmt, rows)
+            conn.execute(stmt, list(rows.values()))
 
     def conversation(self, sha256: str) -> Conversation | None:
         """The conversation whose digest is ``sha256`` (a grade's ``prompt_sha256``), or ``None``."""

@@ -1,10 +1,5 @@
-"""The decisions store: routing decisions kept for audit, and the evidence they computed.
-
-:class:`DecisionStore` owns ``routing_decisions`` and ``evidence_snapshots`` (``_models``)
-over the ledger's engine. ``Router.decide`` writes a decision with its snapshots in one
-transaction (on psycopg in one round trip: ``_pipeline.py``) and reads the snapshots
-back while a group's running totals are unchanged.
-"""
+"""The decisions store: routing decisions kept for audit (``routing_decisions``), and the
+evidence they computed (``evidence_snapshots``), read back while a group's totals are unchanged."""
 
 from __future__ import annotations
 
@@ -124,8 +119,6 @@ def _json(value: Any) -> Any:
 
 
 _SNAP = cast(Table, EvidenceSnapshot.__table__)
-_SNAP_KEY = SNAPSHOT_KEY
-_SNAP_VALUES = SNAPSHOT_VALUES
 
 
 def evidence_snapshot_rows(
@@ -156,6 +149,6 @@ def write_evidence_snapshots(conn: Connection, rows: list[dict[str, Any]]) -> No
         return
     insert = dialect_insert(conn.dialect.name, _SNAP)
     stmt = insert.on_conflict_do_update(
-        index_elements=list(_SNAP_KEY), set_={c: insert.excluded[c] for c in _SNAP_VALUES}
+        index_elements=list(SNAPSHOT_KEY), set_={c: insert.excluded[c] for c in SNAPSHOT_VALUES}
     )
     conn.execute(stmt, rows)

@@ -281,7 +281,7 @@ def reading(engine: Engine, what: str) -> Iterator[Connection]:
         yield conn
 
 
-def write_transaction(engine: Engine, fn: Callable[[Connection], T], *, single_statement: bool = False) -> T:
+def write_transaction(engine: Engine, fn: Callable[[Connection], T]) -> T:
     """Run ``fn(connection)`` in one write transaction, committed when it returns."""
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         try:

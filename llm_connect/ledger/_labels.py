@@ -1,33 +1,21 @@
-"""The labels store: what people said about candidates' answers, over the ledger's engine.
+"""The labels store: what people said about candidates' answers (``human_labels``).
 
-:class:`LabelStore` owns the ``human_labels`` table (``_models_labels``) and
-nothing else; it is handed the ledger's engine (``LabelStore(ledger.engine)``)
-and reads ``grades`` only to check that a label names a graded case and
-candidate. Labels never change a grade.
-
-A label's candidate may be spelled as the model asked for (``grades.candidate_model``,
-``gpt-4o-mini``) or as the adapter id (``grades.candidate_adapter_id``,
-``openai:gpt-4o-mini``); the store keeps the model name, the spelling every other
-reader of the ledger groups by (summary, routing, calibration).
-
-Writing a batch (:meth:`LabelStore.record`) is one transaction: every label is
-checked first (its case and candidate graded, no conflicting label stored or
-given twice), with one query per chunk of cases rather than one per label, and
-then the new labels go in with one ``executemany`` insert.
+It reads ``grades`` only to check that a label names a graded case and candidate (spelled as the
+model name or the adapter id; the model name is stored). Labels never change a grade.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, Table, bindparam, distinct, func, insert, select, update
 
 from llm_connect.errors import LabelConflictError, LabelError
-from llm_connect.ledger._cases import _match
-from llm_connect.ledger._engine import ledger_errors, read_connection, write_transaction
+from llm_connect.ledger._cases import match
+from llm_connect.ledger._engine import reading, write
 from llm_connect.ledger._models import Grade
 from llm_connect.ledger._models_labels import HumanLabelRecord
 from llm_connect.types import utcnow
@@ -39,6 +27,7 @@ _HL = cast(Table, HumanLabelRecord.__table__)
 _G = cast(Table, Grade.__table__)
 #: Case ids per ``task = ? AND case_id IN (...)`` query: well under both backends' parameter limits.
 _CHUNK = 500
+_KEY = ("task", "case_id", "candidate", "annotator")
 _CONTENT = ("preference", "score", "note", "run_id")
 
 Filter = str | Sequence[str] | None
@@ -84,11 +73,14 @@ def _key_text(key: Key) -> str:
     return f"task {task!r}, case {case_id!r}, candidate {candidate!r}, annotator {annotator!r}"
 
 
-def _by_task(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+def _by_task(pairs: Iterable[tuple[str, str]]) -> Iterator[tuple[str, list[str]]]:
+    """``(task, case ids)`` of ``pairs``, at most :data:`_CHUNK` case ids at a time."""
     grouped: dict[str, list[str]] = defaultdict(list)
     for task, case_id in dict.fromkeys(pairs):
         grouped[task].append(case_id)
-    return grouped
+    for task, case_ids in grouped.items():
+        for start in range(0, len(case_ids), _CHUNK):
+            yield task, case_ids[start : start + _CHUNK]
 
 
 class LabelStore:
@@ -138,14 +130,12 @@ class LabelStore:
         if not batch:
             return LabelWrite(0, 0, 0)
 
-        def write(conn: Connection) -> LabelWrite:
-            return self._record_in(conn, batch, replace=replace, names=names)
-
-        with ledger_errors("recording labels", self.engine.url):
-            return write_transaction(self.engine, write)
+        return write(
+            self.engine, "recording labels", lambda conn: self._record_in(conn, batch, replace, names)
+        )
 
     def _record_in(
-        self, conn: Connection, batch: list[HumanLabel], *, replace: bool, names: Sequence[str] | None
+        self, conn: Connection, batch: list[HumanLabel], replace: bool, names: Sequence[str] | None
     ) -> LabelWrite:
         keys = self._canonical_keys(conn, batch)
         first: dict[Key, int] = {}
@@ -192,52 +182,23 @@ class LabelStore:
             )
         now = utcnow()
         if new:
-            conn.execute(insert(_HL), [self._row(keys[i], batch[i], now) for i in new])
+            conn.execute(insert(_HL), [_values(keys[i], batch[i], now, "") for i in new])
         if changed:
-            stmt = update(_HL).where(
-                _HL.c.task == bindparam("k_task"),
-                _HL.c.case_id == bindparam("k_case_id"),
-                _HL.c.candidate == bindparam("k_candidate"),
-                _HL.c.annotator == bindparam("k_annotator"),
-            )
-            conn.execute(stmt, [self._update_row(keys[i], batch[i], now) for i in changed])
+            stmt = update(_HL).where(*(_HL.c[name] == bindparam(f"k_{name}") for name in _KEY))
+            conn.execute(stmt, [_values(keys[i], batch[i], now, "k_") for i in changed])
         return LabelWrite(written=len(new), unchanged=unchanged, replaced=len(changed))
-
-    @staticmethod
-    def _row(key: Key, label: HumanLabel, now: Any) -> dict[str, Any]:
-        return {
-            "task": key[0],
-            "case_id": key[1],
-            "candidate": key[2],
-            "annotator": key[3],
-            "preference": label.preference,
-            "score": label.score,
-            "note": label.note,
-            "run_id": label.run_id,
-            "created_at": label.created_at or now,
-        }
-
-    @staticmethod
-    def _update_row(key: Key, label: HumanLabel, now: Any) -> dict[str, Any]:
-        values: dict[str, Any] = {name: getattr(label, name) for name in _CONTENT}
-        values["created_at"] = label.created_at or now
-        values.update(k_task=key[0], k_case_id=key[1], k_candidate=key[2], k_annotator=key[3])
-        return values
 
     def _canonical_keys(self, conn: Connection, batch: list[HumanLabel]) -> list[Key]:
         """Each label's key with the candidate as the graded model name; LabelError for a label
         whose (task, case) or candidate has no grade."""
         graded: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
         c = _G.c
-        for task, case_ids in _by_task((label.task, label.case_id) for label in batch).items():
-            for start in range(0, len(case_ids), _CHUNK):
-                stmt = (
-                    select(c.case_id, c.candidate_model, c.candidate_adapter_id)
-                    .where(c.task == task, c.case_id.in_(case_ids[start : start + _CHUNK]))
-                    .distinct()
-                )
-                for case_id, model, adapter in conn.execute(stmt):
-                    graded[(task, case_id)].append((model, adapter))
+        for task, case_ids in _by_task((label.task, label.case_id) for label in batch):
+            stmt = select(c.case_id, c.candidate_model, c.candidate_adapter_id).where(
+                c.task == task, c.case_id.in_(case_ids)
+            )
+            for case_id, model, adapter in conn.execute(stmt.distinct()):
+                graded[(task, case_id)].append((model, adapter))
         resolved: dict[tuple[str, str, str], str] = {}
         keys: list[Key] = []
         for index, label in enumerate(batch):
@@ -282,15 +243,14 @@ class LabelStore:
         wanted = set(keys)
         found: dict[Key, Content] = {}
         h = _HL.c
-        for task, case_ids in _by_task((key[0], key[1]) for key in keys).items():
-            for start in range(0, len(case_ids), _CHUNK):
-                stmt = select(h.case_id, h.candidate, h.annotator, *(h[name] for name in _CONTENT)).where(
-                    h.task == task, h.case_id.in_(case_ids[start : start + _CHUNK])
-                )
-                for case_id, candidate, annotator, *content in conn.execute(stmt):
-                    key = (task, case_id, candidate, annotator)
-                    if key in wanted:
-                        found[key] = tuple(content)
+        for task, case_ids in _by_task((key[0], key[1]) for key in keys):
+            stmt = select(h.case_id, h.candidate, h.annotator, *(h[name] for name in _CONTENT)).where(
+                h.task == task, h.case_id.in_(case_ids)
+            )
+            for case_id, candidate, annotator, *content in conn.execute(stmt):
+                key = (task, case_id, candidate, annotator)
+                if key in wanted:
+                    found[key] = tuple(content)
         return found
 
     # -- reading ---------------------------------------------------------------
@@ -302,22 +262,11 @@ class LabelStore:
 
         Each filter takes one value or a sequence; ``candidate`` is the model name as graded.
         """
-        conditions = [
-            cond
-            for cond in (
-                _match(_HL.c.task, task),
-                _match(_HL.c.candidate, candidate),
-                _match(_HL.c.annotator, annotator),
-            )
-            if cond is not None
-        ]
-        stmt = (
-            select(_HL)
-            .where(*conditions)
-            .order_by(_HL.c.task, _HL.c.candidate, _HL.c.case_id, _HL.c.annotator)
-        )
-        with ledger_errors("reading labels", self.engine.url), read_connection(self.engine) as conn:
-            return [_label(row) for row in conn.execute(stmt).mappings()]
+        h = _HL.c
+        stmt = select(_HL).where(*_where((h.task, task), (h.candidate, candidate), (h.annotator, annotator)))
+        with reading(self.engine, "reading labels") as conn:
+            rows = conn.execute(stmt.order_by(h.task, h.candidate, h.case_id, h.annotator)).mappings()
+            return [_label(row) for row in rows]
 
     def case_labels(self, *, task: Filter = None, candidate: Filter = None) -> list[CaseLabels]:
         """The labels per (task, candidate model, case), with the annotators' majority
@@ -337,7 +286,7 @@ class LabelStore:
             h.task == task, h.candidate.in_(list(candidates))
         )
         grouped: dict[tuple[str, str], tuple[list[str], list[float]]] = {}
-        with ledger_errors("reading labels", self.engine.url), read_connection(self.engine) as conn:
+        with reading(self.engine, "reading labels") as conn:
             for candidate, case_id, preference, score in conn.execute(stmt):
                 prefs, scores = grouped.setdefault((candidate, case_id), ([], []))
                 if preference is not None:
@@ -360,10 +309,7 @@ class LabelStore:
         g, h = _G.c, _HL.c
         graded_stmt = (
             select(g.task, g.candidate_model, func.count(distinct(g.case_id)))
-            .where(
-                g.case_id.is_not(None),
-                *[c for c in (_match(g.task, task), _match(g.candidate_model, candidate)) if c is not None],
-            )
+            .where(g.case_id.is_not(None), *_where((g.task, task), (g.candidate_model, candidate)))
             .group_by(g.task, g.candidate_model)
         )
         labelled_stmt = (
@@ -374,10 +320,10 @@ class LabelStore:
                 func.count(distinct(h.annotator)),
                 func.count(),
             )
-            .where(*[c for c in (_match(h.task, task), _match(h.candidate, candidate)) if c is not None])
+            .where(*_where((h.task, task), (h.candidate, candidate)))
             .group_by(h.task, h.candidate)
         )
-        with ledger_errors("counting labels", self.engine.url), read_connection(self.engine) as conn:
+        with reading(self.engine, "counting labels") as conn:
             graded = {(r[0], r[1]): int(r[2]) for r in conn.execute(graded_stmt)}
             labelled = {(r[0], r[1]): (int(r[2]), int(r[3]), int(r[4])) for r in conn.execute(labelled_stmt)}
         return [
@@ -390,15 +336,18 @@ def _content(label: HumanLabel) -> Content:
     return (label.preference, label.score, label.note, label.run_id)
 
 
+def _where(*conditions: tuple[Any, Filter]) -> list[Any]:
+    """:func:`match` of each (column, filter) given a filter."""
+    return [match(column, value) for column, value in conditions if value is not None]
+
+
+def _values(key: Key, label: HumanLabel, now: Any, prefix: str) -> dict[str, Any]:
+    """``label``'s values with ``key``'s (each name after ``prefix``)."""
+    content = {name: getattr(label, name) for name in _CONTENT}
+    keyed = {f"{prefix}{name}": value for name, value in zip(_KEY, key, strict=True)}
+    return {**keyed, **content, "created_at": label.created_at or now}
+
+
 def _label(row: Any) -> HumanLabel:
-    return HumanLabel(
-        task=row["task"],
-        case_id=row["case_id"],
-        candidate=row["candidate"],
-        annotator=row["annotator"],
-        preference=row["preference"],
-        score=None if row["score"] is None else float(row["score"]),
-        note=row["note"],
-        run_id=row["run_id"],
-        created_at=row["created_at"],
-    )
+    score = None if row["score"] is None else float(row["score"])
+    return HumanLabel(**{name: row[name] for name in (*_KEY, *_CONTENT, "created_at")} | {"score": score})

@@ -11,24 +11,15 @@ from typing import Any, cast
 from sqlalchemy import JSON, Engine, Table
 
 from llm_connect.ledger._engine import WRITE_ATTEMPTS, read_connection
-from llm_connect.ledger._models import SNAPSHOT_KEY as _SNAP_KEY
-from llm_connect.ledger._models import SNAPSHOT_VALUES as _SNAP_VALUES
-from llm_connect.ledger._models import EvidenceSnapshot, RoutingDecisionRecord
-
-_SNAP = cast(Table, EvidenceSnapshot.__table__)
-
+from llm_connect.ledger._models import SNAPSHOT_KEY, SNAPSHOT_VALUES, EvidenceSnapshot, RoutingDecisionRecord
 
 _DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
 _DECISION_COLUMNS = tuple(c.name for c in _DECISIONS.columns if c.name != "id")
-_SNAPSHOT_COLUMNS = (*_SNAP_KEY, *_SNAP_VALUES)
-
-
-def _json_columns(table: Table) -> frozenset[str]:
-    return frozenset(c.name for c in table.columns if isinstance(c.type, JSON))
-
-
-_DECISION_JSON = _json_columns(_DECISIONS)
-_SNAPSHOT_JSON = _json_columns(_SNAP)
+_SNAPSHOT_COLUMNS = (*SNAPSHOT_KEY, *SNAPSHOT_VALUES)
+_DECISION_JSON, _SNAPSHOT_JSON = (
+    frozenset(c.name for c in cast(Table, t.__table__).columns if isinstance(c.type, JSON))
+    for t in (RoutingDecisionRecord, EvidenceSnapshot)
+)
 
 
 def _placeholders(columns: Sequence[str], json_columns: frozenset[str]) -> str:
@@ -40,8 +31,7 @@ def _values(row: Mapping[str, Any], columns: Sequence[str], json_columns: frozen
     return tuple(json.dumps(row[c], allow_nan=False) if c in json_columns else row[c] for c in columns)
 
 
-# The tables' own column lists (the models, and the snapshot upsert's key and values in _cases):
-# a column added to either table is written here too.
+# The tables' own column lists: a column added to either table is written here too.
 _INSERT_DECISION = (
     f"INSERT INTO routing_decisions ({', '.join(_DECISION_COLUMNS)}) "
     f"VALUES ({_placeholders(_DECISION_COLUMNS, _DECISION_JSON)}) RETURNING id"
@@ -49,8 +39,8 @@ _INSERT_DECISION = (
 _UPSERT_SNAPSHOT = (
     f"INSERT INTO evidence_snapshots ({', '.join(_SNAPSHOT_COLUMNS)}) "
     f"VALUES ({_placeholders(_SNAPSHOT_COLUMNS, _SNAPSHOT_JSON)}) "
-    f"ON CONFLICT ({', '.join(_SNAP_KEY)}) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _SNAP_VALUES)
+    f"ON CONFLICT ({', '.join(SNAPSHOT_KEY)}) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in SNAPSHOT_VALUES)
 )
 
 
@@ -66,7 +56,7 @@ def pg_record_decision(
     decision_params = _values(decision, _DECISION_COLUMNS, _DECISION_JSON)
     snapshot_params = [
         _values(row, _SNAPSHOT_COLUMNS, _SNAPSHOT_JSON)
-        for row in sorted(snapshots, key=lambda r: tuple(r[c] for c in _SNAP_KEY))
+        for row in sorted(snapshots, key=lambda r: tuple(r[c] for c in SNAPSHOT_KEY))
     ]
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         with read_connection(engine) as conn:  # autocommit: the transaction is spelled out below
