@@ -81,13 +81,5 @@ class CalibrationStore:
 
 
 def _calibration_row(rec: Mapping[Any, Any]) -> CalibrationRow:
-    return CalibrationRow(
-        id=rec["id"],
-        created_at=rec["created_at"],
-        judge_grader_id=rec["judge_grader_id"],
-        references=tuple(rec["reference_grader_ids"]),
-        task=rec["task"],
-        figures=rec["figures"],
-        verdict=rec["verdict"],
-        passed=bool(rec["passed"]),
-    )
+    same = {name: rec[name] for name in ("id", "created_at", "judge_grader_id", "task", "figures", "verdict")}
+    return CalibrationRow(**same, references=tuple(rec["reference_grader_ids"]), passed=bool(rec["passed"]))

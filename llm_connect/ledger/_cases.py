@@ -53,22 +53,10 @@ def fetch_together(conn: Connection, queries: Sequence[tuple[str, tuple[Any, ...
             cursor.close()
 
 
+#: The ``grade_stats`` columns of a :class:`GradeTotals`, in its order (a sum and a count per side).
 TOTALS_COLUMNS = (
-    "task",
-    "baseline_model",
-    "grader_id",
-    "candidate_model",
-    "n",
-    "sum_quality",
-    "sum_quality_sq",
-    "candidate_cost_sum",
-    "candidate_cost_n",
-    "candidate_latency_sum",
-    "candidate_latency_n",
-    "baseline_cost_sum",
-    "baseline_cost_n",
-    "baseline_latency_sum",
-    "baseline_latency_n",
+    *("task", "baseline_model", "grader_id", "candidate_model", "n", "sum_quality", "sum_quality_sq"),
+    *(f"{s}_{w}_{t}" for s in ("candidate", "baseline") for w in ("cost", "latency") for t in ("sum", "n")),
     "asks_llm",
 )
 
@@ -78,25 +66,10 @@ def _mean(total: Any, count: Any) -> float | None:
 
 
 def totals_row(r: Sequence[Any]) -> GradeTotals:
-    """A :class:`GradeTotals` from a row of :data:`TOTALS_COLUMNS`."""
-    return GradeTotals(
-        task=r[0],
-        baseline_model=r[1],
-        grader_id=r[2],
-        candidate_model=r[3],
-        n=int(r[4]),
-        sum_quality=float(r[5]),
-        sum_quality_sq=float(r[6]),
-        candidate_mean_cost_usd=_mean(r[7], r[8]),
-        candidate_cost_n=int(r[8]),
-        candidate_mean_latency_ms=_mean(r[9], r[10]),
-        candidate_latency_n=int(r[10]),
-        baseline_mean_cost_usd=_mean(r[11], r[12]),
-        baseline_cost_n=int(r[12]),
-        baseline_mean_latency_ms=_mean(r[13], r[14]),
-        baseline_latency_n=int(r[14]),
-        asks_llm=bool(r[15]),
-    )
+    """A :class:`GradeTotals` from a row of :data:`TOTALS_COLUMNS` (each sum becomes a mean)."""
+    means = [v for i in range(7, 15, 2) for v in (_mean(r[i], r[i + 1]), int(r[i + 1]))]
+    values: tuple[Any, ...] = (*r[:4], int(r[4]), float(r[5]), float(r[6]), *means, bool(r[15]))
+    return GradeTotals(**dict(zip(GradeTotals.__dataclass_fields__, values, strict=True)))
 
 
 def series_query(

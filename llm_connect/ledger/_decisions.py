@@ -17,9 +17,9 @@ from llm_connect.ledger._models import (
     SNAPSHOT_VALUES,
     EvidenceSnapshot,
     RoutingDecisionRecord,
-    utcnow,
 )
 from llm_connect.ledger._runs import finite_json
+from llm_connect.types import utcnow
 
 if TYPE_CHECKING:
     from llm_connect.values import RoutingDecision

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.resources
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -94,26 +96,29 @@ def _check_known(conn: Connection, revision: str | None, url: URL) -> None:
         )
 
 
-def current_revision(url: str | URL | None = None) -> str | None:
-    """The schema revision of the database at ``url`` (``None`` when never migrated)."""
+@contextmanager
+def _engine(url: str | URL | None) -> Iterator[tuple[Engine, URL]]:
+    """An engine for ``url`` (resolved), disposed after the block."""
     parsed = resolve_url(url)
     engine = make_engine(parsed)
     try:
-        with ledger_errors("reading the schema revision", parsed), engine.connect() as conn:
-            return _revision_of(conn)
+        yield engine, parsed
     finally:
         engine.dispose()
 
 
-def _lock(conn: Connection) -> None:
-    if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
+def current_revision(url: str | URL | None = None) -> str | None:
+    """The schema revision of the database at ``url`` (``None`` when never migrated)."""
+    what = "reading the schema revision"
+    with _engine(url) as (engine, parsed), ledger_errors(what, parsed), engine.connect() as conn:
+        return _revision_of(conn)
 
 
 def _upgrade_locked(conn: Connection, url: URL) -> str:
     from alembic import command
 
-    _lock(conn)
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
     revision = _revision_of(conn)
     _check_known(conn, revision, url)
     head = head_revision()
@@ -127,20 +132,14 @@ def ensure_schema(engine: Engine, url: URL, *, auto_migrate: bool) -> str:
     head = head_revision()
     with ledger_errors("reading the schema revision", url), engine.connect() as conn:
         revision = _revision_of(conn)
-        # No revision yet: another process may be migrating right now, so whether a
-        # foreign grades table exists is only decided under the migration lock
-        # (_upgrade_locked checks again there); reading it here could see that
-        # process's tables commit between our two reads.
-        if revision is not None:
+        # No revision yet and migrating: another process may be migrating right now, so whether
+        # a foreign grades table exists is only decided under the migration lock (_upgrade_locked).
+        if revision is not None or not auto_migrate:
             _check_known(conn, revision, url)
         conn.rollback()
     if revision == head:
         return head
     if not auto_migrate:
-        if revision is None:
-            with ledger_errors("reading the schema revision", url), engine.connect() as conn:
-                _check_known(conn, revision, url)  # a foreign grades table is named as such
-                conn.rollback()
         state = "has no llm-connect schema" if revision is None else f"is at revision {revision!r}"
         raise LedgerError(
             f"{display_url(url)} {state}; the current schema is {head!r}. "
@@ -152,22 +151,13 @@ def ensure_schema(engine: Engine, url: URL, *, auto_migrate: bool) -> str:
 
 def upgrade(url: str | URL | None = None) -> str:
     """Migrate the database at ``url`` to the newest revision; returns that revision."""
-    parsed = resolve_url(url)
-    engine = make_engine(parsed)
-    try:
+    with _engine(url) as (engine, parsed):
         return ensure_schema(engine, parsed, auto_migrate=True)
-    finally:
-        engine.dispose()
 
 
 def check_models(url: str | URL) -> None:
     """Run Alembic's ``check`` (autogenerate diff) against a migrated database."""
     from alembic import command
 
-    parsed = resolve_url(url)
-    engine = make_engine(parsed)
-    try:
-        with engine.connect() as conn:
-            command.check(alembic_config(conn))
-    finally:
-        engine.dispose()
+    with _engine(url) as (engine, _), engine.connect() as conn:
+        command.check(alembic_config(conn))

@@ -110,8 +110,14 @@ class RunStore:
             write(self.engine, "writing the response cache", lambda conn: self.add_cache(conn, entries))
 
     def add_cache(self, conn: Connection, entries: Sequence[tuple[str, str, LLMResponse]]) -> None:
-        """:meth:`cache_put_many` inside ``conn``'s transaction."""
-        rows = _cache_rows(entries)
+        """:meth:`cache_put_many` inside ``conn``'s transaction (the first entry of each key)."""
+        now, firsts = utcnow(), dict[str, tuple[str, LLMResponse]]()
+        for key, adapter_id, response in entries:
+            firsts.setdefault(key, (adapter_id, response))
+        rows = [
+            dict(key=key, adapter_id=adapter_id, response=response.to_dict(), created_at=now)
+            for key, (adapter_id, response) in firsts.items()
+        ]
         stmt = dialect_insert(conn.dialect.name, _CACHE).on_conflict_do_nothing(index_elements=["key"])
         for start in range(0, len(rows), _CHUNK):
             conn.execute(stmt, rows[start : start + _CHUNK])
@@ -230,15 +236,6 @@ class RunStore:
         stmt = select(c.case_id, c.grader_id, c.candidate_model).where(c.run_id == run_id)
         with reading(self.engine, "reading completed cases") as conn:
             return {(r[0], r[1], r[2]) for r in conn.execute(stmt)}
-
-
-def _cache_rows(entries: Sequence[tuple[str, str, LLMResponse]]) -> list[dict[str, Any]]:
-    """``response_cache`` rows, the first entry of each key."""
-    rows: dict[str, dict[str, Any]] = {}
-    for key, adapter_id, response in entries:
-        if key not in rows:
-            rows[key] = dict(key=key, adapter_id=adapter_id, response=response.to_dict(), created_at=utcnow())
-    return list(rows.values())
 
 
 def failure_row(
