@@ -16,13 +16,11 @@ the filters) leaves no suite behind.
 
 from __future__ import annotations
 
-import gc
 import gzip
 import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -31,7 +29,7 @@ from llm_connect._secrets import mask_secrets
 from llm_connect.errors import TrafficImportError
 from llm_connect.traffic._call import Deferred, Skip, TrafficCall, call_key
 from llm_connect.traffic._draw import RESERVED_KEYS, draw, spare
-from llm_connect.traffic._json import dumps_line
+from llm_connect.traffic._json import dumps_line, no_cyclic_gc
 from llm_connect.traffic._logs import read_langfuse, read_openai_log
 from llm_connect.traffic._otlp import DEFAULT_JOIN_WINDOW, OtlpReader
 from llm_connect.traffic._parallel import ParallelOtlp, workers_for
@@ -428,33 +426,13 @@ def import_traffic(
     out = Path(output)
     first = options.sample is not None and not options.strict and options.stratify_by not in RESERVED_KEYS
     n = workers_for(paths, fmt, draw_first=first, workers=workers, chunk_bytes=chunk_bytes)
-    with _no_cyclic_gc():
+    with no_cyclic_gc():
         if first:
             try:
                 return _run(fmt, paths, options, out, on_progress, draw_first=True, workers=(n, chunk_bytes))
             except SampleExhausted:
                 pass  # too many drawn calls were unusable: build every case
         return _run(fmt, paths, options, out, on_progress, draw_first=False)
-
-
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """The cyclic garbage collector off for the import, back on (if it was) afterwards.
-
-    Each OTLP export line parses into tens of thousands of containers that live
-    until the line is read; allocating them triggers collections that walk them
-    (and promote them, so that full collections follow): on 200-span lines that
-    doubled the time of the parse alone. The import makes no reference cycles
-    of its own (what it allocates is freed by reference counting), so memory
-    stays as bounded with the collector off.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _run(

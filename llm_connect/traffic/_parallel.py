@@ -38,7 +38,6 @@ inherited), and only for plain files (not compressed) of at least
 
 from __future__ import annotations
 
-import gc
 import heapq
 import multiprocessing
 import os
@@ -50,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.traffic._call import Probe, Skip, TrafficCall
-from llm_connect.traffic._json import loads
+from llm_connect.traffic._json import loads, no_cyclic_gc
 from llm_connect.traffic._otlp import OtlpReader, _finish, _Span, service_name
 from llm_connect.traffic._sample import Sampler
 
@@ -134,9 +133,7 @@ def _scan(
     from llm_connect.traffic._draw import _stratum
     from llm_connect.traffic._import import _Importer
 
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with no_cyclic_gc():
         importer = _Importer("otlp-json", [], options, Path(file))
         hasher = Sampler(1, seed=options.seed)
         reader = OtlpReader(options.join_window, defer=True)
@@ -196,9 +193,6 @@ def _scan(
             for _, index, span, service in heap:
                 entries[index] = (*entries[index][:13], (span, service))
         return lineno, reader.spans_seen, entries, stopped
-    finally:
-        if was:
-            gc.enable()
 
 
 def _fetch(file: str, offset: int, locs: list[_Loc]) -> list[tuple[Any, Any]]:
