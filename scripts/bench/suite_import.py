@@ -21,7 +21,9 @@ Timed per round, the sides taking turns on the same file:
 * **import, N workers** (``--workers N``, N > 1): the same import with ``workers=N``
   (:mod:`llm_connect.traffic._parallel`: with ``--sample``, worker processes read byte
   ranges of the file), timed in the same round right after the sequential one; the
-  suites must be the same bytes (checked every round).
+  suites must be the same bytes (checked every round). Files under 256 MiB are read by
+  one process whatever ``--workers`` says (``_parallel.PARALLEL_MIN_BYTES``): the
+  script says so.
 
 The ratio printed is import time / baseline time, per round, summarised by the median.
 ``--peak`` instead runs one import in a child process and prints its peak resident memory
@@ -51,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_connect.traffic import ImportOptions, import_traffic
+from llm_connect.traffic._parallel import PARALLEL_MIN_BYTES
 
 _TOPICS = ["refund", "delivery", "password", "invoice", "upgrade", "warranty", "address", "discount"]
 _WORDS = [
@@ -268,6 +271,9 @@ def main() -> None:
             subprocess.run(cmd, check=True)
             return
         out = path.with_name("suite.jsonl")
+        if args.workers > 1 and args.sample is not None and path.stat().st_size < PARALLEL_MIN_BYTES:
+            mib = PARALLEL_MIN_BYTES >> 20
+            print(f"note: under {mib} MiB: the {args.workers} workers' import runs in one process")
         ratios: list[float] = []
         floors: list[float] = []
         speedups: list[float] = []
