@@ -95,11 +95,7 @@ class EmbeddingStore:
                 stmt = dialect_insert(conn.dialect.name, _EMB)
                 stmt = stmt.on_conflict_do_update(
                     index_elements=["model_id", "text_sha256"],
-                    set_={
-                        "dim": stmt.excluded.dim,
-                        "vector": stmt.excluded.vector,
-                        "created_at": stmt.excluded.created_at,
-                    },
+                    set_={c: stmt.excluded[c] for c in ("dim", "vector", "created_at")},
                 )
                 conn.execute(stmt, rows[start : start + _CHUNK])
             return len(rows)
