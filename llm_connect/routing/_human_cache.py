@@ -331,6 +331,24 @@ def _with_chosen(reader: DesignReader, key: tuple[str, str, str, str], group: Gr
     return replace(group, positions={**group.positions, **found})
 
 
+def _continued(group: Group, alpha: float, min_quality: float, min_samples: int) -> tuple[Any, Any]:
+    """The bound over ``group``'s cases at ``alpha``, continued from its running sums there."""
+    from llm_connect.routing import _ppi  # looked up at call time (tests watch it)
+
+    rows = group.rows
+    return _ppi.human_bound_continued(
+        rows.judge,
+        rows.inclusion,
+        rows.chosen,
+        group.human,
+        alpha=alpha,
+        min_quality=min_quality,
+        floor=rows.floor,
+        min_samples=min_samples,
+        start=group.states.get(alpha),
+    )
+
+
 def refresh_stored(
     engine: Engine, task: str, candidates: Sequence[str], grader_ids: Sequence[str] | None = None
 ) -> int:
@@ -344,8 +362,6 @@ def refresh_stored(
     so the first ``decide(target="human")`` after them restores this instead of reading every
     sampled case. A new Router checks what it restores as ever, so the figures stay those of a
     full read and a fresh computation whatever happens in between. Returns the groups stored."""
-    from llm_connect.routing._ppi import human_bound_continued
-
     reader = DesignReader(engine)
     wanted = None if grader_ids is None else set(grader_ids)
     snapshots = DecisionStore(engine)
@@ -368,17 +384,7 @@ def refresh_stored(
             continue
         group = _with_chosen(reader, key, group)
         for alpha in dict.fromkeys((_default_alpha(), *group.alphas)):
-            _, state = human_bound_continued(
-                rows.judge,
-                rows.inclusion,
-                rows.chosen,
-                group.human,
-                alpha=alpha,
-                min_quality=0.5,  # the running sums depend on neither setting
-                floor=rows.floor,
-                min_samples=2,
-                start=group.states.get(alpha),
-            )
+            _, state = _continued(group, alpha, 0.5, 2)  # the running sums depend on neither setting
             if state is not None:
                 group.states[alpha] = state
         version = (group.mark.grades, group.mark.sum_quality, 0.0)
@@ -408,7 +414,6 @@ def group_evidence(
 ) -> dict[tuple[str, str], GraderEvidence]:
     """Evidence per (candidate, grader id), with ``cache`` (kept by the caller) brought up to date."""
     from llm_connect.routing._human import bound_evidence  # _human imports nothing from here
-    from llm_connect.routing._ppi import human_bound_continued
 
     reader = DesignReader(ledger.engine)
     if len(cache) > _MAX_ENTRIES:
@@ -444,17 +449,7 @@ def group_evidence(
             if hit is not None:
                 ev = hit
             else:
-                hb, state = human_bound_continued(
-                    rows.judge,
-                    rows.inclusion,
-                    rows.chosen,
-                    group.human,
-                    alpha=alpha,
-                    min_quality=min_quality,
-                    floor=rows.floor,
-                    min_samples=min_samples,
-                    start=group.states.get(alpha),
-                )
+                hb, state = _continued(group, alpha, min_quality, min_samples)
                 if state is not None:
                     start = group.states.get(alpha)
                     if start is None or (start.floor, start.share) != (state.floor, state.share):

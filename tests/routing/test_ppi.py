@@ -24,6 +24,13 @@ def _first_look(lower: np.ndarray, threshold: float) -> np.ndarray:
     return np.where(ok.any(axis=1), looks[ok.argmax(axis=1)], np.inf)
 
 
+def _labels_at(cases: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """Per run, the labels among the first ``cases`` cases (inf where it never proved)."""
+    counts = np.concatenate((np.zeros((chosen.shape[0], 1)), chosen.cumsum(1)), 1)
+    at = np.where(np.isfinite(cases), cases, 0).astype(int)
+    return np.where(np.isfinite(cases), counts[np.arange(chosen.shape[0]), at], np.inf)
+
+
 def _pairwise(rng: np.random.Generator, runs: int, n: int, mean: float, agree: float | None):
     human = (rng.random((runs, n)) < mean).astype(float)
     u = rng.random((runs, n))
@@ -84,12 +91,7 @@ def test_a_judge_with_no_signal_needs_about_as_many_labels_as_people_alone() -> 
     chosen = rng.random((runs, n)) < p
     seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=0.3, labels_share=0.5)
     cases = _first_look(seq.lower, 0.5)
-    counts = np.concatenate((np.zeros((runs, 1)), chosen.cumsum(1)), 1)
-    labels = np.where(
-        np.isfinite(cases),
-        counts[np.arange(runs), np.where(np.isfinite(cases), cases, 0).astype(int)],
-        np.inf,
-    )
+    labels = _labels_at(cases, chosen)
     assert 0.6 <= float(np.median(labels)) / alone <= 1.8
 
 
@@ -125,12 +127,7 @@ def test_near_the_ceiling_labelling_never_needs_much_more_than_labels_alone(stra
     chosen = rng.random((runs, n)) < p
     seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=floor, labels_share=share)
     cases = _first_look(seq.lower, 0.9)
-    counts = np.concatenate((np.zeros((runs, 1)), chosen.cumsum(1)), 1)
-    labels = np.where(
-        np.isfinite(cases),
-        counts[np.arange(runs), np.where(np.isfinite(cases), cases, 0).astype(int)],
-        np.inf,
-    )
+    labels = _labels_at(cases, chosen)
     assert float(np.median(labels)) / alone <= 1.3
 
 
