@@ -34,14 +34,8 @@ Example::
 from __future__ import annotations
 
 from llm_connect.traffic._call import Answer, Skip, TrafficCall
-from llm_connect.traffic._import import (
-    FORMATS,
-    ImportOptions,
-    ImportReport,
-    detect_format,
-    import_traffic,
-    meta_path,
-)
+from llm_connect.traffic._import import FORMATS, detect_format, import_traffic
+from llm_connect.traffic._importer import ImportOptions, ImportReport, meta_path
 from llm_connect.traffic._otlp import DEFAULT_JOIN_WINDOW, OtlpReader
 from llm_connect.traffic._redact import Redactor, luhn_ok
 from llm_connect.traffic._sample import Sampler, Stratum

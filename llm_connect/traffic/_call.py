@@ -2,7 +2,7 @@
 
 Every reader (OTLP JSON, OpenAI-style logs, Langfuse) turns its records into
 :class:`TrafficCall` values, or into :class:`Skip` values for input it cannot
-use; :mod:`llm_connect.traffic._import` does the rest (checking, masking,
+use; :mod:`llm_connect.traffic._importer` does the rest (checking, masking,
 sampling, writing). Helpers here convert the message shapes the sources use
 into the OpenAI chat format that :class:`~llm_connect.types.Conversation` takes.
 """

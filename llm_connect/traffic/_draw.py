@@ -33,7 +33,7 @@ from llm_connect.traffic._redact import Redactor, mask_request
 from llm_connect.traffic._sample import Sampler
 
 if TYPE_CHECKING:  # pragma: no cover
-    from llm_connect.traffic._import import _Importer
+    from llm_connect.traffic._importer import _Importer
 
 __all__ = ["RESERVED_KEYS", "draw", "spare"]
 

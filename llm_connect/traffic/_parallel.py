@@ -54,7 +54,7 @@ from llm_connect.traffic._otlp import OtlpReader, _finish, _Span, service_name
 from llm_connect.traffic._sample import Sampler
 
 if TYPE_CHECKING:  # pragma: no cover
-    from llm_connect.traffic._import import ImportOptions
+    from llm_connect.traffic._importer import ImportOptions
 
 __all__ = [
     "CHUNK_BYTES",
@@ -131,7 +131,7 @@ def _scan(
 ) -> _Scanned:
     """Read the lines starting in ``[start, end)`` of ``file`` (see the module docstring)."""
     from llm_connect.traffic._draw import _stratum
-    from llm_connect.traffic._import import _Importer
+    from llm_connect.traffic._importer import _Importer
 
     with no_cyclic_gc():
         importer = _Importer("otlp-json", [], options, Path(file))

@@ -231,7 +231,7 @@ def test_strict_is_exit_2_with_nothing_written_either_way(traffic: Path, tmp_pat
 def test_spans_cross_only_when_they_may_be_drawn(traffic: Path, tmp_path: Path) -> None:
     """Once the reservoir is full, a range sends back a span only if it could still enter it."""
     from llm_connect.traffic._draw import draw, spare
-    from llm_connect.traffic._import import _Importer
+    from llm_connect.traffic._importer import _Importer
     from llm_connect.traffic._parallel import _Remote
     from llm_connect.traffic._sample import Sampler
 
