@@ -44,10 +44,12 @@ import os
 from collections import OrderedDict, defaultdict, deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from llm_connect.errors import TrafficImportError
 from llm_connect.traffic._call import Probe, Skip, TrafficCall
 from llm_connect.traffic._json import loads, no_cyclic_gc
 from llm_connect.traffic._otlp import OtlpReader, _finish, _Span, service_name
@@ -64,6 +66,8 @@ __all__ = [
     "auto_workers",
     "workers_for",
 ]
+
+T = TypeVar("T")
 
 CHUNK_BYTES = 8 << 20
 """Bytes per range a worker reads (by default)."""
@@ -119,6 +123,18 @@ def workers_for(
 
 
 # -- in a worker ------------------------------------------------------------------------
+
+
+def _result(future: Future[T], path: str | Path) -> T:
+    """``future``'s result; a worker that died (killed, out of memory) is a
+    :class:`~llm_connect.errors.TrafficImportError` naming the file and the way round it."""
+    try:
+        return future.result()
+    except BrokenProcessPool as exc:
+        raise TrafficImportError(
+            f"{path}: a worker process reading this file stopped unexpectedly (killed, or out of "
+            "memory?); nothing was written. Run again with --workers 1 to read it in one process."
+        ) from exc
 
 
 def _scan(
@@ -318,7 +334,7 @@ class ParallelOtlp:
             light = not self.sampler.keep_duplicates
             while out:
                 i, future = out.popleft()
-                lines, spans, entries, stopped = future.result()
+                lines, spans, entries, stopped = _result(future, self.paths[i])
                 send()
                 path = file = str(self.paths[i])
                 base = owned.get(i, 0)
@@ -393,5 +409,6 @@ class ParallelOtlp:
             for (path, offset), refs in wanted.items()
         ]
         for refs, future in jobs:
-            for ref, data in zip(refs, future.result(), strict=True):
+            found: list[tuple[Any, Any]] = _result(future, refs[0].path)
+            for ref, data in zip(refs, found, strict=True):
                 ref.data = data

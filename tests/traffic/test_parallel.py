@@ -9,6 +9,8 @@ records the parent reads on from the first line holding one.
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ import pytest
 
 from llm_connect.errors import TrafficImportError
 from llm_connect.traffic import ImportOptions, import_traffic
-from llm_connect.traffic._parallel import ParallelOtlp, workers_for
+from llm_connect.traffic._parallel import ParallelOtlp, _result, workers_for
 from tests.cli._util import invoke
 
 
@@ -283,3 +285,15 @@ def test_ranges_starting_exactly_at_lines_and_no_final_newline(tmp_path: Path) -
     assert report["spans"] == 40 and report["written"] == 5
     _same([path], tmp_path, ImportOptions(sample=5, seed=1), chunk_bytes=width)
     _same([path], tmp_path, ImportOptions(sample=5, seed=1), chunk_bytes=width + 2)
+
+
+def test_a_worker_that_dies_is_an_import_error_naming_the_file_and_the_way_round() -> None:
+    # A worker killed (the OOM killer, a signal) breaks the pool: the user gets the file and
+    # --workers 1, not a BrokenProcessPool traceback.
+    future: Future[int] = Future()
+    future.set_exception(BrokenProcessPool("A child process terminated abruptly"))
+    with pytest.raises(TrafficImportError, match=r"traces\.jsonl: a worker process .* --workers 1"):
+        _result(future, "traces.jsonl")
+    done: Future[int] = Future()
+    done.set_result(7)
+    assert _result(done, "traces.jsonl") == 7
