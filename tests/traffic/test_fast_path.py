@@ -12,6 +12,7 @@ import pytest
 from llm_connect.grading import load_suite
 from llm_connect.traffic import ImportOptions, import_traffic
 from llm_connect.traffic import _json as fastjson
+from tests.traffic._otlp_attrs import otlp_attr
 
 ORJSON = fastjson.use_orjson(True)
 
@@ -25,14 +26,6 @@ def parser(request: pytest.FixtureRequest) -> Iterator[bool]:
     fastjson.use_orjson(True)
 
 
-def _attr(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, float):
-        return {"key": key, "value": {"doubleValue": value}}
-    if isinstance(value, int):
-        return {"key": key, "value": {"intValue": str(value)}}
-    return {"key": key, "value": {"stringValue": value}}
-
-
 def _span(i: int, *, feature: str, text: str | None = None, answer: str = "fine") -> dict[str, Any]:
     messages = [{"role": "user", "parts": [{"type": "text", "content": text or f"question {i}"}]}]
     output = [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
@@ -43,13 +36,13 @@ def _span(i: int, *, feature: str, text: str | None = None, answer: str = "fine"
         "startTimeUnixNano": str(1_000_000_000 + i),
         "endTimeUnixNano": str(1_500_000_000 + i),
         "attributes": [
-            _attr("gen_ai.operation.name", "chat"),
-            _attr("gen_ai.request.model", "gpt-4o"),
-            _attr("gen_ai.request.temperature", 0.5),
-            _attr("gen_ai.usage.input_tokens", 3),
-            _attr("app.feature", feature),
-            _attr("gen_ai.input.messages", json.dumps(messages)),
-            _attr("gen_ai.output.messages", json.dumps(output)),
+            otlp_attr("gen_ai.operation.name", "chat"),
+            otlp_attr("gen_ai.request.model", "gpt-4o"),
+            otlp_attr("gen_ai.request.temperature", 0.5),
+            otlp_attr("gen_ai.usage.input_tokens", 3),
+            otlp_attr("app.feature", feature),
+            otlp_attr("gen_ai.input.messages", json.dumps(messages)),
+            otlp_attr("gen_ai.output.messages", json.dumps(output)),
         ],
     }
 
@@ -59,7 +52,7 @@ def _http_span(i: int) -> dict[str, Any]:
         "traceId": f"{i:032x}",
         "spanId": f"f{i:015x}",
         "name": "GET /",
-        "attributes": [_attr("http.route", "/")],
+        "attributes": [otlp_attr("http.route", "/")],
     }
 
 

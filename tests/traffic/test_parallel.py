@@ -20,28 +20,21 @@ from llm_connect.errors import TrafficImportError
 from llm_connect.traffic import ImportOptions, import_traffic
 from llm_connect.traffic._parallel import ParallelOtlp, _result, workers_for
 from tests.cli._util import invoke
-
-
-def _attr(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, float):
-        return {"key": key, "value": {"doubleValue": value}}
-    if isinstance(value, int):
-        return {"key": key, "value": {"intValue": str(value)}}
-    return {"key": key, "value": {"stringValue": value}}
+from tests.traffic._otlp_attrs import otlp_attr
 
 
 def _chat(i: int, *, text: str | None = None, answer: str = "fine", content: bool = True) -> dict[str, Any]:
     messages = [{"role": "user", "parts": [{"type": "text", "content": text or f"question {i}"}]}]
     output = [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
     attrs = [
-        _attr("gen_ai.operation.name", "chat"),
-        _attr("gen_ai.request.model", "gpt-4o" if i % 4 else "gpt-4o-mini"),
-        _attr("gen_ai.usage.input_tokens", 3),
-        _attr("app.feature", ("refunds", "billing", "login")[i % 3]),
+        otlp_attr("gen_ai.operation.name", "chat"),
+        otlp_attr("gen_ai.request.model", "gpt-4o" if i % 4 else "gpt-4o-mini"),
+        otlp_attr("gen_ai.usage.input_tokens", 3),
+        otlp_attr("app.feature", ("refunds", "billing", "login")[i % 3]),
     ]
     if content:
-        attrs.append(_attr("gen_ai.input.messages", json.dumps(messages)))
-        attrs.append(_attr("gen_ai.output.messages", json.dumps(output)))
+        attrs.append(otlp_attr("gen_ai.input.messages", json.dumps(messages)))
+        attrs.append(otlp_attr("gen_ai.output.messages", json.dumps(output)))
     return {
         "traceId": f"{i:032x}",
         "spanId": f"{i:016x}",
@@ -53,11 +46,16 @@ def _chat(i: int, *, text: str | None = None, answer: str = "fine", content: boo
 
 
 def _http(i: int) -> dict[str, Any]:
-    return {"traceId": f"{i:032x}", "spanId": f"f{i:015x}", "name": "GET /", "attributes": [_attr("a", 1)]}
+    return {
+        "traceId": f"{i:032x}",
+        "spanId": f"f{i:015x}",
+        "name": "GET /",
+        "attributes": [otlp_attr("a", 1)],
+    }
 
 
 def _export(spans: list[dict[str, Any]], service: str = "bot") -> str:
-    resource = {"attributes": [_attr("service.name", service)]}
+    resource = {"attributes": [otlp_attr("service.name", service)]}
     return json.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]})
 
 
