@@ -12,7 +12,7 @@ import pytest
 from llm_connect.grading import load_suite
 from llm_connect.traffic import ImportOptions, import_traffic
 from llm_connect.traffic import _json as fastjson
-from tests.traffic._otlp_attrs import otlp_attr
+from tests.traffic._otlp_attrs import chat_span, genai_messages, otlp_attr
 
 ORJSON = fastjson.use_orjson(True)
 
@@ -27,24 +27,14 @@ def parser(request: pytest.FixtureRequest) -> Iterator[bool]:
 
 
 def _span(i: int, *, feature: str, text: str | None = None, answer: str = "fine") -> dict[str, Any]:
-    messages = [{"role": "user", "parts": [{"type": "text", "content": text or f"question {i}"}]}]
-    output = [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
-    return {
-        "traceId": f"{i:032x}",
-        "spanId": f"{i:016x}",
-        "name": "chat gpt-4o",
-        "startTimeUnixNano": str(1_000_000_000 + i),
-        "endTimeUnixNano": str(1_500_000_000 + i),
-        "attributes": [
-            otlp_attr("gen_ai.operation.name", "chat"),
-            otlp_attr("gen_ai.request.model", "gpt-4o"),
-            otlp_attr("gen_ai.request.temperature", 0.5),
-            otlp_attr("gen_ai.usage.input_tokens", 3),
-            otlp_attr("app.feature", feature),
-            otlp_attr("gen_ai.input.messages", json.dumps(messages)),
-            otlp_attr("gen_ai.output.messages", json.dumps(output)),
-        ],
-    }
+    attrs = [
+        otlp_attr("gen_ai.operation.name", "chat"),
+        otlp_attr("gen_ai.request.model", "gpt-4o"),
+        otlp_attr("gen_ai.request.temperature", 0.5),
+        otlp_attr("gen_ai.usage.input_tokens", 3),
+        otlp_attr("app.feature", feature),
+    ]
+    return chat_span(i, attrs + genai_messages(text or f"question {i}", answer))
 
 
 def _http_span(i: int) -> dict[str, Any]:

@@ -20,12 +20,10 @@ from llm_connect.errors import TrafficImportError
 from llm_connect.traffic import ImportOptions, import_traffic
 from llm_connect.traffic._parallel import ParallelOtlp, _result, workers_for
 from tests.cli._util import invoke
-from tests.traffic._otlp_attrs import otlp_attr
+from tests.traffic._otlp_attrs import chat_span, genai_messages, otlp_attr
 
 
 def _chat(i: int, *, text: str | None = None, answer: str = "fine", content: bool = True) -> dict[str, Any]:
-    messages = [{"role": "user", "parts": [{"type": "text", "content": text or f"question {i}"}]}]
-    output = [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
     attrs = [
         otlp_attr("gen_ai.operation.name", "chat"),
         otlp_attr("gen_ai.request.model", "gpt-4o" if i % 4 else "gpt-4o-mini"),
@@ -33,16 +31,8 @@ def _chat(i: int, *, text: str | None = None, answer: str = "fine", content: boo
         otlp_attr("app.feature", ("refunds", "billing", "login")[i % 3]),
     ]
     if content:
-        attrs.append(otlp_attr("gen_ai.input.messages", json.dumps(messages)))
-        attrs.append(otlp_attr("gen_ai.output.messages", json.dumps(output)))
-    return {
-        "traceId": f"{i:032x}",
-        "spanId": f"{i:016x}",
-        "name": "chat gpt-4o",
-        "startTimeUnixNano": str(1_000_000_000 + i),
-        "endTimeUnixNano": str(1_500_000_000 + i),
-        "attributes": attrs,
-    }
+        attrs += genai_messages(text or f"question {i}", answer)
+    return chat_span(i, attrs)
 
 
 def _http(i: int) -> dict[str, Any]:
