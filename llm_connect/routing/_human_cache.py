@@ -46,7 +46,6 @@ from llm_connect.ledger._design import DesignMark, DesignReader, DesignRows, joi
 from llm_connect.ledger._engine import write
 from llm_connect.routing._human_snapshot import decode_snapshot, digest_of, encode_group, snapshot_settings
 from llm_connect.values import GraderEvidence, human_value
-from llm_connect.values._labels import PREFERENCE_VALUES
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -162,14 +161,7 @@ def _labels(reader: DesignReader, task: str, candidate: str, old: Labels | None)
             scores if score is None else (*scores, score),
         )
     for case_id in dict.fromkeys(r[0] for r in got.rows):
-        prefs, scores = raw[case_id]
-        # One annotator (the common case): human_value's answer without its counting.
-        if len(prefs) == 1:
-            value: float | None = PREFERENCE_VALUES[prefs[0]]
-        elif not prefs and len(scores) == 1:
-            value = scores[0]
-        else:
-            value = human_value(prefs, scores)
+        value = human_value(*raw[case_id])
         if value is None:
             values.pop(case_id, None)
         else:
@@ -349,6 +341,22 @@ def _continued(group: Group, alpha: float, min_quality: float, min_samples: int)
     )
 
 
+def _snapshot_rows(task: str, baseline: str, groups: list[tuple[str, str, Group]]) -> list[dict[str, Any]]:
+    """The ``evidence_snapshots`` rows that store ``(candidate, grader id, group)`` each."""
+    return evidence_snapshot_rows(
+        task,
+        baseline,
+        snapshot_settings(),
+        [(c, g, (grp.mark.grades, grp.mark.sum_quality, 0.0), encode_group(grp)) for c, g, grp in groups],
+    )
+
+
+def _write_snapshots(engine: Engine, rows: list[dict[str, Any]]) -> None:
+    """Store ``rows`` (of :func:`_snapshot_rows`) in one transaction; nothing without rows."""
+    if rows:
+        write(engine, "storing the human target's running state", lambda c: write_evidence_snapshots(c, rows))
+
+
 def refresh_stored(
     engine: Engine, task: str, candidates: Sequence[str], grader_ids: Sequence[str] | None = None
 ) -> int:
@@ -387,16 +395,8 @@ def refresh_stored(
             _, state = _continued(group, alpha, 0.5, 2)  # the running sums depend on neither setting
             if state is not None:
                 group.states[alpha] = state
-        version = (group.mark.grades, group.mark.sum_quality, 0.0)
-        rows_out += evidence_snapshot_rows(
-            task, baseline, snapshot_settings(), [(cand, gid, version, encode_group(group))]
-        )
-    if rows_out:
-        write(
-            engine,
-            "storing the human target's running state",
-            lambda c: write_evidence_snapshots(c, rows_out),
-        )
+        rows_out += _snapshot_rows(task, baseline, [(cand, gid, group)])
+    _write_snapshots(engine, rows_out)
     return len(rows_out)
 
 
@@ -464,21 +464,7 @@ def group_evidence(
             group.evidence[settings] = ev
             cache[gkey] = group
             out[(cand, gid)] = ev
-    if to_store:
-        rows_out = evidence_snapshot_rows(
-            task,
-            baseline,
-            snapshot_settings(),
-            [
-                (c, g, (grp.mark.grades, grp.mark.sum_quality, 0.0), encode_group(grp))
-                for c, g, grp in to_store
-            ],
-        )
-        write(
-            ledger.engine,
-            "storing the human target's running state",
-            lambda conn: write_evidence_snapshots(conn, rows_out),
-        )
+    _write_snapshots(ledger.engine, _snapshot_rows(task, baseline, to_store))
     return out
 
 

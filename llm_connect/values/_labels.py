@@ -246,6 +246,10 @@ def human_value(preferences: Sequence[str], scores: Sequence[float]) -> float | 
 
     The value routing on what people would say (``Router.decide(target="human")``) bounds.
     """
+    if len(preferences) == 1:  # one annotator, the common case: no counting
+        return PREFERENCE_VALUES[preferences[0]]
+    if not preferences and len(scores) == 1:
+        return float(scores[0])
     majority = _majority(list(preferences))
     if majority is not None:
         return PREFERENCE_VALUES[majority]
