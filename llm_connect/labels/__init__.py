@@ -137,7 +137,7 @@ def import_labels(
     for _, label in lines:
         touched.setdefault(label.task, set()).add(label.candidate)
     for task, names in touched.items():
-        refresh_routing_state(store, task, sorted(names))
+        refresh_routing_state(store.engine, task, sorted(names))
     return written
 
 

@@ -25,10 +25,14 @@ import math
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from llm_connect.errors import ConfigurationError, LabelError, LedgerError
-from llm_connect.ledger import LabelStore, QualityLedger, SampledCase, SamplingStore
+from llm_connect.ledger import QualityLedger, SampledCase, SamplingStore
 from llm_connect.values import HumanLabel
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 __all__ = [
     "STRATEGIES",
@@ -64,7 +68,7 @@ def _draw(seed: int, task: str, candidate: str, case_id: str) -> float:
 
 
 def refresh_routing_state(
-    store: SamplingStore | LabelStore,
+    engine: Engine,
     task: str,
     candidates: Sequence[str],
     grader_ids: Sequence[str] | None = None,
@@ -75,7 +79,7 @@ def refresh_routing_state(
     from llm_connect.routing._human_cache import refresh_stored
 
     try:
-        refresh_stored(store.engine, task, candidates, grader_ids)
+        refresh_stored(engine, task, candidates, grader_ids)
     except LedgerError as exc:
         log.warning("routing state not refreshed after the write (the next decision reads in full): %s", exc)
 
@@ -161,7 +165,7 @@ def choose_for_labels(
             floor=low,
             seed=seed,
         )
-        refresh_routing_state(store, task, [candidate], [grader_id])
+        refresh_routing_state(store.engine, task, [candidate], [grader_id])
     return store.queue(task, candidate, grader_id)
 
 

@@ -240,9 +240,9 @@ class LabelDesk:
             # As after `labels import`: the stored state of routing on what people would say is
             # brought up to the new label, so the next decision continues from it instead of
             # over every case (a failure is logged; the label stands).
-            from llm_connect.labels._sampler import SamplingStore, refresh_routing_state
+            from llm_connect.labels._sampler import refresh_routing_state
 
-            refresh_routing_state(SamplingStore(self.ledger.engine), label.task, [label.candidate])
+            refresh_routing_state(self.ledger.engine, label.task, [label.candidate])
         return 200, {"saved": True, "written": done.written}
 
 
