@@ -186,6 +186,12 @@ class _Span:
             if name in _EVENTS:
                 self.add(name, _attrs(event.get("attributes")))
 
+    @classmethod
+    def read_again(cls, file: str, line: int, span: Mapping[str, Any], service: Any) -> _Span:
+        """The record of a chat span parsed again from its JSON (``_parallel``'s workers send spans)."""
+        raw = {a["key"]: a.get("value") for a in span.get("attributes") or ()}
+        return cls(file, line, span, raw, service)
+
     @property
     def attrs(self) -> dict[str, Any]:
         """Every attribute, decoded."""

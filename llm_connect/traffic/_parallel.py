@@ -244,9 +244,7 @@ class _Remote:
     def _span(self) -> _Span:
         if self.data is None:
             self.data = _fetch(self.path, self.offset, [self.loc])[0]
-        span, service = self.data
-        raw = {a["key"]: a.get("value") for a in span.get("attributes") or ()}
-        return _Span(self.file, self.line, span, raw, service)
+        return _Span.read_again(self.file, self.line, *self.data)
 
     def build(self) -> TrafficCall | Skip:
         """The call, as the sequential reader would have built it."""
@@ -345,8 +343,7 @@ class ParallelOtlp:
                         continue
                     if entry[0] is None:  # a span waiting for its log records (none read so far)
                         _, span_id, line, span, service = entry
-                        raw = {a["key"]: a.get("value") for a in span.get("attributes") or ()}
-                        waiting[span_id] = _Span(file, line + base, span, raw, service)
+                        waiting[span_id] = _Span.read_again(file, line + base, span, service)
                         if len(waiting) > window:
                             yield waiting.popitem(last=False)[1]
                         continue
