@@ -132,7 +132,9 @@ class Outcome:
         ``min_samples`` (distinct cases) is used as given, never lowered to the
         size of a small suite: below it the evidence says "insufficient". With
         ``label_rate``, the label sampler first decides the newly graded cases of
-        each task x candidate x routing judge (``choose_for_labels``).
+        each task x candidate x routing judge (``choose_for_labels``). Routing on the
+        judge also brings the stored state of routing on what people would say up to date
+        (``refresh_routing_state``), since the run's grades may have changed sampled cases.
         """
         from llm_connect.cli._report import task_sides
         from llm_connect.routing import Router
@@ -150,6 +152,13 @@ class Outcome:
                             self.ledger, task=task, candidate=cand, grader_id=gid, rate=label_rate,
                             strategy=label_strategy, seed=label_seed,
                         )  # fmt: skip
+            if target != "human":
+                # New grades of sampled cases leave the human target's stored state behind: bring
+                # it up to date now, so that a later decide(target="human") does not read every
+                # sampled case (a decision on people's labels does that itself, and stores it).
+                from llm_connect.labels import refresh_routing_state
+
+                refresh_routing_state(self.ledger.engine, task, candidates, sorted(graders))
             decisions.append(
                 router.decide(
                     task,

@@ -71,6 +71,7 @@ __all__ = [
     "read_label_lines",
     "read_labels",
     "record_uniform_sample",
+    "refresh_routing_state",
     "score_verdict",
     "write_labels",
 ]

@@ -75,7 +75,17 @@ def refresh_routing_state(
 ) -> None:
     """Bring the stored state of routing on what people would say up to date after a write that
     is committed (:func:`~llm_connect.routing._human_cache.refresh_stored`). A database error
-    here is logged, not raised: what was written stands, and a decision reads in full instead."""
+    here is logged, not raised: what was written stands, and a decision reads in full instead.
+
+    ``choose_for_labels``, ``import_labels``, the labelling page and ``grade`` call it after
+    their writes. Code that writes labels or grades itself (``QualityLedger.record_labels``,
+    ``record_many``) calls it once after its batch, so that the next
+    ``Router.decide(target="human")`` in any process restores the state instead of reading
+    every sampled case (the decision's figures are the same either way)::
+
+        ledger.record_labels(labels)
+        refresh_routing_state(ledger.engine, "qa", ["small"])
+    """
     from llm_connect.routing._human_cache import refresh_stored
 
     try:
