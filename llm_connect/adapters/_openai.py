@@ -22,6 +22,7 @@ from llm_connect._conversation import Conversation, Prompt
 from llm_connect._secrets import get_logger, secret_values
 from llm_connect.adapters._activity import model_call
 from llm_connect.adapters._errors import ResponseInfo, sdk_errors
+from llm_connect.adapters._loop import register
 from llm_connect.errors import ConfigurationError, MalformedResponseError
 from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
 
@@ -212,7 +213,15 @@ class _Clients:
                         base_url=self.base_url, api_key=self.api_key, max_retries=self.max_retries
                     )
                     self._async[loop] = client
+                    register(self, loop)
         return client
+
+    async def aclose_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close the async client this holder opened on ``loop`` (not one it was given)."""
+        with self._lock:
+            client = self._async.pop(loop, None)
+        if client is not None:
+            await client.close()
 
     def close(self) -> None:
         if self._owned_sync and self._sync is not None:
@@ -284,6 +293,12 @@ class OpenAIAdapter:
     def close(self) -> None:
         """Close the HTTP connections of the sync client this adapter created."""
         self._clients.close()
+
+    async def aclose(self) -> None:
+        """Close the async client this adapter opened on the running event loop (call it before
+        your own loop ends, as with ``openai.AsyncOpenAI.close``); a later call opens a new one.
+        Loops the library starts itself (``BatchGrader.run``, ``grade``) are closed for you."""
+        await self._clients.aclose_loop(asyncio.get_running_loop())
 
     # -- request / response ---------------------------------------------------
 

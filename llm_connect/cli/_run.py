@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_connect.adapters._loop import run as run_in_own_loop
 from llm_connect.cli._common import fail
 from llm_connect.errors import ConfigurationError
 
@@ -430,9 +431,9 @@ def execute(
 
     if bar is not None:
         with bar:
-            report = asyncio.run(main())
+            report = run_in_own_loop(main())
     else:
-        report = asyncio.run(main())
+        report = run_in_own_loop(main())
     rows = list(ledger.results(run_id=grader.run_id))
     return Outcome(
         report=report,

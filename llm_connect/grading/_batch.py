@@ -50,6 +50,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from llm_connect.adapters._loop import run as run_in_own_loop
 from llm_connect.errors import CaseDataError, ConfigurationError
 from llm_connect.grading._judge_batch import JudgeBatcher
 from llm_connect.grading._paired import flag_asks_llm, judge_async, with_conversation
@@ -225,7 +226,7 @@ class BatchGrader:
 
     def run(self, suite: Suite, *, stop: asyncio.Event | None = None) -> BatchReport:
         """Synchronous :meth:`arun` (starts its own event loop)."""
-        return asyncio.run(self.arun(suite, stop=stop))
+        return run_in_own_loop(self.arun(suite, stop=stop))
 
     # -- helpers ---------------------------------------------------------------
 

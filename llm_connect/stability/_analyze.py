@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from llm_connect._conversation import Conversation
+from llm_connect.adapters._loop import run as run_in_own_loop
 from llm_connect.errors import (
     AdapterError,
     BudgetExceededError,
@@ -380,6 +381,6 @@ def analyze(
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return run_in_own_loop(coro)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(run_in_own_loop, coro).result()

@@ -55,7 +55,14 @@ def test_extra_headers_and_query_go_out_as_headers_and_url_parameters(
 
 
 def test_async_calls_send_them_the_same_way(adapter: OpenAIAdapter, openai_server: OpenAIServer) -> None:
-    assert asyncio.run(adapter.acomplete("hi", OPTIONS)).text == "echo: hi"
+    async def call() -> str:
+        try:
+            return (await adapter.acomplete("hi", OPTIONS)).text
+        finally:
+            await adapter.aclose()  # the loop's client, closed before the loop ends
+
+    assert asyncio.run(call()) == "echo: hi"
+    assert not adapter._clients._async
     _check_options_sent_as_the_sdk_means_them(openai_server)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -159,6 +161,31 @@ def test_model_calls_stay_within_concurrency(openai_server: OpenAIServer) -> Non
         in_flight += delta
         peak = max(peak, in_flight)
     assert len(reqs) == 24 and peak <= 3
+
+
+def test_a_run_on_its_own_loop_closes_the_connections_it_opened(openai_server: OpenAIServer) -> None:
+    """``BatchGrader.run`` starts its own event loop and closes the async clients opened on it
+    before the loop ends: no socket outlives the run (no "unclosed transport" warning when the
+    loop is collected), and a second run opens new clients that work."""
+    adapters = [
+        OpenAIAdapter(m, base_url=openai_server.base_url, api_key="sk-test") for m in ("base", "cand")
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        for _ in range(2):
+            report = grade_suite(
+                make_suite(4),
+                baseline=LiveSide("openai:base", ResilientAdapter(adapters[0], policy=FAST)),
+                candidates=[LiveSide("openai:cand", ResilientAdapter(adapters[1], policy=FAST))],
+                judges=[ExactMatchJudge()],
+            )
+            assert len(report.results) == 4
+            assert all(not adapter._clients._async for adapter in adapters)
+        del adapters, report  # what is left of the runs' loops and clients is collected here
+        gc.collect()
+    assert len(openai_server.requests_to("/chat/completions")) == 16
+    unclosed = [w for w in caught if issubclass(w.category, ResourceWarning) and "unclosed" in str(w.message)]
+    assert unclosed == []
 
 
 def test_rate_limit_with_retry_after_is_retried_then_succeeds(
