@@ -28,11 +28,12 @@ from typing import IO, Any
 from llm_connect.errors import TrafficImportError
 from llm_connect.traffic._call import Deferred, Skip, TrafficCall, call_key
 from llm_connect.traffic._draw import RESERVED_KEYS, draw, spare
-from llm_connect.traffic._importer import ImportOptions, ImportReport, _Importer
+from llm_connect.traffic._importer import CHECKED, ImportOptions, ImportReport, _Importer
 from llm_connect.traffic._json import dumps_line, no_cyclic_gc
 from llm_connect.traffic._logs import read_langfuse, read_openai_log
 from llm_connect.traffic._otlp import OtlpReader
 from llm_connect.traffic._parallel import ParallelOtlp, workers_for
+from llm_connect.traffic._parallel_cases import ParallelCases, replay
 from llm_connect.traffic._sample import SampleExhausted, Sampler
 
 __all__ = ["FORMATS", "detect_format", "import_traffic"]
@@ -146,9 +147,10 @@ def import_traffic(
 
     With ``sample`` (and not ``strict``) only the cases drawn are built
     (:mod:`llm_connect.traffic._draw`); otherwise every call becomes a case first.
-    Drawn first, large plain OTLP JSON files are read by ``workers`` spawned processes
-    (``None``: one per CPU; 1: none) in ranges of ``chunk_bytes``; the output is the
-    same (:mod:`llm_connect.traffic._parallel`; a script needs the ``__main__`` guard).
+    Drawn first or with every case (no ``sample``), large plain OTLP JSON files are read
+    by ``workers`` spawned processes (``None``: one per CPU; 1: none) in ranges of
+    ``chunk_bytes``; the output is the same (:mod:`llm_connect.traffic._parallel`,
+    :mod:`llm_connect.traffic._parallel_cases`; a script needs the ``__main__`` guard).
 
     Raises:
         TrafficImportError: an unknown or mixed format, a missing file, a skip under
@@ -175,14 +177,15 @@ def import_traffic(
         fmt = next(iter(found.values()))
     out = Path(output)
     first = options.sample is not None and not options.strict and options.stratify_by not in RESERVED_KEYS
-    n = workers_for(paths, fmt, draw_first=first, workers=workers, chunk_bytes=chunk_bytes)
+    every = options.sample is None  # every case: workers build them (_parallel_cases)
+    n = workers_for(paths, fmt, draw_first=first or every, workers=workers, chunk_bytes=chunk_bytes)
     with no_cyclic_gc():
         if first:
             try:
                 return _run(fmt, paths, options, out, on_progress, draw_first=True, workers=(n, chunk_bytes))
             except SampleExhausted:
                 pass  # too many drawn calls were unusable: build every case
-        return _run(fmt, paths, options, out, on_progress, draw_first=False)
+        return _run(fmt, paths, options, out, on_progress, draw_first=False, workers=(n, chunk_bytes))
 
 
 def _run(
@@ -208,9 +211,12 @@ def _run(
         if options.sample is not None
         else None
     )
-    if workers[0] > 1 and sampler is not None:  # OTLP JSON drawn first (_parallel.workers_for)
-        reader = ParallelOtlp(paths, options, sampler, workers=workers[0], chunk_bytes=workers[1])
+    if workers[0] > 1 and sampler is not None and draw_first:  # OTLP JSON (_parallel.workers_for)
+        reader: Any = ParallelOtlp(paths, options, sampler, workers=workers[0], chunk_bytes=workers[1])
         items: Iterator[Any] = reader.read()
+    elif workers[0] > 1 and sampler is None:  # every case of OTLP JSON, built by the workers
+        reader = ParallelCases(paths, options, workers=workers[0], chunk_bytes=workers[1])
+        items = reader.read()
     else:
         items, reader = _read(fmt, paths, options, defer=draw_first)
     try:
@@ -226,6 +232,14 @@ def _run(
                     _write(tmp, importer, case)
             else:
                 for item in items:
+                    if type(item) is tuple:  # a worker's case (or drop, or refusal)
+                        line = replay(importer, item)
+                        if line is not None:
+                            tmp.write(line)
+                            report.written += 1
+                            if on_progress is not None and report.written % 10_000 == 0:
+                                on_progress(report.written)
+                        continue
                     if isinstance(item, Skip):
                         importer.skip(item)
                         continue
@@ -267,13 +281,9 @@ def _run(
     return report
 
 
-_CHECKED = ("messages", "tools", "tool_choice")
-"""Case keys :class:`Conversation` has checked for NaN and infinity."""
-
-
 def _write(fh: IO[bytes], importer: _Importer, case: dict[str, Any]) -> None:
     importer.unique_id(case)
-    line = dumps_line(case, checked=_CHECKED)
+    line = dumps_line(case, checked=CHECKED)
     if line is None:
         importer.skip(
             Skip(

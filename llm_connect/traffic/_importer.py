@@ -26,6 +26,12 @@ from llm_connect.types import Conversation, ConversationError
 
 __all__ = ["EXAMPLES", "ImportOptions", "ImportReport", "meta_path"]
 
+CHECKED = ("messages", "tools", "tool_choice")
+"""Case keys :class:`Conversation` has checked for NaN and infinity (not walked again when written)."""
+
+Checked = tuple[list[Any], "list[Any] | None", Conversation, "Redactor | None"]
+"""A call's masked messages and tools, its conversation and redactor (:meth:`_Importer.check`)."""
+
 EXAMPLES = 5
 """How many skipped records a report names (file, line, id)."""
 
@@ -160,6 +166,15 @@ def _response(call: TrafficCall, redactor: Redactor | None) -> dict[str, Any]:
     return out
 
 
+def dropped(call: TrafficCall) -> str | None:
+    """Why ``call`` is left out on purpose (``errored call``, ``empty answer``), or ``None``."""
+    if call.error is not None:
+        return "errored call"
+    if call.answer is None or call.answer.empty:
+        return "empty answer"
+    return None
+
+
 class _Importer:
     """The per-call steps (module docstring); keeps the counts for the report."""
 
@@ -190,11 +205,9 @@ class _Importer:
         r = self.report
         if count:
             r.calls += 1
-        if call.error is not None:
-            r.dropped["errored call"] = r.dropped.get("errored call", 0) + 1
-            return False
-        if call.answer is None or call.answer.empty:
-            r.dropped["empty answer"] = r.dropped.get("empty answer", 0) + 1
+        reason = dropped(call)
+        if reason is not None:
+            r.dropped[reason] = r.dropped.get(reason, 0) + 1
             return False
         return True
 
@@ -213,23 +226,42 @@ class _Importer:
 
     def build(self, call: TrafficCall) -> tuple[dict[str, Any], str] | None:
         """The suite case of an admitted call and its conversation digest, or ``None`` (counted)."""
-        r, opts = self.report, self.options
+        checked = self.check(call)
+        if isinstance(checked, Skip):
+            self.skip(checked)
+            return None
+        if self.duplicate(int(checked[2].digest[:16], 16)):
+            return None
+        return self.case(call, checked), checked[2].digest
+
+    def check(self, call: TrafficCall) -> Checked | Skip:
+        """An admitted call's masked messages and tools, its :class:`Conversation` and redactor,
+        or the skip of a conversation refused (not counted here)."""
         assert call.answer is not None
-        redactor = Redactor() if opts.redact else None
+        redactor = Redactor() if self.options.redact else None
         messages = _mask_messages(call.messages or [], redactor)
         tools = mask_all(call.tools) if call.tools else None
         try:
             conversation = Conversation(messages, tools=tools, tool_choice=call.tool_choice)
         except ConversationError as exc:
-            self.skip(Skip("conversation refused", call.file, call.line, call.ref, detail=str(exc)))
-            return None
-        key = int(conversation.digest[:16], 16)
+            return Skip("conversation refused", call.file, call.line, call.ref, detail=str(exc))
+        return messages, tools, conversation, redactor
+
+    def duplicate(self, key: int) -> bool:
+        """Whether the conversation keyed ``key`` was seen before and is removed (counted)."""
         if key in self.seen:
-            if not opts.keep_duplicates:
-                r.duplicates += 1
-                return None
-        else:
-            self.seen.add(key)
+            if not self.options.keep_duplicates:
+                self.report.duplicates += 1
+                return True
+            return False
+        self.seen.add(key)
+        return False
+
+    def case(self, call: TrafficCall, checked: Checked) -> dict[str, Any]:
+        """The case of a checked call that is not a removed duplicate (its notes counted)."""
+        r, opts = self.report, self.options
+        messages, tools, conversation, redactor = checked
+        assert call.answer is not None
         task = self.task(call.metadata, call.requested_model, call.answer.model)
         response = _response(call, redactor)
         if call.answer.tool_calls and not conversation.tools:
@@ -252,7 +284,7 @@ class _Importer:
             metadata["run_settings"] = mask_request(call.settings)
         case["metadata"] = metadata if redactor is None else redactor.value(metadata)
         case["responses"] = {opts.response_name: response}
-        return case, conversation.digest
+        return case
 
     def stratum(self, case: Mapping[str, Any]) -> str:
         by = self.options.stratify_by
@@ -266,11 +298,15 @@ class _Importer:
         value = meta.get(by, (meta.get("attributes") or {}).get(by))
         return "(none)" if value is None else str(value)
 
-    def unique_id(self, case: dict[str, Any]) -> None:
-        base = str(case["id"])
+    def unique(self, base: str) -> str:
+        """``base``, or ``base#2``, ``base#3``... : the first id no earlier case has."""
         n, candidate = 1, base
         while hash(candidate) in self.ids:
             n += 1
             candidate = f"{base}#{n}"
         self.ids.add(hash(candidate))
-        case["id"] = candidate
+        return candidate
+
+    def unique_id(self, case: dict[str, Any]) -> None:
+        """Give ``case`` an id no earlier case has (:meth:`unique`)."""
+        case["id"] = self.unique(str(case["id"]))

@@ -64,6 +64,7 @@ __all__ = [
     "PARALLEL_MIN_BYTES",
     "ParallelOtlp",
     "auto_workers",
+    "lines_from",
     "workers_for",
 ]
 
@@ -107,7 +108,8 @@ def workers_for(
 ) -> int:
     """How many worker processes read ``paths`` (1: none, the sequential reader).
 
-    More than one only for OTLP JSON drawn first, plain files, at least
+    More than one only for OTLP JSON drawn first (``draw_first``; the caller also says so for
+    every case without a sample: :mod:`llm_connect.traffic._parallel_cases`), plain files, at least
     :data:`PARALLEL_MIN_BYTES` together unless ``chunk_bytes`` is given, and no
     more workers than ranges.
     """
@@ -120,6 +122,21 @@ def workers_for(
     step = chunk_bytes or CHUNK_BYTES
     ranges = sum(-(-size // step) for size in sizes)
     return min(n, ranges) if ranges > 1 else 1
+
+
+def lines_from(
+    paths: Sequence[Path], first: int, offset: int, lineno: int
+) -> Iterator[tuple[str, int, bytes]]:
+    """``(file, line number, line)`` from ``offset`` (line ``lineno``) of file ``first`` on."""
+    for i in range(first, len(paths)):
+        with open(paths[i], "rb") as fh:
+            start = 1
+            if i == first:
+                fh.seek(offset)
+                start = lineno
+            for n, raw in enumerate(fh, start):
+                if raw.strip():
+                    yield str(paths[i]), n, raw
 
 
 # -- in a worker ------------------------------------------------------------------------
@@ -372,7 +389,7 @@ class ParallelOtlp:
                     reader = OtlpReader(self.options.join_window, defer=True)
                     reader.prime(self._spans, done, waiting.items())
                     self._reader = reader
-                    yield from reader.read(self._lines(i, stopped[0], base + stopped[1]))
+                    yield from reader.read(lines_from(self.paths, i, stopped[0], base + stopped[1]))
                     break
                 owned[i] = base + lines
             else:
@@ -381,18 +398,6 @@ class ParallelOtlp:
             self._prefetch(pool)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-
-    def _lines(self, first: int, offset: int, lineno: int) -> Iterator[tuple[str, int, bytes]]:
-        """``(file, line number, line)`` from ``offset`` (line ``lineno``) of file ``first`` on."""
-        for i in range(first, len(self.paths)):
-            with open(self.paths[i], "rb") as fh:
-                start = 1
-                if i == first:
-                    fh.seek(offset)
-                    start = lineno
-                for n, raw in enumerate(fh, start):
-                    if raw.strip():
-                        yield str(self.paths[i]), n, raw
 
     def _prefetch(self, pool: ProcessPoolExecutor) -> None:
         """The spans of the references the reservoirs hold that came without theirs, each line read once."""
