@@ -19,9 +19,11 @@ Timed per round, the sides taking turns on the same file:
   parses (its floor on this machine).
 
 * **import, N workers** (``--workers N``, N > 1): the same import with ``workers=N``
-  (:mod:`llm_connect.traffic._parallel`: with ``--sample``, worker processes read byte
-  ranges of the file), timed in the same round right after the sequential one; the
-  suites must be the same bytes (checked every round). Files under 256 MiB are read by
+  (worker processes read byte ranges of the file: with ``--sample`` they probe the chat
+  spans, :mod:`llm_connect.traffic._parallel`; without, they build every case,
+  :mod:`llm_connect.traffic._parallel_cases`), timed in the same round right after the
+  sequential one; the suites and their ``.meta.json`` must be the same bytes (checked
+  every round). Files under 256 MiB are read by
   one process whatever ``--workers`` says (``_parallel.PARALLEL_MIN_BYTES``): the
   script says so.
 
@@ -271,7 +273,7 @@ def main() -> None:
             subprocess.run(cmd, check=True)
             return
         out = path.with_name("suite.jsonl")
-        if args.workers > 1 and args.sample is not None and path.stat().st_size < PARALLEL_MIN_BYTES:
+        if args.workers > 1 and path.stat().st_size < PARALLEL_MIN_BYTES:
             mib = PARALLEL_MIN_BYTES >> 20
             print(f"note: under {mib} MiB: the {args.workers} workers' import runs in one process")
         ratios: list[float] = []
@@ -297,11 +299,12 @@ def main() -> None:
                 f"({base:.2f} s) | ratio {imp / base:.2f}{parse} | load {os.getloadavg()[0]:.1f}"
             )
             if args.workers > 1:
-                single = out.read_bytes()
+                single, single_meta = out.read_bytes(), Path(report.meta).read_bytes()
                 t = time.perf_counter()
                 import_traffic([path], out, ImportOptions(sample=args.sample), workers=args.workers)
                 par = time.perf_counter() - t
                 assert out.read_bytes() == single, "the workers wrote another suite"
+                assert Path(report.meta).read_bytes() == single_meta, "the workers wrote another sidecar"
                 speedups.append(imp / par)
                 print(
                     f"         {args.workers} workers: {n / par:,.0f} spans/s ({par:.2f} s, same suite) | "
