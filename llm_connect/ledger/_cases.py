@@ -172,7 +172,3 @@ def series_query(
         return out
 
     return sql, all_params, parse
-
-
-# The name the sampling stores import.
-_fetch = fetch

@@ -125,22 +125,12 @@ def evidence_snapshot_rows(
     task: str, baseline_model: str, settings: str, snapshots: Sequence[tuple[str, str, Sequence[Any], Any]]
 ) -> list[dict[str, Any]]:
     """Rows for :func:`write_evidence_snapshots`: (candidate, grader id, (n, Σ, Σ²), evidence JSON)."""
-    now = utcnow()
-    return [
-        {
-            "task": task,
-            "baseline_model": baseline_model,
-            "grader_id": grader,
-            "candidate_model": candidate,
-            "settings": settings,
-            "version_n": int(version[0]),
-            "version_sum": float(version[1]),
-            "version_sum_sq": float(version[2]),
-            "evidence": evidence,
-            "updated_at": now,
-        }
-        for candidate, grader, version, evidence in snapshots
-    ]
+    now, columns, rows = utcnow(), (*SNAPSHOT_KEY, *SNAPSHOT_VALUES), []
+    for candidate, grader, v, evidence in snapshots:
+        version = (int(v[0]), float(v[1]), float(v[2]))
+        values = (task, baseline_model, grader, candidate, settings, *version, evidence, now)
+        rows.append(dict(zip(columns, values, strict=True)))
+    return rows
 
 
 def write_evidence_snapshots(conn: Connection, rows: list[dict[str, Any]]) -> None:

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine
 
-from llm_connect.ledger._cases import _fetch
-from llm_connect.ledger._engine import ledger_errors, read_connection
+from llm_connect.ledger._cases import fetch as _fetch
+from llm_connect.ledger._engine import ledger_errors, reading
 
 __all__ = ["DesignMark", "DesignReader", "DesignRows", "LabelRows"]
 
@@ -169,13 +169,11 @@ def join_rows(old: DesignRows, new: DesignRows) -> DesignRows:
     if not len(old):
         return new
     assert old.floor is not None and new.floor is not None
-    return DesignRows(
-        positions=np.concatenate((old.positions, new.positions)),
-        judge=np.concatenate((old.judge, new.judge)),
-        inclusion=np.concatenate((old.inclusion, new.inclusion)),
-        chosen=np.concatenate((old.chosen, new.chosen)),
-        floor=min(old.floor, new.floor),
+    arrays = (
+        np.concatenate((getattr(old, f), getattr(new, f)))
+        for f in ("positions", "judge", "inclusion", "chosen")
     )
+    return DesignRows(*arrays, floor=min(old.floor, new.floor))
 
 
 class DesignReader:
@@ -192,10 +190,10 @@ class DesignReader:
         self.engine = engine
 
     @contextmanager
-    def _snapshot(self) -> Iterator[Connection]:
+    def _snapshot(self, what: str = "reading label sampling") -> Iterator[Connection]:
         """One transaction whose statements see one snapshot (SQLite: ``BEGIN``, WAL; PostgreSQL:
-        repeatable read)."""
-        with ledger_errors("reading label sampling", self.engine.url), self.engine.connect() as conn:
+        repeatable read); errors name ``what``."""
+        with ledger_errors(what, self.engine.url), self.engine.connect() as conn:
             if self.engine.dialect.name == "postgresql":
                 conn = conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
@@ -207,20 +205,14 @@ class DesignReader:
         the server and the read goes on."""
         if self.engine.dialect.name != "postgresql":
             return
-        with (
-            ledger_errors("refreshing table statistics", self.engine.url),
-            read_connection(self.engine) as conn,
-        ):
+        with reading(self.engine, "refreshing table statistics") as conn:
             for (table,) in _fetch(conn, _STALE, ()):
                 conn.exec_driver_sql(f"ANALYZE {table}")
 
     def _analyze_if_unseen(self, task: str, candidate: str, grader_id: str, found: int) -> None:
         """PostgreSQL: ``ANALYZE`` ``case_stats`` and ``label_sampling`` when the planner estimates
         the group's sampled cases at under half of the ``found`` a full read just read."""
-        with (
-            ledger_errors("refreshing table statistics", self.engine.url),
-            read_connection(self.engine) as conn,
-        ):
+        with reading(self.engine, "refreshing table statistics") as conn:
             plan = _fetch(conn, _ESTIMATE, (task, candidate, grader_id))[0][0]
             plan = json.loads(plan) if isinstance(plan, str | bytes) else plan
             if float(plan[0]["Plan"]["Plan Rows"]) * 2 < found:
@@ -285,7 +277,7 @@ class DesignReader:
         """The sampler's positions of those of ``case_ids`` it decided (a few hundred per query)."""
         out: dict[str, int] = {}
         ids = list(case_ids)
-        with ledger_errors("reading label sampling", self.engine.url), read_connection(self.engine) as conn:
+        with reading(self.engine, "reading label sampling") as conn:
             for start in range(0, len(ids), _CHUNK):
                 part = ids[start : start + _CHUNK]
                 marks = ", ".join(["(%s)"] * len(part))
@@ -302,7 +294,7 @@ class DesignReader:
         if not names:
             return []
         marks = ", ".join(["%s"] * len(names))
-        with ledger_errors("reading graded groups", self.engine.url), read_connection(self.engine) as conn:
+        with reading(self.engine, "reading graded groups") as conn:
             found = [tuple(map(str, r)) for r in _fetch(conn, _GROUPS.format(marks), (task, *names))]
             missing = set(names) - {r[0] for r in found}
             if missing:
@@ -314,7 +306,7 @@ class DesignReader:
 
     def chosen_from(self, task: str, candidate: str, grader_id: str, position: int) -> dict[str, int]:
         """The case ids of the group's chosen cases at ``position`` or later, with their positions."""
-        with ledger_errors("reading label sampling", self.engine.url), read_connection(self.engine) as conn:
+        with reading(self.engine, "reading label sampling") as conn:
             rows = _fetch(conn, _CHOSEN, (task, candidate, grader_id, position))
         return {str(case_id): int(pos) for case_id, pos in rows}
 
@@ -323,7 +315,7 @@ class DesignReader:
     ) -> LabelRows:
         """Labels of ``candidate`` on ``task`` past ``last_id`` when those up to it still have
         ``version``; else (or with ``last_id`` ``None``) every label, with ``full`` set."""
-        with ledger_errors("reading labels", self.engine.url), self._snapshot() as conn:
+        with self._snapshot("reading labels") as conn:
             same = (
                 last_id is not None
                 and tuple(_fetch(conn, _LABEL_VERSION, (task, candidate, last_id))[0]) == version

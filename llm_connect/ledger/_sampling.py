@@ -19,8 +19,8 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, Table, exists, func, insert, select
 
-from llm_connect.ledger._cases import _fetch
-from llm_connect.ledger._engine import ledger_errors, read_connection, write_transaction
+from llm_connect.ledger._cases import fetch
+from llm_connect.ledger._engine import reading, write
 from llm_connect.ledger._models import CaseStats
 from llm_connect.ledger._models_labels import HumanLabelRecord
 from llm_connect.ledger._models_sampling import LabelSamplingRecord
@@ -104,7 +104,7 @@ class SamplingStore:
         )
         s = _S.c
         done = select(s.case_id).where(s.task == task, s.candidate == candidate, s.grader_id == grader_id)
-        with ledger_errors("reading cases to sample", self.engine.url), read_connection(self.engine) as conn:
+        with reading(self.engine, "reading cases to sample") as conn:
             decided = set(conn.execute(done).scalars())
             rows = [r for r in conn.execute(stmt) if r[0][len(_ID) :] not in decided]
         rows.sort(key=lambda r: r[1])
@@ -114,7 +114,7 @@ class SamplingStore:
         """The grader ids that graded ``candidate`` (the model name as graded) on ``task``, sorted."""
         c = _C.c
         stmt = select(c.grader_id).where(c.task == task, c.candidate_model == candidate).distinct()
-        with ledger_errors("reading graders", self.engine.url), read_connection(self.engine) as conn:
+        with reading(self.engine, "reading graders") as conn:
             return sorted(conn.execute(stmt).scalars())
 
     def decided(
@@ -128,7 +128,7 @@ class SamplingStore:
             *([s.candidate == candidate] if candidate is not None else []),
             *([s.grader_id == grader_id] if grader_id is not None else []),
         )
-        with ledger_errors("reading label sampling", self.engine.url), read_connection(self.engine) as conn:
+        with reading(self.engine, "reading label sampling") as conn:
             return {(r[0], r[1], r[2]): (int(r[3]), float(r[4]), bool(r[5])) for r in conn.execute(stmt)}
 
     def record(
@@ -149,7 +149,7 @@ class SamplingStore:
         if not cases:
             return 0
 
-        def write(conn: Connection) -> int:
+        def insert_cases(conn: Connection) -> int:
             s = _S.c
             last = conn.execute(
                 select(func.max(s.position)).where(
@@ -180,8 +180,7 @@ class SamplingStore:
             )
             return len(cases)
 
-        with ledger_errors("recording label sampling", self.engine.url):
-            return write_transaction(self.engine, write)
+        return write(self.engine, "recording label sampling", insert_cases)
 
     def queue(self, task: str, candidate: str, grader_id: str | None = None) -> list[str]:
         """The chosen case ids of ``candidate`` on ``task`` (for one grader, or any) that have no
@@ -199,10 +198,7 @@ class SamplingStore:
             )
             .group_by(s.case_id)
         )
-        with (
-            ledger_errors("reading the labelling queue", self.engine.url),
-            read_connection(self.engine) as conn,
-        ):
+        with reading(self.engine, "reading the labelling queue") as conn:
             rows = list(conn.execute(stmt))
         return [case_id for case_id, _ in sorted(rows, key=lambda r: (r[1], r[0]))]
 
@@ -231,10 +227,10 @@ class SamplingStore:
             f"AND baseline_model = %s AND candidate_model IN ({marks_c}) AND grader_id IN ({marks_g}) "
             "AND case_key LIKE 'id:%%' GROUP BY candidate_model, grader_id"
         )
-        with ledger_errors("reading label sampling", self.engine.url), read_connection(self.engine) as conn:
-            rows = _fetch(conn, joined, (baseline, task, *cands, *graders))
+        with reading(self.engine, "reading label sampling") as conn:
+            rows = fetch(conn, joined, (baseline, task, *cands, *graders))
             counts = {
-                (r[0], r[1]): int(r[2]) for r in _fetch(conn, counted, (task, baseline, *cands, *graders))
+                (r[0], r[1]): int(r[2]) for r in fetch(conn, counted, (task, baseline, *cands, *graders))
             }
         grouped: dict[tuple[str, str], list[Any]] = defaultdict(list)
         for row in rows:
