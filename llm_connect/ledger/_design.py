@@ -73,9 +73,11 @@ _STALE = (
 # statistics have never seen is estimated at one row, and then even a read of 99 rows past the
 # mark joins each to every case of the group (3.5 s at 100,000); a full read that finds many more
 # rows than estimated refreshes the statistics, so that later reads look each case up.
-_ESTIMATE = (
-    "EXPLAIN (FORMAT JSON) SELECT 1 FROM label_sampling WHERE task = %s AND candidate = %s AND grader_id = %s"
-)
+_ESTIMATES = {
+    "label_sampling": "EXPLAIN (FORMAT JSON) SELECT 1 FROM label_sampling "
+    "WHERE task = %s AND candidate = %s AND grader_id = %s",
+    "case_stats": f"EXPLAIN (FORMAT JSON) SELECT 1 FROM case_stats WHERE {_GROUP}",
+}
 #: Rows a full read must find before an estimate far below them refreshes the statistics.
 _ANALYZE_ABOVE = 1000
 # The ids as a joined list, not IN (...): SQLite's planner would scan the covering index
@@ -209,14 +211,18 @@ class DesignReader:
             for (table,) in _fetch(conn, _STALE, ()):
                 conn.exec_driver_sql(f"ANALYZE {table}")
 
-    def _analyze_if_unseen(self, task: str, candidate: str, grader_id: str, found: int) -> None:
-        """PostgreSQL: ``ANALYZE`` ``case_stats`` and ``label_sampling`` when the planner estimates
-        the group's sampled cases at under half of the ``found`` a full read just read."""
+    def _analyze_if_unseen(self, group: tuple[str, str, str, str], found: int) -> None:
+        """PostgreSQL: ``ANALYZE`` each of ``label_sampling`` and ``case_stats`` whose planner
+        estimate of the group's rows is under half of the ``found`` sampled cases a full read just
+        read (each table on its own: ``_STALE`` reads the server's row counts, which a writer
+        reports up to seconds late, so it can miss a table that just grew)."""
+        task, _, grader_id, candidate = group
+        params = {"label_sampling": (task, candidate, grader_id), "case_stats": group}
         with reading(self.engine, "refreshing table statistics") as conn:
-            plan = _fetch(conn, _ESTIMATE, (task, candidate, grader_id))[0][0]
-            plan = json.loads(plan) if isinstance(plan, str | bytes) else plan
-            if float(plan[0]["Plan"]["Plan Rows"]) * 2 < found:
-                for table in ("case_stats", "label_sampling"):
+            for table, sql in _ESTIMATES.items():
+                plan = _fetch(conn, sql, params[table])[0][0]
+                plan = json.loads(plan) if isinstance(plan, str | bytes) else plan
+                if float(plan[0]["Plan"]["Plan Rows"]) * 2 < found:
                     conn.exec_driver_sql(f"ANALYZE {table}")
 
     def design(
@@ -235,7 +241,7 @@ class DesignReader:
             id_cases = _fetch(conn, _ID_CASES, group)[0][0]
             raw = _fetch(conn, _JOINED, (baseline, task, candidate, grader_id, -1))
         if pg and len(raw) > _ANALYZE_ABOVE:
-            self._analyze_if_unseen(task, candidate, grader_id, len(raw))
+            self._analyze_if_unseen(group, len(raw))
         rows = _rows(raw)
         n, total = (int(totals[0][0]), float(totals[0][1])) if totals else (0, 0.0)
         mark = DesignMark(
