@@ -67,6 +67,16 @@ class Base(DeclarativeBase):
     }
 
 
+class _GroupKey:
+    """The key of a group of grades routing reads together (:data:`_GROUP`), as the first
+    columns of the tables that keep something per group (first also in their primary key)."""
+
+    task: Mapped[str] = mapped_column(String(200), primary_key=True, sort_order=-1)
+    baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True, sort_order=-1)
+    grader_id: Mapped[str] = mapped_column(String(300), primary_key=True, sort_order=-1)
+    candidate_model: Mapped[str] = mapped_column(String(200), primary_key=True, sort_order=-1)
+
+
 class Grade(Base):
     """One stored grade: a candidate response judged against a baseline response."""
 
@@ -133,14 +143,10 @@ class Grade(Base):
     score_delta: Mapped[float | None] = mapped_column(Float)
 
 
-class GradeStats(Base):
+class GradeStats(_GroupKey, Base):
     """Running totals of ``grades`` per (task, baseline model, grader id, candidate model)."""
 
     __tablename__ = "grade_stats"
-    task: Mapped[str] = mapped_column(String(200), primary_key=True)
-    baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True)
-    grader_id: Mapped[str] = mapped_column(String(300), primary_key=True)
-    candidate_model: Mapped[str] = mapped_column(String(200), primary_key=True)
     n: Mapped[int] = mapped_column(Integer)
     sum_quality: Mapped[float] = mapped_column(Float)
     sum_quality_sq: Mapped[float] = mapped_column(Float)
@@ -157,7 +163,7 @@ class GradeStats(Base):
     asks_llm: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
-class CaseStats(Base):
+class CaseStats(_GroupKey, Base):
     """Running totals per *case* of (task, baseline model, grader id, candidate model)."""
 
     __tablename__ = "case_stats"
@@ -166,10 +172,6 @@ class CaseStats(Base):
         # in that order, so the read is one range scan with no sort and no table lookups.
         Index("ix_case_stats_arrival", *_GROUP, "first_id", "n", "sum_quality", "delta_n", "delta_sum"),
     )
-    task: Mapped[str] = mapped_column(String(200), primary_key=True)
-    baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True)
-    grader_id: Mapped[str] = mapped_column(String(300), primary_key=True)
-    candidate_model: Mapped[str] = mapped_column(String(200), primary_key=True)
     case_key: Mapped[str] = mapped_column(String(300), primary_key=True)
     n: Mapped[int] = mapped_column(Integer)
     sum_quality: Mapped[float] = mapped_column(Float)
@@ -250,16 +252,12 @@ class Calibration(Base):
     llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
 
 
-class EvidenceSnapshot(Base):
+class EvidenceSnapshot(_GroupKey, Base):
     """The evidence routing last computed for one group under one set of settings, with the
     version of the group's running totals it was computed at (``n``, ``Σ``, ``Σ²`` of
     ``grade_stats``)."""
 
     __tablename__ = "evidence_snapshots"
-    task: Mapped[str] = mapped_column(String(200), primary_key=True)
-    baseline_model: Mapped[str] = mapped_column(String(200), primary_key=True)
-    grader_id: Mapped[str] = mapped_column(String(300), primary_key=True)
-    candidate_model: Mapped[str] = mapped_column(String(200), primary_key=True)
     settings: Mapped[str] = mapped_column(String(300), primary_key=True)
     version_n: Mapped[int] = mapped_column(Integer)
     version_sum: Mapped[float] = mapped_column(Float)

@@ -34,6 +34,15 @@ _HL = cast(Table, HumanLabelRecord.__table__)
 _ID = "id:"
 
 
+def _of(task: str, candidate: str | None, grader_id: str | None) -> list[Any]:
+    """``label_sampling`` rows of ``task``, and of ``candidate`` and ``grader_id`` when given."""
+    s = _S.c
+    return [
+        s.task == task,
+        *(col == v for col, v in ((s.candidate, candidate), (s.grader_id, grader_id)) if v is not None),
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class GradedCase:
     """A graded case of a (task, candidate, grader) the sampler has not decided yet."""
@@ -102,8 +111,7 @@ class SamplingStore:
             )
             .group_by(c.case_key)
         )
-        s = _S.c
-        done = select(s.case_id).where(s.task == task, s.candidate == candidate, s.grader_id == grader_id)
+        done = select(_S.c.case_id).where(*_of(task, candidate, grader_id))
         with reading(self.engine, "reading cases to sample") as conn:
             decided = set(conn.execute(done).scalars())
             rows = [r for r in conn.execute(stmt) if r[0][len(_ID) :] not in decided]
@@ -123,11 +131,8 @@ class SamplingStore:
         """``(candidate, grader_id, case_id) -> (position, inclusion, chosen)`` of every decision on
         ``task`` (optionally one candidate and one grader)."""
         s = _S.c
-        stmt = select(s.candidate, s.grader_id, s.case_id, s.position, s.inclusion, s.chosen).where(
-            s.task == task,
-            *([s.candidate == candidate] if candidate is not None else []),
-            *([s.grader_id == grader_id] if grader_id is not None else []),
-        )
+        stmt = select(s.candidate, s.grader_id, s.case_id, s.position, s.inclusion, s.chosen)
+        stmt = stmt.where(*_of(task, candidate, grader_id))
         with reading(self.engine, "reading label sampling") as conn:
             return {(r[0], r[1], r[2]): (int(r[3]), float(r[4]), bool(r[5])) for r in conn.execute(stmt)}
 
@@ -150,11 +155,8 @@ class SamplingStore:
             return 0
 
         def insert_cases(conn: Connection) -> int:
-            s = _S.c
             last = conn.execute(
-                select(func.max(s.position)).where(
-                    s.task == task, s.candidate == candidate, s.grader_id == grader_id
-                )
+                select(func.max(_S.c.position)).where(*_of(task, candidate, grader_id))
             ).scalar()
             start = 0 if last is None else int(last) + 1
             now = utcnow()
@@ -189,13 +191,7 @@ class SamplingStore:
         labelled = exists().where(h.task == s.task, h.case_id == s.case_id, h.candidate == s.candidate)
         stmt = (
             select(s.case_id, func.min(s.position))
-            .where(
-                s.task == task,
-                s.candidate == candidate,
-                s.chosen.is_(True),
-                ~labelled,
-                *([s.grader_id == grader_id] if grader_id is not None else []),
-            )
+            .where(*_of(task, candidate, grader_id), s.chosen.is_(True), ~labelled)
             .group_by(s.case_id)
         )
         with reading(self.engine, "reading the labelling queue") as conn:
