@@ -13,8 +13,11 @@ these shapes:
 * LiteLLM's ``StandardLoggingPayload`` (what its proxy's loggers write):
   ``messages``, ``response``, ``model``, ``model_parameters`` (the settings,
   tools included), ``status`` (``success``/``failure``), ``error_str``,
-  ``response_cost``, ``startTime``/``endTime`` (seconds), ``request_tags``,
-  ``metadata``, ``id``, ``trace_id``, ``prompt_tokens``, ``completion_tokens``.
+  ``response_cost`` (unknown when ``response_cost_failure_debug_info`` says LiteLLM
+  could not price the model), ``startTime``/``endTime`` (seconds), ``request_tags``,
+  ``metadata`` (its null slots left out; the client's ``requester_metadata`` and
+  ``spend_logs_metadata`` lifted to the top level), ``id``, ``trace_id``,
+  ``prompt_tokens``, ``completion_tokens``.
 
 **Langfuse** (``langfuse``): observations (``ObservationsView``: ``type``
 ``GENERATION``, ``input``, ``output``, ``model``, ``modelParameters``,
@@ -90,6 +93,35 @@ def _response_answer(response: Any, answer: Answer) -> None:
         answer.completion_tokens = _tokens(usage.get("completion_tokens"))
 
 
+# LiteLLM's metadata slots that hold no fact about the call (the usage is the answer's own)
+_LITELLM_NOT_METADATA = frozenset({"usage_object", "requester_metadata", "spend_logs_metadata"})
+
+
+def _litellm_metadata(raw: Any) -> dict[str, Any]:
+    """A ``StandardLoggingPayload``'s ``metadata`` as case metadata.
+
+    LiteLLM fills every slot of its ``StandardLoggingMetadata`` (``user_api_key_*``, ``team_id``,
+    ...), null when unknown: the null and empty ones are left out. The client's own request
+    metadata (``requester_metadata``, as the proxy copies it; ``spend_logs_metadata``) is lifted
+    to the top level, where ``--task-from`` and ``--stratify-by`` look; its ``tags`` are the
+    payload's ``request_tags`` already.
+    """
+    if not isinstance(raw, Mapping):
+        return {}
+    out = {
+        k: v
+        for k, v in raw.items()
+        if k not in _LITELLM_NOT_METADATA and v is not None and not (isinstance(v, (list, dict)) and not v)
+    }
+    for key in ("spend_logs_metadata", "requester_metadata"):
+        own = raw.get(key)
+        if isinstance(own, Mapping):
+            out.update((k, v) for k, v in own.items() if k != "tags" and v is not None)
+        elif own is not None:
+            out[key] = own
+    return out
+
+
 def _openai_call(obj: Mapping[str, Any], file: str, lineno: int) -> TrafficCall | Skip:
     ref = obj.get("id") if isinstance(obj.get("id"), str) else None
     answer = Answer()
@@ -132,11 +164,12 @@ def _openai_call(obj: Mapping[str, Any], file: str, lineno: int) -> TrafficCall 
         start, end = _number(obj.get("startTime")), _number(obj.get("endTime"))
         if start is not None and end is not None:
             answer.latency_ms = max(0.0, end - start) * 1000.0
-        answer.cost_usd = _number(obj.get("response_cost"))
+        # LiteLLM logs a cost of 0.0 with the reason beside it when it cannot price the model
+        if obj.get("response_cost_failure_debug_info") is None:
+            answer.cost_usd = _number(obj.get("response_cost"))
         error = obj.get("error_str") or ("failed" if obj.get("status") == "failure" else None)
         tags = obj.get("request_tags") or []
-        if isinstance(obj.get("metadata"), Mapping):
-            metadata.update(obj["metadata"])
+        metadata.update(_litellm_metadata(obj.get("metadata")))
         for key in ("trace_id", "call_type", "end_user", "model_group", "api_base"):
             if obj.get(key) is not None:
                 metadata[key] = obj[key]
