@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Engine, Table, select
 
 from llm_connect._version import __version__
 from llm_connect.ledger._cases import fetch
-from llm_connect.ledger._engine import dialect_insert, ledger_errors, reading, write
+from llm_connect.ledger._engine import dialect_insert, reading, write
 from llm_connect.ledger._models import (
     SNAPSHOT_KEY,
     SNAPSHOT_VALUES,
@@ -79,8 +79,7 @@ class DecisionStore:
             # The same transaction in one round trip (it is most of what a decision costs).
             from llm_connect.ledger._pipeline import pg_record_decision
 
-            with ledger_errors("recording a routing decision", self.engine.url):
-                return pg_record_decision(self.engine, row, snapshots)
+            return pg_record_decision(self.engine, row, snapshots)
         return write(self.engine, "recording a routing decision", insert)
 
     def decisions(self, task: str | None = None, *, limit: int | None = None) -> list[RoutingDecision]:

@@ -221,15 +221,6 @@ def _driver_error(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] == "psycopg" and hasattr(exc, "sqlstate")
 
 
-def read_connection(engine: Engine) -> Connection:
-    """A connection for one-statement reads: autocommit on PostgreSQL (no BEGIN/ROLLBACK
-    round trips; a single statement sees one snapshot anyway), a deferred ``BEGIN`` on SQLite."""
-    conn = engine.connect()
-    if engine.dialect.name == "postgresql":
-        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-    return conn
-
-
 def dialect_insert(dialect: str, table: Any) -> Any:
     """``INSERT`` into ``table`` for ``dialect`` (``sqlite`` or ``postgresql``), with its
     ``on_conflict_do_nothing`` / ``on_conflict_do_update``."""
@@ -268,29 +259,29 @@ def driver_cursor(conn: Connection, what: str) -> Iterator[Any]:
             cursor.close()
 
 
-def write(engine: Engine, what: str, fn: Callable[[Connection], T]) -> T:
-    """:func:`write_transaction` with errors translated (:func:`ledger_errors`)."""
-    with ledger_errors(what, engine.url):
-        return write_transaction(engine, fn)
-
-
 @contextmanager
 def reading(engine: Engine, what: str) -> Iterator[Connection]:
-    """A :func:`read_connection` with errors translated (:func:`ledger_errors`)."""
-    with ledger_errors(what, engine.url), read_connection(engine) as conn:
+    """A connection for one-statement reads, errors translated (:func:`ledger_errors`): autocommit
+    on PostgreSQL (no BEGIN/ROLLBACK round trips; a single statement sees one snapshot anyway), a
+    deferred ``BEGIN`` on SQLite."""
+    with ledger_errors(what, engine.url), engine.connect() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="AUTOCOMMIT")
         yield conn
 
 
-def write_transaction(engine: Engine, fn: Callable[[Connection], T]) -> T:
-    """Run ``fn(connection)`` in one write transaction, committed when it returns."""
-    for attempt in range(1, WRITE_ATTEMPTS + 1):
-        try:
-            with engine.connect() as conn:
-                conn = conn.execution_options(**{_WRITE_OPTION: True})
-                with conn.begin():
-                    return fn(conn)
-        except OperationalError as exc:
-            if attempt == WRITE_ATTEMPTS or not _is_locked(exc):
-                raise
-            time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))
+def write(engine: Engine, what: str, fn: Callable[[Connection], T]) -> T:
+    """Run ``fn(connection)`` in one write transaction, committed when it returns, errors
+    translated (:func:`ledger_errors`); one that meets "database is locked" is run again."""
+    with ledger_errors(what, engine.url):
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                with engine.connect() as conn:
+                    conn = conn.execution_options(**{_WRITE_OPTION: True})
+                    with conn.begin():
+                        return fn(conn)
+            except OperationalError as exc:
+                if attempt == WRITE_ATTEMPTS or not _is_locked(exc):
+                    raise
+                time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))
     raise AssertionError("unreachable")  # pragma: no cover

@@ -14,7 +14,7 @@ from sqlalchemy.engine import URL
 
 import llm_connect
 from llm_connect.errors import LedgerError, SchemaVersionError
-from llm_connect.ledger._engine import display_url, ledger_errors, make_engine, resolve_url, write_transaction
+from llm_connect.ledger._engine import display_url, ledger_errors, make_engine, resolve_url, write
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -145,8 +145,7 @@ def ensure_schema(engine: Engine, url: URL, *, auto_migrate: bool) -> str:
             f"{display_url(url)} {state}; the current schema is {head!r}. "
             f"Run `llm-connect db upgrade --db {display_url(url)}` first."
         )
-    with ledger_errors("migrating the ledger", url):
-        return write_transaction(engine, lambda conn: _upgrade_locked(conn, url))
+    return write(engine, "migrating the ledger", lambda conn: _upgrade_locked(conn, url))
 
 
 def upgrade(url: str | URL | None = None) -> str:

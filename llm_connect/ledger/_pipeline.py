@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from sqlalchemy import JSON, Engine, Table
 
-from llm_connect.ledger._engine import WRITE_ATTEMPTS, read_connection
+from llm_connect.ledger._engine import WRITE_ATTEMPTS, reading
 from llm_connect.ledger._models import SNAPSHOT_KEY, SNAPSHOT_VALUES, EvidenceSnapshot, RoutingDecisionRecord
 
 _DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
@@ -52,14 +52,15 @@ def pg_record_decision(
     engine: Engine, decision: Mapping[str, Any], snapshots: Sequence[Mapping[str, Any]]
 ) -> int:
     """Insert one ``routing_decisions`` row and upsert its evidence snapshots in one transaction,
-    sent in one round trip; returns the decision's id."""
+    sent in one round trip; returns the decision's id (errors as :class:`LedgerError`)."""
     decision_params = _values(decision, _DECISION_COLUMNS, _DECISION_JSON)
     snapshot_params = [
         _values(row, _SNAPSHOT_COLUMNS, _SNAPSHOT_JSON)
         for row in sorted(snapshots, key=lambda r: tuple(r[c] for c in SNAPSHOT_KEY))
     ]
     for attempt in range(1, WRITE_ATTEMPTS + 1):
-        with read_connection(engine) as conn:  # autocommit: the transaction is spelled out below
+        # autocommit: the transaction is spelled out below
+        with reading(engine, "recording a routing decision") as conn:
             raw: Any = conn.connection.dbapi_connection
             control, insert = raw.cursor(), raw.cursor()
             try:
