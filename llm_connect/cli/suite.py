@@ -93,7 +93,7 @@ def import_(
         typer.Option(
             "--workers",
             min=1,
-            help="Processes reading a large plain OTLP JSON file with --sample "
+            help="Processes reading a large plain OTLP JSON file "
             "(default: one per CPU, up to 8; 1: this process alone). The suite is the same either way.",
             metavar="N",
             show_default=False,
