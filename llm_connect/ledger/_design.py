@@ -171,11 +171,9 @@ def join_rows(old: DesignRows, new: DesignRows) -> DesignRows:
     if not len(old):
         return new
     assert old.floor is not None and new.floor is not None
-    arrays = (
-        np.concatenate((getattr(old, f), getattr(new, f)))
-        for f in ("positions", "judge", "inclusion", "chosen")
-    )
-    return DesignRows(*arrays, floor=min(old.floor, new.floor))
+    names = ("positions", "judge", "inclusion", "chosen")
+    arrays = {f: np.concatenate((getattr(old, f), getattr(new, f))) for f in names}
+    return DesignRows(**arrays, floor=min(old.floor, new.floor))
 
 
 class DesignReader:

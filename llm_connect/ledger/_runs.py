@@ -135,8 +135,7 @@ class RunStore:
         row = {**_new_run(run_id), "suite": suite, "config": stored}
 
         def start(conn: Connection) -> None:
-            stmt = dialect_insert(conn.dialect.name, _RUNS).on_conflict_do_nothing(index_elements=["run_id"])
-            if conn.execute(stmt.returning(_RUNS.c.run_id), row).first() is None:  # known: resume it
+            if not self.add_run(conn, run_id, row):  # known: resume it
                 conn.execute(
                     update(_RUNS).where(_RUNS.c.run_id == run_id).values(status="running", finished_at=None)
                 )
@@ -161,11 +160,11 @@ class RunStore:
             rec = conn.execute(select(_RUNS).where(_RUNS.c.run_id == run_id)).mappings().first()
         return None if rec is None else RunRow(**dict(rec))
 
-    def add_run(self, conn: Connection, run_id: str) -> None:
-        """Register ``run_id`` in ``conn``'s transaction unless it is known (a run first seen
-        through a failure or a skip)."""
+    def add_run(self, conn: Connection, run_id: str, row: Mapping[str, Any] | None = None) -> bool:
+        """Register ``run_id`` in ``conn``'s transaction unless it is known; whether it was new.
+        ``row``: its values (default: a run first seen through a failure or a skip)."""
         stmt = dialect_insert(conn.dialect.name, _RUNS).on_conflict_do_nothing(index_elements=["run_id"])
-        conn.execute(stmt, _new_run(run_id))
+        return conn.execute(stmt.returning(_RUNS.c.run_id), row or _new_run(run_id)).first() is not None
 
     # -- failures and not-applicable pairs -------------------------------------
 
