@@ -142,6 +142,42 @@ def lines_from(
 # -- in a worker ------------------------------------------------------------------------
 
 
+class RangeItems:
+    """What ``reader`` makes of the lines starting in ``[start, end)`` of ``file``:
+    ``(offset, line number, items)`` per non-blank line (the line running into ``start`` belongs
+    to the range before; ``lineno`` lines precede the range). It stops at the first line that
+    holds a GenAI log record (:attr:`stopped`: its offset and number; the parent joins those
+    spans itself); :attr:`lineno` is then the number of the last line read."""
+
+    def __init__(self, reader: OtlpReader, file: str, start: int, end: int, lineno: int) -> None:
+        self.reader, self.file, self.start, self.end = reader, file, start, end
+        self.lineno = lineno
+        self.stopped: tuple[int, int] | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, int, list[Any]]]:
+        reader = self.reader
+        with open(self.file, "rb") as fh:
+            if self.start > 0:
+                fh.seek(self.start - 1)
+                if fh.read(1) != b"\n":
+                    fh.readline()  # the line that started before this range
+            pos = fh.tell()
+            while pos < self.end:
+                raw = fh.readline()
+                if not raw:
+                    return
+                self.lineno += 1
+                offset, pos = pos, pos + len(raw)
+                if not raw.strip():
+                    continue
+                seen, records = reader.spans_seen, reader.genai_records
+                items = list(reader.read_line(self.file, self.lineno, raw))
+                if reader.genai_records != records:
+                    reader.spans_seen, self.stopped = seen, (offset, self.lineno)
+                    return
+                yield offset, self.lineno, items
+
+
 def _result(future: Future[T], path: str | Path) -> T:
     """``future``'s result; a worker that died (killed, out of memory) is a
     :class:`~llm_connect.errors.TrafficImportError` naming the file and the way round it."""
@@ -173,59 +209,41 @@ def _scan(
         reader.locate = True
         entries: list[Any] = []
         kept: dict[str, list[tuple[int, int, Any, Any]]] = defaultdict(list)
-        lineno, stopped = 0, None
-        with open(file, "rb") as fh:
-            if start > 0:
-                fh.seek(start - 1)
-                if fh.read(1) != b"\n":
-                    fh.readline()  # the line that started before this range
-            pos = fh.tell()
-            while pos < end:
-                raw = fh.readline()
-                if not raw:
-                    break
-                lineno += 1
-                offset, pos = pos, pos + len(raw)
-                if not raw.strip():
+        lines = RangeItems(reader, file, start, end, 0)
+        for offset, lineno, items in lines:
+            for item in items:
+                if not isinstance(item, _Span):
+                    entries.append(item)  # a skip of the line
                     continue
-                seen, records = reader.spans_seen, reader.genai_records
-                items = list(reader.read_line(file, lineno, raw))
-                if reader.genai_records != records:
-                    reader.spans_seen, stopped = seen, (offset, lineno)
-                    break
-                for item in items:
-                    if not isinstance(item, _Span):
-                        entries.append(item)  # a skip of the line
-                        continue
-                    loc = item.loc
-                    assert loc is not None
-                    if not item.answered and item.span_id:  # it waits for log records
-                        entries.append((None, item.span_id, lineno, loc[3], loc[4]))
-                        continue
-                    probe = item.probe()
-                    if isinstance(probe, Skip):
-                        entries.append((probe, item.span_id))
-                        continue
-                    stratum, priority = None, -1
-                    if not probe.error and not probe.empty:
-                        stratum = _stratum(importer, item, probe)
-                        if thresholds is not None:
-                            priority = hasher.priority(probe.key.hex(), 0)
-                            most = thresholds.get(stratum)
-                            if most is None or priority < most:
-                                heap = kept[stratum]
-                                entry = (-priority, len(entries), loc[3], loc[4])
-                                if len(heap) < limit:
-                                    heapq.heappush(heap, entry)
-                                elif entry[0] > heap[0][0]:
-                                    heapq.heapreplace(heap, entry)
-                    p, sid = probe, item.span_id
-                    found = (p.key, p.error, p.empty, p.requested_model, p.answer_model, stratum, priority)
-                    entries.append((*found, sid, lineno, offset, loc[0], loc[1], loc[2], None))
+                loc = item.loc
+                assert loc is not None
+                if not item.answered and item.span_id:  # it waits for log records
+                    entries.append((None, item.span_id, lineno, loc[3], loc[4]))
+                    continue
+                probe = item.probe()
+                if isinstance(probe, Skip):
+                    entries.append((probe, item.span_id))
+                    continue
+                stratum, priority = None, -1
+                if not probe.error and not probe.empty:
+                    stratum = _stratum(importer, item, probe)
+                    if thresholds is not None:
+                        priority = hasher.priority(probe.key.hex(), 0)
+                        most = thresholds.get(stratum)
+                        if most is None or priority < most:
+                            heap = kept[stratum]
+                            entry = (-priority, len(entries), loc[3], loc[4])
+                            if len(heap) < limit:
+                                heapq.heappush(heap, entry)
+                            elif entry[0] > heap[0][0]:
+                                heapq.heapreplace(heap, entry)
+                p, sid = probe, item.span_id
+                found = (p.key, p.error, p.empty, p.requested_model, p.answer_model, stratum, priority)
+                entries.append((*found, sid, lineno, offset, loc[0], loc[1], loc[2], None))
         for heap in kept.values():
             for _, index, span, service in heap:
                 entries[index] = (*entries[index][:13], (span, service))
-        return lineno, reader.spans_seen, entries, stopped
+        return lines.lineno, reader.spans_seen, entries, lines.stopped
 
 
 def _fetch(file: str, offset: int, locs: list[_Loc]) -> list[tuple[Any, Any]]:

@@ -40,7 +40,7 @@ from llm_connect.traffic._call import Skip, TrafficCall
 from llm_connect.traffic._importer import CHECKED, ImportOptions, _Importer, dropped
 from llm_connect.traffic._json import dumps_line, no_cyclic_gc, use_orjson
 from llm_connect.traffic._otlp import OtlpReader, _finish, _Span
-from llm_connect.traffic._parallel import CHUNK_BYTES, _result, lines_from
+from llm_connect.traffic._parallel import CHUNK_BYTES, RangeItems, _result, lines_from
 
 __all__ = ["ParallelCases", "replay"]
 
@@ -84,36 +84,18 @@ def _build(file: str, start: int, end: int, before: int, options: ImportOptions,
         reader = OtlpReader(options.join_window, defer=True)
         reader.locate = True
         entries: list[Any] = []
-        lineno, stopped = before, None
-        with open(file, "rb") as fh:
-            if start > 0:
-                fh.seek(start - 1)
-                if fh.read(1) != b"\n":
-                    fh.readline()  # the line that started before this range
-            pos = fh.tell()
-            while pos < end:
-                raw = fh.readline()
-                if not raw:
-                    break
-                lineno += 1
-                offset, pos = pos, pos + len(raw)
-                if not raw.strip():
-                    continue
-                seen, records = reader.spans_seen, reader.genai_records
-                items = list(reader.read_line(file, lineno, raw))
-                if reader.genai_records != records:
-                    reader.spans_seen, stopped = seen, (offset, lineno)
-                    break
-                for item in items:
-                    if not isinstance(item, _Span):
-                        entries.append(item)  # a skip of the line
-                    elif not item.answered and item.span_id:  # it waits for log records
-                        loc = item.loc
-                        assert loc is not None
-                        entries.append((_WAITING, item.span_id, lineno, loc[3], loc[4]))
-                    else:
-                        entries.append(_outcome(importer, item))
-        return reader.spans_seen, entries, stopped
+        lines = RangeItems(reader, file, start, end, before)
+        for _, lineno, items in lines:
+            for item in items:
+                if not isinstance(item, _Span):
+                    entries.append(item)  # a skip of the line
+                elif not item.answered and item.span_id:  # it waits for log records
+                    loc = item.loc
+                    assert loc is not None
+                    entries.append((_WAITING, item.span_id, lineno, loc[3], loc[4]))
+                else:
+                    entries.append(_outcome(importer, item))
+        return reader.spans_seen, entries, lines.stopped
 
 
 # -- in the parent ----------------------------------------------------------------------
