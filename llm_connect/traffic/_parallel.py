@@ -294,7 +294,33 @@ class _Remote:
         return []
 
 
-class ParallelOtlp:
+class RangeReaders:
+    """What the two ways of reading files by worker processes share (:class:`ParallelOtlp`,
+    ``_parallel_cases.ParallelCases``): the files, options, workers and range size, and the
+    counts of the parent's own reader once it reads on (after a GenAI log record)."""
+
+    def __init__(
+        self, paths: Sequence[Path], options: ImportOptions, *, workers: int, chunk_bytes: int | None = None
+    ) -> None:
+        self.paths = list(paths)
+        self.options = options
+        self.workers = workers
+        self.chunk_bytes = chunk_bytes or CHUNK_BYTES
+        self._spans = 0
+        self._reader: OtlpReader | None = None
+
+    @property
+    def spans_seen(self) -> int:
+        """Every span read, chat or not."""
+        return self._reader.spans_seen if self._reader is not None else self._spans
+
+    @property
+    def notes(self) -> dict[str, int]:
+        """The reader's notes (records matching no chat span: only once the parent reads on)."""
+        return self._reader.notes if self._reader is not None else {}
+
+
+class ParallelOtlp(RangeReaders):
     """OTLP JSON files read by worker processes, consumed in file order (module docstring).
 
     :meth:`read` yields what ``OtlpReader(join_window, defer=True).read(...)``
@@ -311,23 +337,8 @@ class ParallelOtlp:
         workers: int,
         chunk_bytes: int | None = None,
     ) -> None:
-        self.paths = list(paths)
-        self.options = options
+        super().__init__(paths, options, workers=workers, chunk_bytes=chunk_bytes)
         self.sampler = sampler
-        self.workers = workers
-        self.chunk_bytes = chunk_bytes or CHUNK_BYTES
-        self._spans = 0
-        self._reader: OtlpReader | None = None
-
-    @property
-    def spans_seen(self) -> int:
-        """Every span read, chat or not."""
-        return self._reader.spans_seen if self._reader is not None else self._spans
-
-    @property
-    def notes(self) -> dict[str, int]:
-        """The reader's notes (records matching no chat span: only once the parent reads on)."""
-        return self._reader.notes if self._reader is not None else {}
 
     def _thresholds(self) -> dict[str, int] | None:
         s = self.sampler

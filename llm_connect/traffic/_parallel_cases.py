@@ -40,7 +40,7 @@ from llm_connect.traffic._call import Skip, TrafficCall
 from llm_connect.traffic._importer import CHECKED, ImportOptions, _Importer, dropped
 from llm_connect.traffic._json import dumps_line, no_cyclic_gc, use_orjson
 from llm_connect.traffic._otlp import OtlpReader, _finish, _Span
-from llm_connect.traffic._parallel import CHUNK_BYTES, RangeItems, _result, lines_from
+from llm_connect.traffic._parallel import RangeItems, RangeReaders, _result, lines_from
 
 __all__ = ["ParallelCases", "replay"]
 
@@ -146,7 +146,7 @@ def _ranges(paths: Sequence[Path], step: int) -> Generator[tuple[int, int, int, 
                 last = block[-1:]
 
 
-class ParallelCases:
+class ParallelCases(RangeReaders):
     """OTLP JSON files read and built by worker processes, replayed in file order (module docstring).
 
     :meth:`read` yields, in the order one process reads them, the reader's skips,
@@ -154,26 +154,6 @@ class ParallelCases:
     record) and the workers' entries, each for :func:`replay`; :attr:`spans_seen`
     and :attr:`notes` are the reader's once it has finished.
     """
-
-    def __init__(
-        self, paths: Sequence[Path], options: ImportOptions, *, workers: int, chunk_bytes: int | None = None
-    ) -> None:
-        self.paths = list(paths)
-        self.options = options
-        self.workers = workers
-        self.chunk_bytes = chunk_bytes or CHUNK_BYTES
-        self._spans = 0
-        self._reader: OtlpReader | None = None
-
-    @property
-    def spans_seen(self) -> int:
-        """Every span read, chat or not."""
-        return self._reader.spans_seen if self._reader is not None else self._spans
-
-    @property
-    def notes(self) -> dict[str, int]:
-        """The reader's notes (records matching no chat span: only once the parent reads on)."""
-        return self._reader.notes if self._reader is not None else {}
 
     def read(self) -> Iterator[Skip | TrafficCall | tuple[Any, ...]]:
         """Skips, calls and workers' entries in file order (see the class docstring)."""
