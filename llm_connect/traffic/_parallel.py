@@ -42,7 +42,7 @@ import heapq
 import multiprocessing
 import os
 from collections import OrderedDict, defaultdict, deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
@@ -188,6 +188,37 @@ def _result(future: Future[T], path: str | Path) -> T:
             f"{path}: a worker process reading this file stopped unexpectedly (killed, or out of "
             "memory?); nothing was written. Run again with --workers 1 to read it in one process."
         ) from exc
+
+
+def in_order(
+    pool: ProcessPoolExecutor,
+    jobs: Iterator[tuple[int, Callable[..., T], tuple[Any, ...]]],
+    paths: Sequence[Path],
+    ahead: int,
+) -> Generator[tuple[int, T], None, None]:
+    """``(file index, result)`` of each ``(file index, function, arguments)`` of ``jobs``, in
+    their order, with at most ``ahead`` out at once. The next job is taken (and its arguments
+    computed) as each result comes back, before it is yielded. Closing the generator cancels the
+    jobs not started; a dead worker is :func:`_result`'s error."""
+    out: deque[tuple[int, Future[T]]] = deque()
+
+    def send() -> None:
+        job = next(jobs, None)
+        if job is not None:
+            i, fn, args = job
+            out.append((i, pool.submit(fn, *args)))
+
+    try:
+        for _ in range(ahead):
+            send()
+        while out:
+            i, future = out.popleft()
+            result = _result(future, paths[i])
+            send()
+            yield i, result
+    finally:
+        for _, later in out:
+            later.cancel()
 
 
 def _scan(
@@ -350,25 +381,16 @@ class ParallelOtlp(RangeReaders):
     def read(self) -> Iterator[Skip | _Remote | TrafficCall | Any]:
         """Skips and chat spans in file order (see the class docstring)."""
         step = self.chunk_bytes
-        ranges = deque(
-            (i, start, min(start + step, size))
+        limit = self.sampler.n + self.sampler.spare
+        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        jobs = (  # the thresholds as the reservoirs stand when the range is sent
+            (i, _scan, (str(path), start, min(start + step, size), self.options, limit, self._thresholds()))
             for i, path in enumerate(self.paths)
             for size in (path.stat().st_size,)
             for start in range(0, size, step)
         )
-        limit = self.sampler.n + self.sampler.spare
-        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        out: deque[tuple[int, Future[_Scanned]]] = deque()
-
-        def send() -> None:
-            if ranges:
-                i, start, end = ranges.popleft()
-                job = (str(self.paths[i]), start, end, self.options, limit, self._thresholds())
-                out.append((i, pool.submit(_scan, *job)))
-
+        results = in_order(pool, jobs, self.paths, 2 * self.workers)
         try:
-            for _ in range(2 * self.workers):
-                send()
             owned: dict[int, int] = {}
             window = max(1, self.options.join_window)
             done: deque[str] = deque(maxlen=window)
@@ -376,10 +398,7 @@ class ParallelOtlp(RangeReaders):
             strata = self.sampler.strata
             full = self.sampler.n + self.sampler.spare
             light = not self.sampler.keep_duplicates
-            while out:
-                i, future = out.popleft()
-                lines, spans, entries, stopped = _result(future, self.paths[i])
-                send()
+            for i, (lines, spans, entries, stopped) in results:
                 path = file = str(self.paths[i])
                 base = owned.get(i, 0)
                 self._spans += spans
@@ -412,9 +431,7 @@ class ParallelOtlp(RangeReaders):
                     probe = Probe(key, error, empty, req, ans, stratum)
                     yield _Remote(probe, path, file, line + base, offset, (loc[0], loc[1], loc[2]), data)
                 if stopped is not None:
-                    for _, later in out:
-                        later.cancel()
-                    out.clear()
+                    results.close()  # the ranges after this one: the parent reads on itself
                     reader = OtlpReader(self.options.join_window, defer=True)
                     reader.prime(self._spans, done, waiting.items())
                     self._reader = reader
@@ -426,6 +443,7 @@ class ParallelOtlp(RangeReaders):
                     yield waiting.popitem(last=False)[1]
             self._prefetch(pool)
         finally:
+            results.close()
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _prefetch(self, pool: ProcessPoolExecutor) -> None:

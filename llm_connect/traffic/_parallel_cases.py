@@ -30,7 +30,7 @@ from __future__ import annotations
 import multiprocessing
 from collections import OrderedDict, deque
 from collections.abc import Generator, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from llm_connect.traffic._call import Skip, TrafficCall
 from llm_connect.traffic._importer import CHECKED, ImportOptions, _Importer, dropped
 from llm_connect.traffic._json import dumps_line, no_cyclic_gc, use_orjson
 from llm_connect.traffic._otlp import OtlpReader, _finish, _Span
-from llm_connect.traffic._parallel import RangeItems, RangeReaders, _result, lines_from
+from llm_connect.traffic._parallel import RangeItems, RangeReaders, in_order, lines_from
 
 __all__ = ["ParallelCases", "replay"]
 
@@ -159,25 +159,16 @@ class ParallelCases(RangeReaders):
         """Skips, calls and workers' entries in file order (see the class docstring)."""
         ranges = _ranges(self.paths, self.chunk_bytes)
         pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        out: deque[tuple[int, Future[_Built]]] = deque()
-
-        def send() -> None:
-            job = next(ranges, None)
-            if job is not None:
-                i, start, end, before = job
-                args = (str(self.paths[i]), start, end, before, self.options, _json.FAST)
-                out.append((i, pool.submit(_build, *args)))
-
+        jobs = (
+            (i, _build, (str(self.paths[i]), start, end, before, self.options, _json.FAST))
+            for i, start, end, before in ranges
+        )
+        results = in_order(pool, jobs, self.paths, 2 * self.workers)
         try:
-            for _ in range(2 * self.workers):
-                send()
             window = max(1, self.options.join_window)
             done: deque[str] = deque(maxlen=window)
             waiting: OrderedDict[str, _Span] = OrderedDict()
-            while out:
-                i, future = out.popleft()
-                spans, entries, stopped = _result(future, self.paths[i])
-                send()
+            for i, (spans, entries, stopped) in results:
                 file = str(self.paths[i])
                 self._spans += spans
                 for entry in entries:
@@ -195,9 +186,7 @@ class ParallelCases(RangeReaders):
                         done.append(span_id)
                     yield entry[2] if kind == _UNREADABLE else entry
                 if stopped is not None:
-                    for _, later in out:
-                        later.cancel()
-                    out.clear()
+                    results.close()  # the ranges after this one: the parent reads on itself
                     reader = OtlpReader(self.options.join_window)
                     reader.prime(self._spans, done, waiting.items())
                     self._reader = reader
@@ -207,5 +196,6 @@ class ParallelCases(RangeReaders):
                 while waiting:  # no log record in the files: they wait in vain
                     yield _finish(waiting.popitem(last=False)[1])
         finally:
+            results.close()
             ranges.close()
             pool.shutdown(wait=True, cancel_futures=True)
