@@ -118,6 +118,7 @@ def print_human(
     if stopped:
         out.line((f"--until-decided saved {getattr(report, 'calls_saved', 0)} model call(s)", "green"))
     _print_decisions(out, decisions, verbose)
+    _print_label_queue(out, outcome.label_queue, outcome.ledger)
     if routing_error:
         out.line((f"routing skipped: {routing_error}", None))
     if gate is not None:
@@ -146,6 +147,29 @@ def _print_decisions(out: _Out, decisions: list[Any], verbose: bool) -> None:
                 out.line(("    " + text, "dim"))
     if decisions and not verbose:
         out.line(("(--verbose prints each decision's full reason)", "dim"))
+
+
+def _print_label_queue(out: _Out, queue: list[dict[str, Any]], ledger: Any) -> None:
+    """With ``--label-rate``: how many chosen cases await a label per task, candidate and judge,
+    and the command that lists them in the order to label them."""
+    import shlex
+
+    for group in queue:
+        n, task, cand, judge = len(group["cases"]), group["task"], group["candidate"], group["judge"]
+        where = f"{cand} on {task} (judge {judge})"
+        if not n:
+            out.line(("labels", "bold"), (f": no chosen case of {where} awaits a label", None))
+            continue
+        # The same rate and strategy: the queue decides cases graded later as this run did.
+        args = ["labels", "queue", "-t", task, "-c", cand, "-j", judge, "--rate", f"{group['rate']:g}"]
+        if group["strategy"] != "uniform":
+            args += ["--strategy", group["strategy"]]
+        command = shlex.join(["llm-connect", *args, "--db", ledger.url])
+        out.line(("labels", "bold"), (f": {n} chosen case(s) of {where} await a label; list them: ", None),
+                 (command, "dim"))  # fmt: skip
+    if any(group["cases"] for group in queue):
+        out.line(("label them in that order (or on the Label page of llm-connect view), then "
+                  "llm-connect labels import FILE", "dim"))  # fmt: skip
 
 
 def _print_gate(out: _Out, gate: Any, allow_unsettled: bool) -> None:
@@ -197,6 +221,7 @@ def grade_json(
         "stats": [s.to_dict() for s in stats],
         "routing": [d.to_dict() for d in decisions],
         "routing_error": routing_error,
+        "label_queue": outcome.label_queue,
         "served_as": report.served_as(),
         "stopped": getattr(report, "stopped", {}),
         "calls_saved": getattr(report, "calls_saved", 0),

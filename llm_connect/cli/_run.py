@@ -116,6 +116,9 @@ class Outcome:
     """The run's judges (the sessions report embeds with the persona judge's embedder)."""
     judge_context: Any = None
     """The judges' context: its embedders count texts embedded and read from the embedding cache."""
+    label_queue: list[dict[str, Any]] = field(default_factory=list)
+    """With ``--label-rate``: per task, candidate and routing judge, the chosen cases awaiting a
+    label in the order to label them (``{"task", "candidate", "judge", "rate", "strategy", "cases"}``)."""
 
     def route(
         self,
@@ -149,9 +152,13 @@ class Outcome:
 
                 for cand in candidates:
                     for gid in (g for g in self.gating_ids if g in graders):
-                        choose_for_labels(
+                        waiting = choose_for_labels(
                             self.ledger, task=task, candidate=cand, grader_id=gid, rate=label_rate,
                             strategy=label_strategy, seed=label_seed,
+                        )  # fmt: skip
+                        self.label_queue.append(
+                            {"task": task, "candidate": cand, "judge": gid, "rate": label_rate,
+                             "strategy": label_strategy, "cases": waiting}
                         )  # fmt: skip
             if target != "human":
                 # New grades of sampled cases leave the human target's stored state behind: bring

@@ -125,8 +125,11 @@ def route(
     console.print(decision.reason, markup=False)
     for cand in decision.candidates:
         for g in cand.graders:
-            mark = "pass" if g.passed else "fail"
-            console.print(f"  {cand.model}  {mark}  {g.why}", markup=False)
+            # The status itself: an unsettled candidate has not failed anything yet.
+            console.print(
+                f"  {cand.model}  {g.status or ('proven' if g.passed else 'not proven')}  {g.why}",
+                markup=False,
+            )
             side = judge_and_people(g)
             if side is not None:
                 console.print(f"  {cand.model}  {g.grader_id}: {side}", markup=False)

@@ -58,6 +58,11 @@ def test_grade_queue_label_and_route_on_what_people_would_say(tmp_path: Path, le
     assert 0.5 * RATE * N <= len(chosen) <= 1.5 * RATE * N
     assert decision.model == "big" and decision.candidates[0].graders[0].target == "human"
     assert f"{len(chosen)} pending" in out
+    # grade says how many chosen cases await a label, and the command that lists them.
+    assert (
+        f"labels: {len(chosen)} chosen case(s) of small on qa (judge exact) await a label; list them: "
+        f"llm-connect labels queue -t qa -c small -j exact --rate {RATE:g} --db "
+    ) in out
 
     # The queue lists exactly the chosen cases, in the sampler's order.
     queued = invoke(
@@ -104,6 +109,18 @@ def test_grade_queue_label_and_route_on_what_people_would_say(tmp_path: Path, le
     # grade --resume: nothing new to grade or sample, the decision on people's labels.
     code, out = _grade(None, ledger_url, "--resume", "r1")
     assert code == 0, out
+    assert "labels: no chosen case of small on qa (judge exact) awaits a label" in out
+    resumed = invoke("grade", "--resume", "r1", "--db", ledger_url, "--json")
+    assert json.loads(resumed.stdout)["label_queue"] == [
+        {
+            "task": "qa",
+            "candidate": "small",
+            "judge": "exact",
+            "rate": RATE,
+            "strategy": "uniform",
+            "cases": [],
+        }
+    ]
     assert "quality gate passed (min 0.5)" in out
     assert "route to small" in out
     assert re.search(r"small on exact: judge alone 0\.850 \| people 0\.\d{3} \[", out), out

@@ -102,6 +102,11 @@ def test_route_decides_and_stores_the_decision(graded: str, tmp_path: Path) -> N
     assert json.loads(few.stdout)["model"] == "big"  # 6 perfect cases prove nothing at 95%
     strict = invoke("route", "--task", "qa", "-b", "big", "-c", "small", "-j", "exact", "--db", graded)
     assert strict.exit_code == 0 and strict.stdout.splitlines()[0] == "big"  # 6 cases < 30 needed
+    # The per-judge line says the status: too few cases is not settled, not a failure.
+    assert "  small  insufficient  exact: insufficient evidence" in strict.stdout
+    assert " fail " not in strict.stdout
+    proven = invoke("route", "--task", "bulk", "-b", "big", "-c", "small", "--judge", "exact", "--db", graded)
+    assert "  small  proven  exact:" in proven.stdout
     assert invoke("route", "--task", "qa", "-b", "big", "-c", "small", "--db", graded).exit_code == 2
 
 
