@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection
 
 from llm_connect.ledger._rows import CaseSeries, GradeTotals
 
 Filter = str | Sequence[str] | None
+T = TypeVar("T")
 
 
 def match(column: Any, value: Filter) -> Any:
@@ -21,6 +22,17 @@ def match(column: Any, value: Filter) -> Any:
     if isinstance(value, str):
         return column == value
     return column.in_(list(value))
+
+
+def where(*conditions: tuple[Any, Filter]) -> list[Any]:
+    """:func:`match` of each (column, filter) whose filter is given."""
+    return [match(column, value) for column, value in conditions if value is not None]
+
+
+def chunks(items: Sequence[T], size: int = 500) -> Iterator[Sequence[T]]:
+    """``items`` in slices of at most ``size`` (keys per ``IN (...)``: well under both backends'
+    parameter limits)."""
+    return (items[start : start + size] for start in range(0, len(items), size))
 
 
 def fetch(conn: Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:

@@ -10,6 +10,7 @@ from sqlalchemy import Connection, Engine, Table, select
 
 from llm_connect._secrets import mask_value
 from llm_connect.errors import LedgerError
+from llm_connect.ledger._cases import where
 from llm_connect.ledger._engine import dialect_insert, reading, write
 from llm_connect.ledger._models import ConversationRecord, StabilityResponseRecord, StabilityRunRecord
 from llm_connect.ledger._rows import StabilityResponseRow, StabilityRow
@@ -129,8 +130,8 @@ class ChatStore:
         self, *, task: str | None = None, model: str | None = None, limit: int | None = None
     ) -> list[StabilityRow]:
         """Stored stability analyses, newest first, optionally for one task and/or model."""
-        where = [c == v for c, v in ((_STAB.c.task, task), (_STAB.c.model, model)) if v is not None]
-        stmt = select(_STAB).where(*where).order_by(_STAB.c.id.desc()).limit(limit)
+        stmt = select(_STAB).where(*where((_STAB.c.task, task), (_STAB.c.model, model)))
+        stmt = stmt.order_by(_STAB.c.id.desc()).limit(limit)
         with reading(self.engine, "reading stability analyses") as conn:
             return [StabilityRow(**dict(rec)) for rec in conn.execute(stmt).mappings()]
 

@@ -14,6 +14,7 @@ from llm_connect._json import strict_dumps
 from llm_connect._secrets import mask_secrets, mask_value
 from llm_connect._version import __version__
 from llm_connect.errors import GradeConflictError, GradingValidationError
+from llm_connect.ledger._cases import chunks
 from llm_connect.ledger._models import Grade
 from llm_connect.ledger._rows import RecordItem
 from llm_connect.types import LLMResponse
@@ -172,8 +173,7 @@ def stored_ids(cursor: Any, pending: dict[Key, Row], ph: str) -> dict[Key, int]:
     ``cursor`` (placeholder ``ph``); raises :class:`GradeConflictError` if one holds a different grade."""
     keys, found, clashes = list(pending), {}, []
     on = " AND ".join(f"g.{c} = k.column{i}" for i, c in enumerate(KEY, 1))
-    for start in range(0, len(keys), 200):
-        chunk = keys[start : start + 200]
+    for chunk in chunks(keys, 200):
         values = ", ".join(f"({', '.join(ph for _ in KEY)})" for _ in chunk)
         sql = (  # a join on the unique key: SQLite scans the whole index for a row-value IN
             f"SELECT g.id, {', '.join(f'g.{c}' for c in (*KEY, *SAME))} "

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine
 
+from llm_connect.ledger._cases import chunks
 from llm_connect.ledger._cases import fetch as _fetch
 from llm_connect.ledger._engine import ledger_errors, reading
 
@@ -86,8 +87,6 @@ _POSITIONS = (
     "WITH v(id) AS (VALUES {}) SELECT s.case_id, s.position FROM v JOIN label_sampling s "
     "ON s.task = %s AND s.candidate = %s AND s.grader_id = %s AND s.case_id = v.id"
 )
-#: Case ids per ``IN (...)``: well under both backends' parameter limits.
-_CHUNK = 500
 _CODE = "CASE preference WHEN 'candidate' THEN 1 WHEN 'tie' THEN 2 WHEN 'baseline' THEN 3 ELSE 4 END"
 _LABEL_VERSION = (
     f"SELECT COUNT(*), SUM(id * {_CODE}), SUM(score * id) FROM human_labels "
@@ -280,15 +279,12 @@ class DesignReader:
     def positions(self, task: str, candidate: str, grader_id: str, case_ids: Sequence[str]) -> dict[str, int]:
         """The sampler's positions of those of ``case_ids`` it decided (a few hundred per query)."""
         out: dict[str, int] = {}
-        ids = list(case_ids)
         with reading(self.engine, "reading label sampling") as conn:
-            for start in range(0, len(ids), _CHUNK):
-                part = ids[start : start + _CHUNK]
-                marks = ", ".join(["(%s)"] * len(part))
-                for case_id, position in _fetch(
-                    conn, _POSITIONS.format(marks), (*part, task, candidate, grader_id)
-                ):
-                    out[str(case_id)] = int(position)
+            for part in chunks(list(case_ids)):
+                sql = _POSITIONS.format(", ".join(["(%s)"] * len(part)))
+                out.update(
+                    (str(c), int(p)) for c, p in _fetch(conn, sql, (*part, task, candidate, grader_id))
+                )
         return out
 
     def groups(self, task: str, candidates: Sequence[str]) -> list[tuple[str, str, str]]:

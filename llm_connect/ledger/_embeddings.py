@@ -11,13 +11,12 @@ from typing import cast
 from sqlalchemy import Connection, Engine, Table, select
 
 from llm_connect.errors import LedgerError
+from llm_connect.ledger._cases import chunks
 from llm_connect.ledger._engine import dialect_insert, reading, write
 from llm_connect.ledger._models import EmbeddingCacheRecord
 from llm_connect.types import utcnow
 
 _EMB = cast(Table, EmbeddingCacheRecord.__table__)
-# Digests per SELECT ... IN (...) and rows per INSERT: well under both backends' parameter limits.
-_CHUNK = 500
 _SWAP = sys.byteorder != "little"
 
 
@@ -56,9 +55,9 @@ class EmbeddingStore:
             return found
         c = _EMB.c
         with reading(self.engine, "reading cached embeddings") as conn:
-            for start in range(0, len(wanted), _CHUNK):
+            for part in chunks(wanted):
                 stmt = select(c.text_sha256, c.dim, c.vector).where(
-                    c.model_id == model_id, c.text_sha256.in_(wanted[start : start + _CHUNK])
+                    c.model_id == model_id, c.text_sha256.in_(part)
                 )
                 for digest, dim, blob in conn.execute(stmt):
                     vector = unpack_vector(bytes(blob), int(dim))
@@ -91,13 +90,10 @@ class EmbeddingStore:
             )
 
         def upsert(conn: Connection) -> int:
-            for start in range(0, len(rows), _CHUNK):
-                stmt = dialect_insert(conn.dialect.name, _EMB)
-                stmt = stmt.on_conflict_do_update(
-                    index_elements=["model_id", "text_sha256"],
-                    set_={c: stmt.excluded[c] for c in ("dim", "vector", "created_at")},
-                )
-                conn.execute(stmt, rows[start : start + _CHUNK])
+            stmt = dialect_insert(conn.dialect.name, _EMB)
+            set_ = {c: stmt.excluded[c] for c in ("dim", "vector", "created_at")}
+            stmt = stmt.on_conflict_do_update(index_elements=["model_id", "text_sha256"], set_=set_)
+            conn.execute(stmt, rows)  # one executemany: no parameter limit to stay under
             return len(rows)
 
         return write(self.engine, "caching embeddings", upsert)

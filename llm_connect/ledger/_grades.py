@@ -15,7 +15,15 @@ from typing import Any, cast
 from sqlalchemy import Connection, Engine, Table, and_, func, select
 
 from llm_connect.errors import LedgerError
-from llm_connect.ledger._cases import TOTALS_COLUMNS, fetch, fetch_together, match, series_query, totals_row
+from llm_connect.ledger._cases import (
+    TOTALS_COLUMNS,
+    chunks,
+    fetch,
+    fetch_together,
+    match,
+    series_query,
+    totals_row,
+)
 from llm_connect.ledger._convert import INSERT_COLUMNS, KEY, conflict_error, differences, stored_ids
 from llm_connect.ledger._engine import driver_cursor, ledger_errors, reading, write
 from llm_connect.ledger._models import Grade, GradeStats
@@ -108,8 +116,7 @@ def _insert_keyed(cursor: Any, pg: bool, rows: list[Row]) -> list[Any]:
     """Insert ``rows`` (each under its own key) many per statement; ``(id, *key)`` of each row
     written (none for a key already stored)."""
     out: list[Any] = []
-    for start in range(0, len(rows), 500):  # SQLite: 43 parameters a row, under its 32,766
-        chunk = rows[start : start + 500]
+    for chunk in chunks(rows, 500):  # SQLite: 43 parameters a row, under its 32,766
         if not pg:
             values = ", ".join([_ONE[pg].partition(" VALUES ")[2]] * len(chunk))
             cursor.execute(f"{_INSERT}VALUES {values}{_RETURNING}", [v for row in chunk for v in row])

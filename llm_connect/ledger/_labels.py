@@ -14,7 +14,7 @@ from typing import Any, cast
 from sqlalchemy import Connection, Engine, Table, bindparam, distinct, func, insert, select, update
 
 from llm_connect.errors import LabelConflictError, LabelError
-from llm_connect.ledger._cases import match
+from llm_connect.ledger._cases import chunks, where
 from llm_connect.ledger._engine import reading, write
 from llm_connect.ledger._models import Grade
 from llm_connect.ledger._models_labels import HumanLabelRecord
@@ -25,8 +25,6 @@ __all__ = ["LabelCounts", "LabelStore", "LabelWrite"]
 
 _HL = cast(Table, HumanLabelRecord.__table__)
 _G = cast(Table, Grade.__table__)
-#: Case ids per ``task = ? AND case_id IN (...)`` query: well under both backends' parameter limits.
-_CHUNK = 500
 _KEY = ("task", "case_id", "candidate", "annotator")
 _CONTENT = ("preference", "score", "note", "run_id")
 
@@ -74,13 +72,13 @@ def _key_text(key: Key) -> str:
 
 
 def _by_task(pairs: Iterable[tuple[str, str]]) -> Iterator[tuple[str, list[str]]]:
-    """``(task, case ids)`` of ``pairs``, at most :data:`_CHUNK` case ids at a time."""
+    """``(task, case ids)`` of ``pairs``, a few hundred case ids at a time (:func:`chunks`)."""
     grouped: dict[str, list[str]] = defaultdict(list)
     for task, case_id in dict.fromkeys(pairs):
         grouped[task].append(case_id)
     for task, case_ids in grouped.items():
-        for start in range(0, len(case_ids), _CHUNK):
-            yield task, case_ids[start : start + _CHUNK]
+        for part in chunks(case_ids):
+            yield task, list(part)
 
 
 class LabelStore:
@@ -263,7 +261,7 @@ class LabelStore:
         Each filter takes one value or a sequence; ``candidate`` is the model name as graded.
         """
         h = _HL.c
-        stmt = select(_HL).where(*_where((h.task, task), (h.candidate, candidate), (h.annotator, annotator)))
+        stmt = select(_HL).where(*where((h.task, task), (h.candidate, candidate), (h.annotator, annotator)))
         with reading(self.engine, "reading labels") as conn:
             rows = conn.execute(stmt.order_by(h.task, h.candidate, h.case_id, h.annotator)).mappings()
             return [_label(row) for row in rows]
@@ -309,7 +307,7 @@ class LabelStore:
         g, h = _G.c, _HL.c
         graded_stmt = (
             select(g.task, g.candidate_model, func.count(distinct(g.case_id)))
-            .where(g.case_id.is_not(None), *_where((g.task, task), (g.candidate_model, candidate)))
+            .where(g.case_id.is_not(None), *where((g.task, task), (g.candidate_model, candidate)))
             .group_by(g.task, g.candidate_model)
         )
         labelled_stmt = (
@@ -320,7 +318,7 @@ class LabelStore:
                 func.count(distinct(h.annotator)),
                 func.count(),
             )
-            .where(*_where((h.task, task), (h.candidate, candidate)))
+            .where(*where((h.task, task), (h.candidate, candidate)))
             .group_by(h.task, h.candidate)
         )
         with reading(self.engine, "counting labels") as conn:
@@ -334,11 +332,6 @@ class LabelStore:
 
 def _content(label: HumanLabel) -> Content:
     return (label.preference, label.score, label.note, label.run_id)
-
-
-def _where(*conditions: tuple[Any, Filter]) -> list[Any]:
-    """:func:`match` of each (column, filter) given a filter."""
-    return [match(column, value) for column, value in conditions if value is not None]
 
 
 def _values(key: Key, label: HumanLabel, now: Any, prefix: str) -> dict[str, Any]:

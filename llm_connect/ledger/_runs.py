@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine, Table, select, update
 from llm_connect._secrets import mask_secrets, redact_request
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError, LedgerError
+from llm_connect.ledger._cases import chunks
 from llm_connect.ledger._engine import dialect_insert, reading, write
 from llm_connect.ledger._models import ResponseCacheEntry, Run, RunFailure, RunSkip
 from llm_connect.ledger._rows import FailureRow, RunRow
@@ -26,7 +27,6 @@ _RUNS = cast(Table, Run.__table__)
 _FAILURES = cast(Table, RunFailure.__table__)
 _SKIPS = cast(Table, RunSkip.__table__)
 _SKIP_KEY = ["run_id", "case_id", "grader_id", "candidate_model"]
-_CHUNK = 500
 
 
 def finite_json(value: Any, what: str) -> Any:
@@ -92,12 +92,9 @@ class RunStore:
         wanted = list(dict.fromkeys(keys))
         out: dict[str, LLMResponse] = {}
         with reading(self.engine, "reading the response cache") as conn:
-            for start in range(0, len(wanted), _CHUNK):
-                stmt = select(_CACHE.c.key, _CACHE.c.response).where(
-                    _CACHE.c.key.in_(wanted[start : start + _CHUNK])
-                )
-                for key, response in conn.execute(stmt):
-                    out[key] = LLMResponse.from_dict(response)
+            for part in chunks(wanted):
+                stmt = select(_CACHE.c.key, _CACHE.c.response).where(_CACHE.c.key.in_(part))
+                out.update((key, LLMResponse.from_dict(response)) for key, response in conn.execute(stmt))
         return out
 
     def cache_put(self, key: str, adapter_id: str, response: LLMResponse) -> None:
@@ -119,8 +116,7 @@ class RunStore:
             for key, (adapter_id, response) in firsts.items()
         ]
         stmt = dialect_insert(conn.dialect.name, _CACHE).on_conflict_do_nothing(index_elements=["key"])
-        for start in range(0, len(rows), _CHUNK):
-            conn.execute(stmt, rows[start : start + _CHUNK])
+        conn.execute(stmt, rows)  # one executemany: no parameter limit to stay under
 
     # -- runs ------------------------------------------------------------------
 

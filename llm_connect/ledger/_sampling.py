@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, Table, exists, func, insert, select
 
-from llm_connect.ledger._cases import fetch
+from llm_connect.ledger._cases import fetch, where
 from llm_connect.ledger._engine import reading, write
 from llm_connect.ledger._models import CaseStats
 from llm_connect.ledger._models_labels import HumanLabelRecord
@@ -36,11 +36,7 @@ _ID = "id:"
 
 def _of(task: str, candidate: str | None, grader_id: str | None) -> list[Any]:
     """``label_sampling`` rows of ``task``, and of ``candidate`` and ``grader_id`` when given."""
-    s = _S.c
-    return [
-        s.task == task,
-        *(col == v for col, v in ((s.candidate, candidate), (s.grader_id, grader_id)) if v is not None),
-    ]
+    return where((_S.c.task, task), (_S.c.candidate, candidate), (_S.c.grader_id, grader_id))
 
 
 @dataclass(frozen=True, slots=True)
