@@ -5,10 +5,11 @@ has none of them):
 
 - ``GET /label``: the page (no case data in it; it asks the next route).
 - ``GET /api/label/next?annotator=NAME[&task=T][&candidate=C][&skip=REF,...]``:
-  ``{"case": {...} | null, "left": N}``. A case holds an opaque ``ref``, its
-  task and case id, the prompt (or conversation) and ``answers``: two
-  ``{"text", "tools"}`` in the case's blind order. Model names and the order
-  never reach the page.
+  ``{"case": {...} | null, "left": N, "chosen_left": M}``. A case holds an opaque
+  ``ref``, its task and case id, the prompt (or conversation), ``answers``: two
+  ``{"text", "tools"}`` in the case's blind order, and ``chosen``: whether the label
+  sampler chose it (served first; ``chosen_left`` of them wait for a label, anyone's).
+  Model names and the order never reach the page.
 - ``POST /api/label`` with JSON ``{"ref", "choice": "first" | "tie" | "second",
   "annotator", "note"?, "token"?}``: one :class:`~llm_connect.values.HumanLabel`
   through :meth:`QualityLedger.record_labels`. The server maps ``first`` /
@@ -40,6 +41,7 @@ from llm_connect.report._label_queue import (
     LabelCase,
     QueueItem,
     candidate_first,
+    chosen_waiting,
     label_queue,
     load_case,
     queue_size,
@@ -144,13 +146,14 @@ class LabelDesk:
             self.ledger, task=task, candidate=candidate, annotator=annotator, limit=1 + len(skipped)
         )
         left = queue_size(self.ledger, task=task, candidate=candidate, annotator=annotator)
+        waiting = chosen_waiting(self.ledger, task=task, candidate=candidate)
         for item in items:
             if item in skipped:
                 continue
             case = load_case(self.ledger, item)
             if case is not None:
-                return {"case": self._blind(case), "left": left}
-        return {"case": None, "left": left}
+                return {"case": self._blind(case), "left": left, "chosen_left": waiting}
+        return {"case": None, "left": left, "chosen_left": waiting}
 
     def _blind(self, case: LabelCase) -> dict[str, Any]:
         item = case.item
@@ -166,6 +169,7 @@ class LabelDesk:
             "prompt": case.prompt,
             "messages": case.messages,
             "answers": [cand, base] if first else [base, cand],
+            "chosen": item.chosen,
         }
 
     # -- writing -----------------------------------------------------------------

@@ -12,10 +12,15 @@ that chooses cases for the prediction-powered bound can put its own first here.
 - for a ``pairwise:`` judge, ``1 - 2 * |grade - 0.5|``: 1 when the judge called
   the case a tie (or flipped across orders), 0 when it was sure.
 
-Entries are served by disagreement, largest first, then in the order the cases
-arrived (their first grade's id), then by task, candidate and case. Cases the
-annotator labelled already (for that candidate, any baseline) are left out;
-grades without a case id cannot be labelled and are never queued.
+**Chosen cases first.** Cases the label sampler chose for routing on what people
+would say (``label_sampling``, ``llm-connect labels queue`` / ``grade --label-rate``)
+that nobody has labelled yet come before all others, in the sampler's order: the
+prediction-powered bound waits for the earliest missing label, so a label given out of
+that order helps no decision until the ones before it arrive. Then the other entries by
+disagreement, largest first, then in the order the cases arrived (their first grade's
+id), then by task, candidate and case. Cases the annotator labelled already (for that
+candidate, any baseline) are left out; grades without a case id cannot be labelled and
+are never queued.
 
 **Blind order.** :func:`candidate_first` draws per (task, case, candidate) from
 a seeded SHA-256 whether the candidate's answer is shown first: stable across
@@ -26,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.report._cases import _tools
@@ -39,6 +44,7 @@ __all__ = [
     "LabelCase",
     "QueueItem",
     "candidate_first",
+    "chosen_waiting",
     "label_queue",
     "load_case",
     "queue_size",
@@ -67,6 +73,9 @@ class QueueItem:
     """``max - min`` of the case's mean grade across its judges."""
     judges: int
     """How many judges graded the case."""
+    chosen: bool = field(default=False, compare=False)
+    """The label sampler chose the case and nobody has labelled it yet: routing on what people
+    would say waits for its label."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,22 @@ def _groups_sql(task: str | None, candidate: str | None) -> tuple[str, dict[str,
     return sql, params
 
 
+def _chosen_sql(task: str | None, candidate: str | None) -> str:
+    """Per (task, candidate, case key): the sampler's first position of a chosen case nobody has
+    labelled (the parameters are :func:`_groups_sql`'s)."""
+    where = ["s.chosen"]
+    if task:
+        where.append("s.task = :task")
+    if candidate:
+        where.append("s.candidate = :candidate")
+    return (
+        "SELECT s.task, s.candidate, 'id:' || s.case_id AS case_key, MIN(s.position) AS pos "
+        f"FROM label_sampling s WHERE {' AND '.join(where)} AND NOT EXISTS (SELECT 1 FROM human_labels h "
+        "WHERE h.task = s.task AND h.candidate = s.candidate AND h.case_id = s.case_id) "
+        "GROUP BY s.task, s.candidate, s.case_id"
+    )
+
+
 def _labelled(
     ledger: QualityLedger, task: str | None, candidate: str | None, annotator: str
 ) -> set[tuple[str, str, str]]:
@@ -132,7 +157,8 @@ def label_queue(
     annotator: str,
     limit: int = 1,
 ) -> list[QueueItem]:
-    """The next ``limit`` cases ``annotator`` has not labelled, judges' disagreement first.
+    """The next ``limit`` cases ``annotator`` has not labelled: the sampler's chosen cases
+    nobody has labelled, in its order, then the others by judges' disagreement.
 
     ``task`` and ``candidate`` (the model name as graded) narrow the queue. One SQL
     statement groups ``case_stats`` per case and orders it (module docstring); the
@@ -146,7 +172,9 @@ def label_queue(
     done = _labelled(ledger, task, candidate, annotator)
     groups, params = _groups_sql(task, candidate)
     sql = (
-        f"SELECT * FROM ({groups}) q ORDER BY "
+        f"SELECT q.*, ch.pos AS chosen_pos FROM ({groups}) q LEFT JOIN ({_chosen_sql(task, candidate)}) ch "
+        "ON ch.task = q.task AND ch.candidate = q.candidate_model AND ch.case_key = q.case_key ORDER BY "
+        "CASE WHEN ch.pos IS NULL THEN 1 ELSE 0 END, ch.pos, "
         "CASE WHEN q.spread >= q.unsure THEN q.spread ELSE q.unsure END DESC, "
         "q.first_id ASC, q.task, q.candidate_model, q.case_key LIMIT :depth"
     )
@@ -168,6 +196,7 @@ def label_queue(
                 disagreement=round(max(spread, unsure), 12),
                 spread=round(spread, 12),
                 judges=int(row["judges"]),
+                chosen=row["chosen_pos"] is not None,
             )
         )
         if len(out) == limit:
@@ -187,6 +216,19 @@ def queue_size(
         total = int(conn.execute(text(f"SELECT COUNT(*) FROM ({groups}) q"), params).scalar_one())
         conn.rollback()
     return max(0, total - len(_labelled(ledger, task, candidate, annotator)))
+
+
+def chosen_waiting(ledger: QualityLedger, *, task: str | None = None, candidate: str | None = None) -> int:
+    """Cases the label sampler chose that nobody has labelled yet (routing on what people would
+    say waits for them), within the filters."""
+    from sqlalchemy import text
+
+    params = {k: v for k, v in (("task", task), ("candidate", candidate)) if v}
+    with ledger.engine.connect() as conn:
+        count = conn.execute(text(f"SELECT COUNT(*) FROM ({_chosen_sql(task, candidate)}) ch"), params)
+        waiting = int(count.scalar_one())
+        conn.rollback()
+    return waiting
 
 
 def _messages(ledger: QualityLedger, digest: str | None) -> list[dict[str, str]] | None:

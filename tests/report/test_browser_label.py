@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from llm_connect.ledger import QualityLedger
+from llm_connect.ledger import QualityLedger, SampledCase, SamplingStore
 from llm_connect.report import ReportServer, serve
 from tests.report.conftest import assert_no_console_errors, assert_offline, report_items, screenshot
 from tests.report.test_browser import by_css, wait_for
@@ -164,3 +164,41 @@ def test_without_labelling_the_page_has_no_label_link(
         assert_offline(page, [server.url])
     finally:
         server.shutdown()
+
+
+def test_the_samplers_chosen_cases_come_first_and_are_marked(
+    page: Any, label_server: ReportServer, report_ledger: QualityLedger, tmp_path: Path
+) -> None:
+    # Two cases the label sampler chose (routing on what people would say waits for them): the
+    # page serves them first, in the sampler's order, marked, with their count beside the rest.
+    SamplingStore(report_ledger.engine).record(
+        "billing", "llama-3.1-8b", "vrty:1.0.1",
+        [SampledCase("billing-017", 0.5, True), SampledCase("billing-003", 0.5, False),
+         SampledCase("billing-042", 0.5, True)],
+        strategy="uniform", rate=0.5, floor=0.5, seed=1,
+    )  # fmt: skip
+    server = label_server
+    assert server.label_url is not None
+    page.get(server.label_url)
+    who = by_css(page, "#annotator-name")
+    wait_for(page, lambda d: who.is_displayed(), "the page did not ask for the annotator's name")
+    who.send_keys(ANNOTATOR)
+    by_css(page, "#who-start").click()
+    for done, case_id in enumerate(("billing-017", "billing-042")):
+        case = shown(page, done)
+        assert (case["task"], case["case_id"]) == ("billing", case_id)
+        wait_for(page, lambda d: by_css(d, "#case-chosen").is_displayed(), "the chosen case was not marked")
+        assert by_css(page, "#label-chosen-left").text == str(2 - done)
+        if done == 0:
+            screenshot(page, tmp_path, "label-chosen", "body")
+        press(page, "2")
+    case = shown(page, 2)
+    assert case["case_id"] not in ("billing-017", "billing-042")
+    assert not by_css(page, "#case-chosen").is_displayed()
+    assert not by_css(page, "#label-chosen-wrap").is_displayed()  # none left to wait for
+    stored = {(lb.task, lb.case_id, lb.candidate, lb.preference) for lb in report_ledger.labels()}
+    assert stored == {
+        ("billing", "billing-017", "llama-3.1-8b", "tie"),
+        ("billing", "billing-042", "llama-3.1-8b", "tie"),
+    }
+    assert_no_console_errors(page)

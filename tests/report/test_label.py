@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from llm_connect.errors import ConfigurationError
-from llm_connect.ledger import QualityLedger, RecordItem
+from llm_connect.ledger import QualityLedger, RecordItem, SampledCase, SamplingStore
 from llm_connect.report import ReportServer, serve
-from llm_connect.report._label_queue import candidate_first, label_queue, queue_size
+from llm_connect.report._label_queue import candidate_first, chosen_waiting, label_queue, queue_size
 from llm_connect.values import HumanLabel
 from tests.fixtures.databases import _make_result
 from tests.report.test_report import table_counts
@@ -118,6 +118,63 @@ def test_the_queue_serves_the_cases_judges_disagree_on_most_first(queue_ledger: 
     assert [q.case_id for q in bo] == ["c3", "c1", "c2", "c0"]
     with pytest.raises(ValueError, match="limit"):
         label_queue(ledger, annotator="ana", limit=0)
+
+
+def test_the_samplers_chosen_cases_come_first_in_its_order(queue_ledger: QualityLedger) -> None:
+    # The bound on what people would say waits for the earliest chosen case without a label, so
+    # the page serves the sampler's chosen cases first, in its order, before any disagreement.
+    ledger = queue_ledger
+    SamplingStore(ledger.engine).record(
+        "qa", "mini", "embedding",
+        [SampledCase("c2", 0.5, True), SampledCase("c3", 0.5, False), SampledCase("c0", 0.5, True)],
+        strategy="uniform", rate=0.5, floor=0.5, seed=1,
+    )  # fmt: skip
+    mini = label_queue(ledger, task="qa", candidate="mini", annotator="ana", limit=10)
+    assert [(q.case_id, q.chosen) for q in mini] == [
+        ("c2", True), ("c0", True), ("c3", False), ("c1", False), ("c4", False),
+    ]  # fmt: skip
+    everything = label_queue(ledger, annotator="ana", limit=3)
+    assert [(q.candidate, q.case_id) for q in everything] == [("mini", "c2"), ("mini", "c0"), ("mini", "c3")]
+    assert chosen_waiting(ledger, task="qa", candidate="mini") == 2
+    assert chosen_waiting(ledger, task="other") == 0
+
+    # Another annotator's label settles a chosen case for routing: it goes back to the
+    # disagreement order for ana (she may still label it, for agreement); her own leaves it out.
+    ledger.record_labels([HumanLabel("qa", "c2", "mini", "bo", preference="tie")])
+    ana = label_queue(ledger, task="qa", candidate="mini", annotator="ana", limit=10)
+    assert [(q.case_id, q.chosen) for q in ana][:2] == [("c0", True), ("c3", False)]
+    assert ("c2", False) in [(q.case_id, q.chosen) for q in ana]
+    assert chosen_waiting(ledger, task="qa") == 1
+    ledger.record_labels([HumanLabel("qa", "c0", "mini", "ana", preference="candidate")])
+    assert [q.case_id for q in label_queue(ledger, task="qa", candidate="mini", annotator="ana", limit=10)] == [
+        "c3", "c1", "c4", "c2",
+    ]  # fmt: skip
+    assert chosen_waiting(ledger) == 0
+
+
+def test_the_page_marks_chosen_cases_and_counts_them(label_server: ReportServer) -> None:
+    server = label_server
+    SamplingStore(server.ledger.engine).record(
+        "qa", "mini", "vrty", [SampledCase("c0", 1.0, True)], strategy="uniform", rate=1.0, floor=1.0, seed=1
+    )
+    first = next_case(server, query="&task=qa&candidate=mini")
+    assert first["case"]["case_id"] == "c0" and first["case"]["chosen"] is True
+    assert first["chosen_left"] == 1 and first["left"] == 5
+    assert set(first["case"]) == {
+        "ref",
+        "task",
+        "case_id",
+        "prompt",
+        "messages",
+        "answers",
+        "chosen",
+    }  # blind
+    token = own(server, server.labels.token if server.labels else None)
+    write = {"ref": first["case"]["ref"], "choice": "tie", "annotator": "ana"}
+    assert request(server, "POST", "/api/label", write, token)[0] == 200
+    second = next_case(server, query="&task=qa&candidate=mini")
+    assert second["case"]["case_id"] == "c3" and second["case"]["chosen"] is False
+    assert second["chosen_left"] == 0
 
 
 def test_the_blind_order_is_a_seeded_hash_about_half_each_way() -> None:

@@ -70,6 +70,7 @@
     art.dataset.case = c.case_id;
     byId("case-task").textContent = c.task;
     byId("case-id").textContent = c.case_id;
+    byId("case-chosen").hidden = !c.chosen;
     showPrompt(c);
     [0, 1].forEach(function (i) {
       var side = byId("answer-" + (i + 1));
@@ -97,6 +98,8 @@
       .then(function (res) {
         if (!res.ok) { status(res.data.error || "the server could not give the next case", true); return; }
         byId("label-left").textContent = String(res.data.left);
+        byId("label-chosen-left").textContent = String(res.data.chosen_left || 0);
+        byId("label-chosen-wrap").hidden = !res.data.chosen_left;
         if (res.data.case) { show(res.data.case); } else {
           byId("label-case").hidden = true;
           byId("label-empty").hidden = false;
