@@ -293,7 +293,7 @@ def grade(
         bool,
         typer.Option(
             "--allow-uncalibrated",
-            help="Let routing use LLM judges without a passing calibration.",
+            help="Let routing use LLM judges without a passing calibration (--target human needs none).",
             rich_help_panel="Judges and the gate",
         ),
     ] = False,

@@ -61,7 +61,10 @@ def route(
     ] = 0.95,
     allow_uncalibrated: Annotated[
         bool,
-        typer.Option("--allow-uncalibrated", help="Use LLM judges' grades without a passing calibration."),
+        typer.Option(
+            "--allow-uncalibrated",
+            help="Use LLM judges' grades without a passing calibration (--target human needs none).",
+        ),
     ] = False,
     min_stability: Annotated[
         str | None,

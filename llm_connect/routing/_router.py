@@ -176,7 +176,8 @@ class Router:
         sampler decided (``llm_connect.labels.choose_for_labels``) and people's labels of
         the chosen ones, prediction-powered and anytime-valid, with the same Bonferroni
         split and ``min_samples`` (``routing/_human.py``); without a usable label a
-        candidate's status is ``"no human labels yet"``. Returns the stored
+        candidate's status is ``"no human labels yet"``. An LLM judge needs no calibration
+        there (people's labels correct its bias). Returns the stored
         :class:`RoutingDecision` (with ``decision_id`` set).
         """
         grader_ids = (grader_id,) if isinstance(grader_id, str) else tuple(grader_id)
@@ -223,7 +224,11 @@ class Router:
         )
         new_cases: dict[tuple[str, str], Any] = dict.fromkeys(after)
         new_cases.update({(s.candidate_model, s.grader_id): s for s in arrived})
-        used, ignored = self._usable_graders(task, grader_ids, allow_uncalibrated, _asks_llm(totals))
+        # Routing on what people would say needs no calibration: people's labels of the sampled
+        # cases correct whatever bias the judge has (one that disagrees with people costs labels,
+        # not validity; docs/decisions.md). The judge's own grades route only once calibrated.
+        uncalibrated_ok = allow_uncalibrated or target == "human"
+        used, ignored = self._usable_graders(task, grader_ids, uncalibrated_ok, _asks_llm(totals))
         usable = set(used)
         records = [t for t in totals if t.grader_id in usable]
         by_key = {(r.candidate_model, r.grader_id): r for r in records}

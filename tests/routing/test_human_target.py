@@ -275,3 +275,43 @@ def test_route_target_human_prints_the_judge_and_the_people_side_by_side(
     assert "labels used" in out.stdout and "judge bias +0.09" in out.stdout
     bad = CliRunner().invoke(app, [*args, "--target", "people"])
     assert bad.exit_code != 0 and "target" in bad.output
+
+
+def test_an_uncalibrated_llm_judge_routes_on_peoples_labels_but_not_on_its_own(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    """H10b: an LLM judge's grades route on the judge only after a passing calibration, but
+    routing on what people would say needs none: people's labels of the sampled cases correct
+    whatever bias the judge has (a judge that disagrees with people costs labels, not validity)."""
+    task, n = "llm", 200
+    rng = np.random.default_rng(5)
+    human = (rng.random(n) < 0.97).astype(float)
+    judge = np.where(rng.random(n) < 0.95, human, 1.0 - human)
+    ledger.record_batch(
+        [
+            RecordItem(
+                make_result(
+                    float(judge[i]),
+                    candidate_model=CAND,
+                    baseline_model=BASE,
+                    grader_id="pairwise:x",
+                    asks_llm=True,
+                ),
+                task,
+                "run",
+                f"c{i:04d}",
+            )  # fmt: skip
+            for i in range(n)
+        ]
+    )
+    queue = choose_for_labels(ledger, task=task, candidate=CAND, grader_id="pairwise:x", rate=0.5, seed=3)
+    ledger.record_labels([HumanLabel(task, c, CAND, "ana", score=float(human[int(c[1:])])) for c in queue])
+    kwargs = {"baseline": BASE, "candidates": [CAND], "grader_id": "pairwise:x", "min_quality": 0.8}
+    on_judge = Router(ledger).decide(task, **kwargs)
+    assert [g.grader_id for g in on_judge.ignored_graders] == ["pairwise:x"] and not on_judge.routed
+    assert "no stored calibration" in on_judge.ignored_graders[0].why
+    on_people = Router(ledger).decide(task, target="human", **kwargs)
+    assert on_people.ignored_graders == () and on_people.used_grader_ids == ("pairwise:x",)
+    ev = on_people.candidates[0].graders[0]
+    assert ev.grader_id == "pairwise:x" and ev.labels_used == len(queue) and ev.status == "proven"
+    assert on_people.routed and on_people.model == CAND
