@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from llm_connect.ledger import (
-    _models_labels,  # noqa: F401 - registers its tables with Base.metadata
-    _models_sampling,  # noqa: F401 - registers its tables with Base.metadata
-)
 from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
 from llm_connect.ledger._fleet import FleetStatus, FleetWorkerRow
 from llm_connect.ledger._labels import LabelCounts, LabelStore, LabelWrite

@@ -29,7 +29,7 @@ def where(*conditions: tuple[Any, Filter]) -> list[Any]:
     return [match(column, value) for column, value in conditions if value is not None]
 
 
-def chunks(items: Sequence[T], size: int = 500) -> Iterator[Sequence[T]]:
+def chunks(items: list[T], size: int = 500) -> Iterator[list[T]]:
     """``items`` in slices of at most ``size`` (keys per ``IN (...)``: well under both backends'
     parameter limits)."""
     return (items[start : start + size] for start in range(0, len(items), size))

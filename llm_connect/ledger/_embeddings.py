@@ -1,4 +1,4 @@
-"""The embedding cache store: :class:`EmbeddingStore` owns ``embedding_cache`` (``_models_embeddings``)."""
+"""The embedding cache store: :class:`EmbeddingStore` owns ``embedding_cache`` (``_models``)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ from sqlalchemy import Connection, Engine, Table, bindparam, distinct, func, ins
 from llm_connect.errors import LabelConflictError, LabelError
 from llm_connect.ledger._cases import chunks, where
 from llm_connect.ledger._engine import reading, write
-from llm_connect.ledger._models import Grade
-from llm_connect.ledger._models_labels import HumanLabelRecord
+from llm_connect.ledger._models import Grade, HumanLabelRecord
 from llm_connect.types import utcnow
 from llm_connect.values import CaseLabels, HumanLabel, human_value
 
@@ -78,7 +77,7 @@ def _by_task(pairs: Iterable[tuple[str, str]]) -> Iterator[tuple[str, list[str]]
         grouped[task].append(case_id)
     for task, case_ids in grouped.items():
         for part in chunks(case_ids):
-            yield task, list(part)
+            yield task, part
 
 
 class LabelStore:

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     DateTime,
@@ -96,6 +97,10 @@ class Grade(Base):
         ),
         Index("ix_grades_grader_task", "grader_id", "task"),
         Index("ix_grades_created_at", "created_at"),
+        # A case's grades by (task, case id), for the labels' existence check (revision 0009): two
+        # columns only, as each grade written pays for the index (about 10 us on SQLite; a covering
+        # index with the candidate columns cost twice that).
+        Index("ix_grades_task_case", "task", "case_id"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -421,3 +426,73 @@ class RateBucket(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     rate_per_s: Mapped[float] = mapped_column(Float)
     burst: Mapped[float] = mapped_column(Float)
+
+
+class HumanLabelRecord(Base):
+    """A person's label of one candidate answer against the baseline's (revision 0009;
+    ``docs/ledger.md``)."""
+
+    __tablename__ = "human_labels"
+    __table_args__ = (
+        UniqueConstraint("task", "case_id", "candidate", "annotator"),
+        CheckConstraint(
+            "(preference IS NULL AND score IS NOT NULL) OR (preference IS NOT NULL AND score IS NULL)",
+            name="preference_or_score",
+        ),
+        CheckConstraint("preference IN ('candidate', 'baseline', 'tie')", name="preference_value"),
+        CheckConstraint("score >= 0.0 AND score <= 1.0", name="score_range"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task: Mapped[str] = mapped_column(String(200))
+    case_id: Mapped[str] = mapped_column(String(200))
+    candidate: Mapped[str] = mapped_column(String(200))
+    """The candidate model as graded (``grades.candidate_model``)."""
+    annotator: Mapped[str] = mapped_column(String(200))
+    preference: Mapped[str | None] = mapped_column(String(20))
+    score: Mapped[float | None] = mapped_column(Float)
+    note: Mapped[str | None] = mapped_column(Text)
+    run_id: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LabelSamplingRecord(Base):
+    """The sampler's decision about one graded case (revisions 0010, 0011; ``docs/ledger.md``):
+    written once, when the sampler first sees the case; ``ix_label_sampling_design`` covers
+    routing's read of the design (``_design.py``)."""
+
+    __tablename__ = "label_sampling"
+    __table_args__ = (
+        UniqueConstraint("task", "candidate", "grader_id", "case_id"),
+        UniqueConstraint("task", "candidate", "grader_id", "position"),
+        CheckConstraint("inclusion > 0.0 AND inclusion <= 1.0", name="inclusion_range"),
+        CheckConstraint("rate > 0.0 AND rate <= 1.0", name="rate_range"),
+        CheckConstraint("floor > 0.0 AND floor <= inclusion AND floor <= rate", name="floor_range"),
+        CheckConstraint("strategy IN ('uniform', 'active', 'imported')", name="strategy_value"),
+        Index(
+            "ix_label_sampling_design",
+            *("task", "candidate", "grader_id", "position", "case_id", "chosen", "inclusion", "floor"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task: Mapped[str] = mapped_column(String(200))
+    candidate: Mapped[str] = mapped_column(String(200))
+    """The candidate model as graded (``grades.candidate_model``)."""
+    grader_id: Mapped[str] = mapped_column(String(300))
+    case_id: Mapped[str] = mapped_column(String(200))
+    position: Mapped[int] = mapped_column(Integer)
+    """The case's place in the order the sampler decided cases (its grades' arrival order), from 0."""
+    inclusion: Mapped[float] = mapped_column(Float)
+    """The probability the case had of going to people, fixed before any label of it existed."""
+    chosen: Mapped[bool] = mapped_column(Boolean)
+    strategy: Mapped[str] = mapped_column(String(20))
+    """How the inclusion probability was set: ``uniform`` (``rate`` each), ``active`` (higher where
+    the judge is unsure, never below ``floor``), ``imported`` (a file the user drew at random at
+    ``rate``: ``labels import --sampled-uniformly``)."""
+    rate: Mapped[float] = mapped_column(Float)
+    floor: Mapped[float] = mapped_column(Float)
+    """The least inclusion probability the sampler could have given (the bound's range uses it)."""
+    seed: Mapped[int | None] = mapped_column(BigInteger)
+    """The seed of the draw (``None`` for a file drawn by the user)."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,6 +1,6 @@
 """The sampling store: which graded cases go to people, over the ledger's engine.
 
-:class:`SamplingStore` owns the ``label_sampling`` table (``_models_sampling``) and
+:class:`SamplingStore` owns the ``label_sampling`` table (``_models``) and
 nothing else; it is handed the ledger's engine (``SamplingStore(ledger.engine)``) and
 reads ``case_stats`` (the graded cases, in arrival order) and ``human_labels`` (which
 chosen cases still wait for a label). A case is decided once: its row is written when
@@ -21,9 +21,7 @@ from sqlalchemy import Connection, Engine, Table, exists, func, insert, select
 
 from llm_connect.ledger._cases import fetch, where
 from llm_connect.ledger._engine import reading, write
-from llm_connect.ledger._models import CaseStats
-from llm_connect.ledger._models_labels import HumanLabelRecord
-from llm_connect.ledger._models_sampling import LabelSamplingRecord
+from llm_connect.ledger._models import CaseStats, HumanLabelRecord, LabelSamplingRecord
 from llm_connect.types import utcnow
 
 __all__ = ["GradedCase", "SampledCase", "SamplingDesign", "SamplingStore"]
@@ -155,27 +153,13 @@ class SamplingStore:
                 select(func.max(_S.c.position)).where(*_of(task, candidate, grader_id))
             ).scalar()
             start = 0 if last is None else int(last) + 1
-            now = utcnow()
-            conn.execute(
-                insert(_S),
-                [
-                    {
-                        "task": task,
-                        "candidate": candidate,
-                        "grader_id": grader_id,
-                        "case_id": case.case_id,
-                        "position": start + i,
-                        "inclusion": float(case.inclusion),
-                        "chosen": bool(case.chosen),
-                        "strategy": strategy,
-                        "rate": float(rate),
-                        "floor": float(floor),
-                        "seed": seed,
-                        "created_at": now,
-                    }
-                    for i, case in enumerate(cases)
-                ],
-            )
+            shared: dict[str, Any] = dict(task=task, candidate=candidate, grader_id=grader_id, seed=seed)
+            shared.update(strategy=strategy, rate=float(rate), floor=float(floor), created_at=utcnow())
+            rows = [
+                dict(shared, case_id=case.case_id, inclusion=float(case.inclusion), chosen=bool(case.chosen))
+                for case in cases
+            ]
+            conn.execute(insert(_S), [dict(row, position=start + i) for i, row in enumerate(rows)])
             return len(cases)
 
         return write(self.engine, "recording label sampling", insert_cases)
