@@ -193,3 +193,65 @@ def test_a_regrade_keeps_the_human_targets_stored_state_current(
     got, want = restored.candidates[0].graders[0], fresh.candidates[0].graders[0]
     assert got.labels_used == len(queue) and 0.75 < got.judge_mean < 0.85  # the re-grade's cases count
     assert got.to_dict() == want.to_dict()
+
+
+def test_an_uncalibrated_pairwise_llm_judge_routes_on_peoples_labels(
+    tmp_path: Path, ledger_url: str, openai_server: Any
+) -> None:
+    """Issue 23's scenario with an LLM judge over the loopback server: grade with the pairwise
+    judge (both orders), label the queue, decide on what people would say. No calibration is
+    needed for that (people's labels correct the judge's bias); routing on the judge is refused."""
+    import hashlib
+
+    from llm_connect.grading.judges._llm import forget_response_formats
+
+    forget_response_formats()
+    n, grader = 160, "pairwise:openai:house-judge:pairwise-v1"
+
+    def people_prefer_candidate(i: int) -> bool:  # 80% of cases
+        return int(hashlib.sha256(f"p{i}".encode()).hexdigest(), 16) % 10 < 8
+
+    def judge(body: dict[str, Any]) -> dict[str, str]:  # wrong on every 10th case
+        text = body["messages"][-1]["content"]
+        first = re.search(r"<<<BEGIN ANSWER_A (\w+)>>>\n(.*?)\n<<<END ANSWER_A \1>>>", text, re.S)
+        i = int(re.search(r"question (\d+)", text).group(1))  # type: ignore[union-attr]
+        better = people_prefer_candidate(i) != (i % 10 == 0)
+        return {"notes": "n", "verdict": "A" if ("small" in first.group(2)) == better else "B"}  # type: ignore[union-attr]
+
+    openai_server.responder = lambda body: (
+        judge(body) if body["model"] == "house-judge" else f"answer from {body['model']}"
+    )
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps({"id": f"c{i}", "prompt": f"question {i}", "task": "qa"}) + "\n"
+                             for i in range(n)), encoding="utf-8")  # fmt: skip
+    common = ["--db", ledger_url, "--min-quality", "0.5"]
+    graded = invoke(
+        "grade", str(suite), "-b", "openai:big", "-c", "openai:small", "--judge", "pairwise:openai:house-judge",
+        "--base-url", openai_server.base_url, "--api-key", "sk-test-0123456789abcdef", "--label-rate", "0.5",
+        "--seed", "3", "--target", "human", *common,
+    )  # fmt: skip
+    assert graded.exit_code == 5, graded.output  # no labels yet: not settled
+    assert "no human labels yet" in graded.stdout and "needs a passing calibration" not in graded.stdout
+    # Routing on the judge's own grades: an uncalibrated LLM judge decides nothing.
+    on_judge = json.loads(invoke("route", "-t", "qa", "-b", "big", "-c", "small", "-j", grader, *common,
+                                 "--json").stdout)  # fmt: skip
+    assert on_judge["model"] == "big" and "no stored calibration" in on_judge["ignored_graders"][0]["why"]
+    queued = invoke("labels", "queue", "-t", "qa", "-c", "small", "-j", grader, "--rate", "0.5",
+                    "--db", ledger_url, "--json")  # fmt: skip
+    cases = json.loads(queued.stdout)["cases"]
+    assert 0.3 * n <= len(cases) <= 0.7 * n
+    lines = [
+        json.dumps({"task": "qa", "case_id": c, "candidate": "small", "annotator": "ana",
+                    "preference": "candidate" if people_prefer_candidate(int(c[1:])) else "baseline"})
+        for c in cases
+    ]  # fmt: skip
+    (tmp_path / "labels.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert invoke("labels", "import", str(tmp_path / "labels.jsonl"), "--db", ledger_url).exit_code == 0
+    routed = invoke("route", "-t", "qa", "-b", "big", "-c", "small", "-j", grader, "--target", "human",
+                    *common, "--json")  # fmt: skip
+    decision = json.loads(routed.stdout)
+    evidence = decision["candidates"][0]["graders"][0]
+    assert decision["ignored_graders"] == [] and decision["model"] == "small", routed.stdout
+    assert evidence["status"] == "proven" and evidence["labels_used"] == len(cases)
+    assert abs(evidence["human_estimate"] - 0.8) < 0.1
+    forget_response_formats()
