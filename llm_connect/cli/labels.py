@@ -18,6 +18,7 @@ from llm_connect.cli._common import (
     FastHelpCommand,
     FastHelpGroup,
     JsonOption,
+    fail,
     handle_errors,
     open_ledger,
 )
@@ -301,9 +302,13 @@ def queue(
     in the order printed: routing on what people would say (route --target human) waits for
     the earliest missing label.
     """
+    from llm_connect.cli._names import ungraded
     from llm_connect.labels import choose_for_labels
 
     with open_ledger(db) as ledger:
+        unknown = ungraded(ledger, task, candidates=[candidate], graders=[judge])
+        if unknown:  # nothing to decide: a slip in a name, not an empty queue
+            fail("; ".join(unknown))
         cases = choose_for_labels(
             ledger, task=task, candidate=candidate, grader_id=judge, rate=rate, strategy=strategy,
             seed=seed, floor=floor,

@@ -96,7 +96,8 @@ def route(
     otherwise keeps the baseline. The decision is stored in the ledger. The
     first output line is the chosen model.
     """
-    from llm_connect.cli._common import open_ledger
+    from llm_connect.cli._common import echo_err, open_ledger
+    from llm_connect.cli._names import ungraded
     from llm_connect.routing import Router, judge_and_people
 
     if not grader_id:
@@ -104,6 +105,9 @@ def route(
     if min_stability is not None and min_stability.upper() not in ("SAFE", "RISKY"):
         fail(f"--min-stability must be SAFE or RISKY, not {min_stability!r}")
     ledger = open_ledger(db)
+    # Routing code may ask about a candidate not graded yet; a person more likely mistyped it.
+    for line in ungraded(ledger, task, baseline=baseline, candidates=candidate, graders=grader_id):
+        echo_err(f"note: {line}")
     decision = Router(ledger).decide(
         task,
         baseline=baseline,

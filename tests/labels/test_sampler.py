@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -169,3 +170,33 @@ def test_the_queue_command_prints_the_chosen_cases(
     assert cases == SamplingStore(ledger.engine).queue("qa", "small", GRADER) and cases
     bad = CliRunner().invoke(app, [*args, "--rate", "1.5"])
     assert bad.exit_code != 0 and "rate" in bad.output
+
+
+def test_a_mistyped_name_is_an_error_with_the_closest_graded_name_and_writes_nothing(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    """A task, candidate or judge with no grades is a slip, not an empty queue: exit 2 naming it,
+    what was graded and the closest graded name; no sampling decision is stored."""
+    from typer.testing import CliRunner
+
+    from llm_connect.cli import app
+
+    grade_cases(ledger, make_result, [0.5] * 30)
+
+    def queue(task: str, candidate: str, judge: str) -> Any:
+        return CliRunner().invoke(app, ["labels", "queue", "--task", task, "--candidate", candidate,
+                                        "--judge", judge, "--db", ledger.url])  # fmt: skip
+
+    judge_name = GRADER.split(":")[0]
+    cases = [
+        (queue("qa", "small", judge_name), f"judge {judge_name!r} has no grades on task 'qa'; did you mean {GRADER!r}?"),
+        (queue("qa", "smal", GRADER), "candidate 'smal' has no grades on task 'qa'; did you mean 'small'?"),
+        (queue("q", "small", GRADER), "task 'q' has no grades"),
+    ]  # fmt: skip
+    for result, message in cases:
+        assert result.exit_code == 2 and message in result.output, result.output
+    assert SamplingStore(ledger.engine).decided("qa") == {}
+    # route prints the same as a note (routing code may ask about a candidate not graded yet).
+    routed = CliRunner().invoke(app, ["route", "-t", "qa", "-b", "big", "-c", "smal", "-j", GRADER,
+                                      "--db", ledger.url])  # fmt: skip
+    assert routed.exit_code == 0 and "note: candidate 'smal' has no grades on task 'qa'" in routed.output
