@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import groupby
 from operator import itemgetter
@@ -47,6 +48,11 @@ def fetch(conn: Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
         return cast(list[Any], cursor.fetchall())
     finally:
         cursor.close()
+
+
+def json_value(value: Any) -> Any:
+    """A JSON value as the driver returns it (:func:`fetch`): text on SQLite, parsed by psycopg."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def fetch_together(conn: Connection, queries: Sequence[tuple[str, tuple[Any, ...]]]) -> list[list[Any]]:

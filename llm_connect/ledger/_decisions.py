@@ -3,14 +3,13 @@ evidence they computed (``evidence_snapshots``), read back while a group's total
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Connection, Engine, Table, select
 
 from llm_connect._version import __version__
-from llm_connect.ledger._cases import fetch
+from llm_connect.ledger._cases import fetch, json_value
 from llm_connect.ledger._engine import dialect_insert, reading, write
 from llm_connect.ledger._models import (
     SNAPSHOT_KEY,
@@ -26,7 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DecisionStore", "evidence_snapshot_rows", "write_evidence_snapshots"]
 
-_DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
+DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
+SNAPSHOTS = cast(Table, EvidenceSnapshot.__table__)
 
 
 class DecisionStore:
@@ -68,7 +68,7 @@ class DecisionStore:
                 conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
             if snapshots:
                 write_evidence_snapshots(conn, snapshots)
-            return int(conn.execute(_DECISIONS.insert().returning(_DECISIONS.c.id), row).scalar_one())
+            return int(conn.execute(DECISIONS.insert().returning(DECISIONS.c.id), row).scalar_one())
 
         snapshots = (
             evidence_snapshot_rows(decision.task, decision.baseline, snapshot_settings, evidence_snapshots)
@@ -86,9 +86,9 @@ class DecisionStore:
         """Stored routing decisions, oldest first (the newest ``limit`` when given)."""
         from llm_connect.values import RoutingDecision
 
-        stmt = select(_DECISIONS.c.id, _DECISIONS.c.evidence).order_by(_DECISIONS.c.id.desc())
+        stmt = select(DECISIONS.c.id, DECISIONS.c.evidence).order_by(DECISIONS.c.id.desc())
         if task is not None:
-            stmt = stmt.where(_DECISIONS.c.task == task)
+            stmt = stmt.where(DECISIONS.c.task == task)
         if limit is not None:
             stmt = stmt.limit(limit)
         with reading(self.engine, "reading routing decisions") as conn:
@@ -109,15 +109,7 @@ class DecisionStore:
         )
         with reading(self.engine, "reading evidence snapshots") as conn:
             records = fetch(conn, sql, (task, baseline_model, settings))
-        return {(r[0], r[1]): ((int(r[2]), float(r[3]), float(r[4])), _json(r[5])) for r in records}
-
-
-def _json(value: Any) -> Any:
-    """A JSON column as the driver returns it: text on SQLite, already parsed by psycopg."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
-
-
-_SNAP = cast(Table, EvidenceSnapshot.__table__)
+        return {(r[0], r[1]): ((int(r[2]), float(r[3]), float(r[4])), json_value(r[5])) for r in records}
 
 
 def evidence_snapshot_rows(
@@ -132,12 +124,14 @@ def evidence_snapshot_rows(
     return rows
 
 
+def snapshot_upsert(dialect: str) -> Any:
+    """The upsert of evidence snapshots (newest wins) for ``dialect``."""
+    insert = dialect_insert(dialect, SNAPSHOTS)
+    set_ = {c: insert.excluded[c] for c in SNAPSHOT_VALUES}
+    return insert.on_conflict_do_update(index_elements=list(SNAPSHOT_KEY), set_=set_)
+
+
 def write_evidence_snapshots(conn: Connection, rows: list[dict[str, Any]]) -> None:
     """Upsert evidence snapshots within ``conn``'s transaction (newest wins)."""
-    if not rows:
-        return
-    insert = dialect_insert(conn.dialect.name, _SNAP)
-    stmt = insert.on_conflict_do_update(
-        index_elements=list(SNAPSHOT_KEY), set_={c: insert.excluded[c] for c in SNAPSHOT_VALUES}
-    )
-    conn.execute(stmt, rows)
+    if rows:
+        conn.execute(snapshot_upsert(conn.dialect.name), rows)

@@ -23,7 +23,6 @@ Labels and sampling rows are never deleted; sampling rows never change.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,9 +32,9 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Engine
 
-from llm_connect.ledger._cases import chunks
+from llm_connect.ledger._cases import chunks, json_value
 from llm_connect.ledger._cases import fetch as _fetch
-from llm_connect.ledger._engine import ledger_errors, reading
+from llm_connect.ledger._engine import reading
 
 __all__ = ["DesignMark", "DesignReader", "DesignRows", "LabelRows"]
 
@@ -192,11 +191,8 @@ class DesignReader:
     def _snapshot(self, what: str = "reading label sampling") -> Iterator[Connection]:
         """One transaction whose statements see one snapshot (SQLite: ``BEGIN``, WAL; PostgreSQL:
         repeatable read); errors name ``what``."""
-        with ledger_errors(what, self.engine.url), self.engine.connect() as conn:
-            if self.engine.dialect.name == "postgresql":
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
-                yield conn
+        with reading(self.engine, what, "REPEATABLE READ") as conn, conn.begin():
+            yield conn
 
     def _analyze_if_stale(self) -> None:
         """PostgreSQL: ``ANALYZE`` ``case_stats`` and ``label_sampling`` when their statistics
@@ -218,7 +214,7 @@ class DesignReader:
         with reading(self.engine, "refreshing table statistics") as conn:
             for table, sql in _ESTIMATES.items():
                 plan = _fetch(conn, sql, params[table])[0][0]
-                plan = json.loads(plan) if isinstance(plan, str | bytes) else plan
+                plan = json_value(plan)
                 if float(plan[0]["Plan"]["Plan Rows"]) * 2 < found:
                     conn.exec_driver_sql(f"ANALYZE {table}")
 

@@ -260,13 +260,14 @@ def driver_cursor(conn: Connection, what: str) -> Iterator[Any]:
 
 
 @contextmanager
-def reading(engine: Engine, what: str) -> Iterator[Connection]:
+def reading(engine: Engine, what: str, postgres_isolation: str = "AUTOCOMMIT") -> Iterator[Connection]:
     """A connection for one-statement reads, errors translated (:func:`ledger_errors`): autocommit
     on PostgreSQL (no BEGIN/ROLLBACK round trips; a single statement sees one snapshot anyway), a
-    deferred ``BEGIN`` on SQLite."""
+    deferred ``BEGIN`` on SQLite. Reads of several statements in one snapshot ask PostgreSQL for
+    ``REPEATABLE READ`` and begin a transaction."""
     with ledger_errors(what, engine.url), engine.connect() as conn:
         if engine.dialect.name == "postgresql":
-            conn.execution_options(isolation_level="AUTOCOMMIT")
+            conn.execution_options(isolation_level=postgres_isolation)
         yield conn
 
 

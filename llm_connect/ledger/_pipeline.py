@@ -6,42 +6,33 @@ import json
 import random
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import JSON, Engine, Table
+from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 
+from llm_connect.ledger._decisions import DECISIONS, SNAPSHOTS, snapshot_upsert
 from llm_connect.ledger._engine import WRITE_ATTEMPTS, reading
-from llm_connect.ledger._models import SNAPSHOT_KEY, SNAPSHOT_VALUES, EvidenceSnapshot, RoutingDecisionRecord
-
-_DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
-_DECISION_COLUMNS = tuple(c.name for c in _DECISIONS.columns if c.name != "id")
-_SNAPSHOT_COLUMNS = (*SNAPSHOT_KEY, *SNAPSHOT_VALUES)
-_DECISION_JSON, _SNAPSHOT_JSON = (
-    frozenset(c.name for c in cast(Table, t.__table__).columns if isinstance(c.type, JSON))
-    for t in (RoutingDecisionRecord, EvidenceSnapshot)
-)
+from llm_connect.ledger._models import SNAPSHOT_KEY
 
 
-def _placeholders(columns: Sequence[str], json_columns: frozenset[str]) -> str:
-    return ", ".join("%s::json" if c in json_columns else "%s" for c in columns)
+def _compiled(stmt: Any, table: Table) -> str:
+    """The store's own ``stmt`` as psycopg takes it: ``%(column)s`` parameters (cast by type)
+    for every column but ``id``."""
+    keys = [c.name for c in table.columns if c.name != "id"]
+    return str(stmt.compile(dialect=psycopg_dialect(), column_keys=keys))  # type: ignore[no-untyped-call]
 
 
-def _values(row: Mapping[str, Any], columns: Sequence[str], json_columns: frozenset[str]) -> tuple[Any, ...]:
-    """``row``'s values in ``columns`` order, JSON columns serialised (as the ORM's JSON type does)."""
-    return tuple(json.dumps(row[c], allow_nan=False) if c in json_columns else row[c] for c in columns)
+_INSERT_DECISION = _compiled(DECISIONS.insert().returning(DECISIONS.c.id), DECISIONS)
+_UPSERT_SNAPSHOT = _compiled(snapshot_upsert("postgresql"), SNAPSHOTS)
+_JSON = {
+    t.name: frozenset(c.name for c in t.columns if isinstance(c.type, JSON)) for t in (DECISIONS, SNAPSHOTS)
+}
 
 
-# The tables' own column lists: a column added to either table is written here too.
-_INSERT_DECISION = (
-    f"INSERT INTO routing_decisions ({', '.join(_DECISION_COLUMNS)}) "
-    f"VALUES ({_placeholders(_DECISION_COLUMNS, _DECISION_JSON)}) RETURNING id"
-)
-_UPSERT_SNAPSHOT = (
-    f"INSERT INTO evidence_snapshots ({', '.join(_SNAPSHOT_COLUMNS)}) "
-    f"VALUES ({_placeholders(_SNAPSHOT_COLUMNS, _SNAPSHOT_JSON)}) "
-    f"ON CONFLICT ({', '.join(SNAPSHOT_KEY)}) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in SNAPSHOT_VALUES)
-)
+def _params(row: Mapping[str, Any], table: Table) -> dict[str, Any]:
+    """``row`` with its JSON columns serialised (as the ORM's JSON type does)."""
+    return {k: json.dumps(v, allow_nan=False) if k in _JSON[table.name] else v for k, v in row.items()}
 
 
 def _deadlock(exc: BaseException) -> bool:
@@ -53,11 +44,9 @@ def pg_record_decision(
 ) -> int:
     """Insert one ``routing_decisions`` row and upsert its evidence snapshots in one transaction,
     sent in one round trip; returns the decision's id (errors as :class:`LedgerError`)."""
-    decision_params = _values(decision, _DECISION_COLUMNS, _DECISION_JSON)
-    snapshot_params = [
-        _values(row, _SNAPSHOT_COLUMNS, _SNAPSHOT_JSON)
-        for row in sorted(snapshots, key=lambda r: tuple(r[c] for c in SNAPSHOT_KEY))
-    ]
+    decision_params = _params(decision, DECISIONS)
+    ordered = sorted(snapshots, key=lambda r: tuple(r[c] for c in SNAPSHOT_KEY))
+    snapshot_params = [_params(row, SNAPSHOTS) for row in ordered]
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         # autocommit: the transaction is spelled out below
         with reading(engine, "recording a routing decision") as conn:
