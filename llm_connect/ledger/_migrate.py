@@ -152,11 +152,3 @@ def upgrade(url: str | URL | None = None) -> str:
     """Migrate the database at ``url`` to the newest revision; returns that revision."""
     with _engine(url) as (engine, parsed):
         return ensure_schema(engine, parsed, auto_migrate=True)
-
-
-def check_models(url: str | URL) -> None:
-    """Run Alembic's ``check`` (autogenerate diff) against a migrated database."""
-    from alembic import command
-
-    with _engine(url) as (engine, _), engine.connect() as conn:
-        command.check(alembic_config(conn))
