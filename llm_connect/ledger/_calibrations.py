@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, select
+from sqlalchemy import Connection, Table, select
 
 from llm_connect._version import __version__
 from llm_connect.errors import LedgerError
-from llm_connect.ledger._engine import reading, write
+from llm_connect.ledger._engine import Store, reading, write
 from llm_connect.ledger._models import Calibration
 from llm_connect.ledger._rows import CalibrationRow
 from llm_connect.ledger._runs import finite_json
@@ -18,11 +18,8 @@ from llm_connect.types import utcnow
 _CALIBRATIONS = cast(Table, Calibration.__table__)
 
 
-class CalibrationStore:
+class CalibrationStore(Store):
     """Stored judge calibrations, newest last."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
 
     def record_calibration(
         self,

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Connection, Engine, Table, select
+from sqlalchemy import Connection, Table, select
 
 from llm_connect._version import __version__
 from llm_connect.ledger._cases import fetch, json_value
-from llm_connect.ledger._engine import dialect_insert, reading, write
+from llm_connect.ledger._engine import Store, dialect_insert, reading, write
 from llm_connect.ledger._models import (
     SNAPSHOT_KEY,
     SNAPSHOT_VALUES,
@@ -29,11 +29,8 @@ DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
 SNAPSHOTS = cast(Table, EvidenceSnapshot.__table__)
 
 
-class DecisionStore:
+class DecisionStore(Store):
     """Routing decisions and the evidence snapshots stored with them."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
 
     def record_decision(
         self,

@@ -30,11 +30,11 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from llm_connect.ledger._cases import chunks, json_value
 from llm_connect.ledger._cases import fetch as _fetch
-from llm_connect.ledger._engine import reading
+from llm_connect.ledger._engine import Store, reading
 
 __all__ = ["DesignMark", "DesignReader", "DesignRows", "LabelRows"]
 
@@ -174,7 +174,7 @@ def join_rows(old: DesignRows, new: DesignRows) -> DesignRows:
     return DesignRows(**arrays, floor=min(old.floor, new.floor))
 
 
-class DesignReader:
+class DesignReader(Store):
     """Reads a group's sampling design and a candidate's labels as arrays, in full or past a mark.
 
     Example::
@@ -183,9 +183,6 @@ class DesignReader:
         rows, mark = reader.design("qa", "big", "small", "judge")
         more = reader.design_since("qa", "big", "small", "judge", mark)  # None: read in full
     """
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
 
     @contextmanager
     def _snapshot(self, what: str = "reading label sampling") -> Iterator[Connection]:

@@ -188,6 +188,13 @@ def _configure_sqlite(engine: Engine, *, memory: bool) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
+class Store:
+    """One concern's tables over the ledger's engine (each store module owns its tables)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+
 def _is_locked(exc: BaseException) -> bool:
     text = str(getattr(exc, "orig", exc)).lower()
     return "database is locked" in text or "database is busy" in text or "deadlock detected" in text

@@ -7,10 +7,10 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, text
 
 from llm_connect.errors import LedgerError, RunMismatchError
-from llm_connect.ledger._engine import reading, write
+from llm_connect.ledger._engine import Store, reading, write
 
 #: The default lease of a claimed case, in seconds (``--lease-s``).
 DEFAULT_LEASE_S = 60.0
@@ -202,11 +202,8 @@ def _ids(case_ids: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(case_ids))
 
 
-class FleetStore:
+class FleetStore(Store):
     """Coordination of shared runs: case claims with leases, workers, a shared rate limit."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
 
     def check_shared(self, what: str) -> None:
         """Raise :class:`~llm_connect.errors.LedgerError` naming ``what`` unless on PostgreSQL."""

@@ -12,20 +12,12 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, and_, func, select
+from sqlalchemy import Connection, Table, and_, func, select
 
 from llm_connect.errors import LedgerError
-from llm_connect.ledger._cases import (
-    TOTALS_COLUMNS,
-    chunks,
-    fetch,
-    fetch_together,
-    match,
-    series_query,
-    totals_row,
-)
+from llm_connect.ledger._cases import TOTALS_COLUMNS, fetch, fetch_together, match, series_query, totals_row
 from llm_connect.ledger._convert import INSERT_COLUMNS, KEY, conflict_error, differences, stored_ids
-from llm_connect.ledger._engine import driver_cursor, ledger_errors, reading, write
+from llm_connect.ledger._engine import Store, driver_cursor, ledger_errors, reading, write
 from llm_connect.ledger._models import Grade, GradeStats
 from llm_connect.ledger._rows import CaseSeries, GradeRow, GradeTotals, SummaryRow, grade_row
 from llm_connect.ledger._stats import mean_std, t_interval
@@ -116,7 +108,8 @@ def _insert_keyed(cursor: Any, pg: bool, rows: list[Row]) -> list[Any]:
     """Insert ``rows`` (each under its own key) many per statement; ``(id, *key)`` of each row
     written (none for a key already stored)."""
     out: list[Any] = []
-    for chunk in chunks(rows, 500):  # SQLite: 43 parameters a row, under its 32,766
+    for start in range(0, len(rows), 500):  # SQLite: 43 parameters a row, under its 32,766
+        chunk = rows[start : start + 500]
         if not pg:
             values = ", ".join([_ONE[pg].partition(" VALUES ")[2]] * len(chunk))
             cursor.execute(f"{_INSERT}VALUES {values}{_RETURNING}", [v for row in chunk for v in row])
@@ -131,12 +124,9 @@ def _insert_keyed(cursor: Any, pg: bool, rows: list[Row]) -> list[Any]:
     return out
 
 
-class GradeStore:
+class GradeStore(Store):
     """Grades and their running totals, and the figures read from them (what routing, reports
     and calibration use)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
 
     def add(self, conn: Connection, rows: list[Row]) -> list[int]:
         """Insert :func:`~llm_connect.ledger._convert.grade_rows` rows in ``conn``'s transaction and

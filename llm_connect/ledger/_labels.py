@@ -11,11 +11,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, bindparam, distinct, func, insert, select, update
+from sqlalchemy import Connection, Table, bindparam, distinct, func, insert, select, update
 
 from llm_connect.errors import LabelConflictError, LabelError
 from llm_connect.ledger._cases import chunks, where
-from llm_connect.ledger._engine import reading, write
+from llm_connect.ledger._engine import Store, reading, write
 from llm_connect.ledger._models import Grade, HumanLabelRecord
 from llm_connect.types import utcnow
 from llm_connect.values import CaseLabels, HumanLabel, human_value
@@ -80,7 +80,7 @@ def _by_task(pairs: Iterable[tuple[str, str]]) -> Iterator[tuple[str, list[str]]
             yield task, part
 
 
-class LabelStore:
+class LabelStore(Store):
     """Human labels in the ledger's database (table ``human_labels``).
 
     One label per (task, case id, candidate model, annotator), holding a preference
@@ -96,9 +96,6 @@ class LabelStore:
         for case in store.case_labels(task="qa"):
             print(case.case_id, case.preference, case.annotators)
     """
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
 
     # -- writing ---------------------------------------------------------------
 

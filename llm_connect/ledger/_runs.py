@@ -7,13 +7,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Connection, Engine, Table, select, update
+from sqlalchemy import Connection, Table, select, update
 
 from llm_connect._secrets import mask_secrets, redact_request
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError, LedgerError
 from llm_connect.ledger._cases import chunks
-from llm_connect.ledger._engine import dialect_insert, reading, write
+from llm_connect.ledger._engine import Store, dialect_insert, reading, write
 from llm_connect.ledger._models import ResponseCacheEntry, Run, RunFailure, RunSkip
 from llm_connect.ledger._rows import FailureRow, RunRow
 from llm_connect.types import Conversation, LLMResponse, Prompt, RunConfig, utcnow
@@ -41,11 +41,8 @@ def finite_json(value: Any, what: str) -> Any:
         raise LedgerError(f"{what} must be JSON-serialisable: {exc}") from None
 
 
-class RunStore:
+class RunStore(Store):
     """Runs, failures, not-applicable pairs and cached responses, over the ledger's engine."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
 
     # -- response cache --------------------------------------------------------
 

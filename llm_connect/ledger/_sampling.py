@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, exists, func, insert, select
+from sqlalchemy import Connection, Table, exists, func, insert, select
 
 from llm_connect.ledger._cases import fetch, where
-from llm_connect.ledger._engine import reading, write
+from llm_connect.ledger._engine import Store, reading, write
 from llm_connect.ledger._models import CaseStats, HumanLabelRecord, LabelSamplingRecord
 from llm_connect.types import utcnow
 
@@ -75,7 +75,7 @@ class SamplingDesign:
     undecided: int
 
 
-class SamplingStore:
+class SamplingStore(Store):
     """The sampler's decisions in the ledger's database (table ``label_sampling``).
 
     One row per (task, candidate model, grader id, case id), written once with its arrival
@@ -87,9 +87,6 @@ class SamplingStore:
                      strategy="uniform", rate=0.2, floor=0.2, seed=7)
         print(store.queue("qa", "small", "pairwise:..."))
     """
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
 
     def undecided(self, task: str, candidate: str, grader_id: str) -> list[GradedCase]:
         """The graded cases (with a case id) of ``candidate`` by ``grader_id`` on ``task`` that the
