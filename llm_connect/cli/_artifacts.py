@@ -31,6 +31,7 @@ def write_artifacts(
     min_samples: int,
     route_on: list[str] | None = None,
     gate: Any = None,
+    target: str = "judge",
 ) -> None:
     """Write the JUnit XML and the HTML report of the run just made (each only when asked).
 
@@ -54,6 +55,8 @@ def write_artifacts(
                 run_ids=[str(report.run_id)],
                 min_quality=threshold,
                 min_samples=min_samples,
+                route_on=route_on or (),
+                target=target,
                 gate=None
                 if gate is None
                 else {"outcome": gate.outcome, "min_quality": gate.min_quality, "lines": gate.lines()},

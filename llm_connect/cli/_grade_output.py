@@ -289,7 +289,7 @@ def emit(
     write_artifacts(
         junit=junit, report_path=report_file, stats=c.stats, report=report, ledger=outcome.ledger,
         threshold=opts.min_quality, min_samples=opts.min_samples, route_on=list(outcome.gating_ids),
-        gate=c.gate,
+        gate=c.gate, target=opts.target,
     )  # fmt: skip
     formats = response_formats(outcome)
     hint = resume_hint(opts, str(report.run_id))

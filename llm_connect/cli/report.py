@@ -36,6 +36,21 @@ _RouteOn: Any = typer.Option(
 )
 
 
+_Target: Any = typer.Option(
+    "--target",
+    metavar="judge|human",
+    help="What the decision per task bounds: judge (the judges' mean grade) or human (what people "
+    "would say: the judges' grades corrected by people's labels of the sampled cases, as route "
+    "--target human).",
+)
+
+
+def _target(value: str) -> str:
+    if value not in ("judge", "human"):
+        fail(f"--target must be judge or human, not {value!r}")
+    return value
+
+
 def _open(db: str | None) -> Any:
     from llm_connect.ledger import QualityLedger
 
@@ -79,6 +94,7 @@ def report(
         ),
     ] = None,
     route_on: list[str] | None = _RouteOn,
+    target: Annotated[str, _Target] = "judge",
     db: str | None = DbOption,
 ) -> None:
     """Write one self-contained HTML report (inline CSS, JS and SVG; opens offline).
@@ -104,6 +120,7 @@ def report(
         confidence=confidence,
         max_cases=max_cases,
         route_on=list(route_on or []),
+        target=_target(target),
     )
     typer.echo(str(info.path))
     held = f"{info.cases_embedded} of {info.grades} grades in the case browser" + (
@@ -126,6 +143,7 @@ def view(
     min_samples: Annotated[int, _MinSamples] = 30,
     confidence: Annotated[float, _Confidence] = 0.95,
     route_on: list[str] | None = _RouteOn,
+    target: Annotated[str, _Target] = "judge",
     no_label: Annotated[
         bool,
         typer.Option(
@@ -158,6 +176,7 @@ def view(
         min_samples=min_samples,
         confidence=confidence,
         route_on=list(route_on or []),
+        target=_target(target),
         quiet=True,
         warm=True,
         label=not no_label,

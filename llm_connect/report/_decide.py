@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError
 from llm_connect.values import CandidateEvidence, GraderEvidence, RoutingDecision
+from llm_connect.values._decision import TARGETS
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
@@ -149,18 +150,25 @@ def decide_task(
     min_quality: float,
     confidence: float,
     min_samples: int,
+    target: str = "judge",
 ) -> TaskReport:
     """The decision and the figures of every candidate x judge of ``task`` (reads only).
 
     ``route_on`` narrows the judges that decide (default: every judge given);
-    the others are shown as diagnostic.
+    the others are shown as diagnostic. ``target="human"`` decides on what people would say,
+    as ``Router.decide(target="human")`` does (each routing judge's grades corrected by
+    people's labels of the sampled cases; an LLM judge needs no calibration there); the
+    figures per candidate x judge stay the judges', with people's estimate beside them.
     """
     from llm_connect.routing import Router, assess, candidate_alpha, cheapest_proven, explain_decision
 
     cands = list(dict.fromkeys(candidates))
     graders = list(dict.fromkeys(grader_ids))
     routing = [g for g in graders if not route_on or g in route_on]
-    used, ignored = Router(ledger).usable_graders(task, routing) if cands else (routing, [])
+    if target not in TARGETS:
+        raise ConfigurationError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
+    on_people = target == "human"
+    used, ignored = Router(ledger).usable_graders(task, routing) if cands and not on_people else (routing, [])
     totals = (
         ledger.grade_totals(task=task, baseline_model=baseline, candidate_model=cands, grader_id=graders)
         if cands and graders
@@ -178,6 +186,9 @@ def decide_task(
         else {}
     )
     alpha = candidate_alpha(confidence, len(cands))
+    people = _people(
+        ledger, task, baseline, cands, graders, min_quality=min_quality, min_samples=min_samples, alpha=alpha
+    )
     evidence = {
         (m, g): assess(
             series.get((m, g)),
@@ -199,7 +210,7 @@ def decide_task(
         mine = [by_key[(model, g)] for g in used if (model, g) in by_key]
         cost = _weighted([(r.candidate_mean_cost_usd, r.candidate_cost_n) for r in mine])
         latency = _weighted([(r.candidate_mean_latency_ms, r.candidate_latency_n) for r in mine])
-        evs = tuple(evidence[(model, g)] for g in used)
+        evs = tuple(people[(model, g)] if on_people else evidence[(model, g)] for g in used)
         found.append(
             CandidateEvidence(
                 model=model,
@@ -224,6 +235,7 @@ def decide_task(
             min_quality=min_quality,
             min_samples=min_samples,
             alpha=alpha,
+            target=target,
         ),
         task=task,
         baseline=baseline,
@@ -237,9 +249,7 @@ def decide_task(
         allow_uncalibrated=False,
         baseline_mean_cost_usd=base_cost,
         baseline_mean_latency_ms=base_latency,
-    )
-    people = _people(
-        ledger, task, baseline, cands, graders, min_quality=min_quality, min_samples=min_samples, alpha=alpha
+        target=target,
     )
     groups = []
     for model in cands:
@@ -258,7 +268,7 @@ def decide_task(
                     cost_ratio=None if t is None else _ratio(cost, t.baseline_mean_cost_usd),
                     latency_ratio=None if t is None else _ratio(latency, t.baseline_mean_latency_ms),
                     histogram=_histogram(series.get((model, g))),
-                    people=people.get((model, g)),
+                    people=_touched(people.get((model, g))),
                 )
             )
     return TaskReport(decision=decision, groups=tuple(groups), graders=tuple(graders))
@@ -275,8 +285,8 @@ def _people(
     min_samples: int,
     alpha: float,
 ) -> dict[tuple[str, str], GraderEvidence]:
-    """The human-target evidence of each (candidate, judge) that has sampled cases or labels, as
-    ``Router.decide(target="human")`` computes it (read only; nothing stored)."""
+    """The human-target evidence of each (candidate, judge), as ``Router.decide(target="human")``
+    computes it (read only; nothing stored)."""
     if not candidates or not graders:
         return {}
     from llm_connect.routing._human_cache import human_evidence
@@ -291,8 +301,13 @@ def _people(
         min_samples=min_samples,
         alpha=alpha,
     )
-    return {
-        key: ev
-        for key, ev in found.items()
-        if ev.labels_used or ev.labels_pending or ev.labels_left_out or ev.human_estimate is not None
-    }
+    return dict(found)
+
+
+def _touched(ev: GraderEvidence | None) -> GraderEvidence | None:
+    """``ev`` when the sampler or people have touched its group (shown beside the judge), else ``None``."""
+    if ev is None or not (
+        ev.labels_used or ev.labels_pending or ev.labels_left_out or ev.human_estimate is not None
+    ):
+        return None
+    return ev

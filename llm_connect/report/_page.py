@@ -129,6 +129,7 @@ def _reports(
     min_quality: float,
     confidence: float,
     min_samples: int,
+    target: str = "judge",
 ) -> list[TaskReport]:
     return [
         decide_task(
@@ -141,6 +142,7 @@ def _reports(
             min_quality=min_quality,
             confidence=confidence,
             min_samples=min_samples,
+            target=target,
         )
         for task, (baseline, cands, graders) in sorted(task_sides(keys).items())
     ]
@@ -298,6 +300,7 @@ def _render(
             min_quality=float(min_quality),
             min_samples=min_samples,
             confidence_pct=f"{100 * confidence:.4g}%",
+            target=reports[0].decision.target if reports else "judge",
             calibrations=_calibrations(ledger, None if tasks_filter is None else set(tasks_filter)),
             stability=_stability(ledger, tasks_filter),
             labels=labels_status(ledger, tasks_filter),
@@ -330,6 +333,7 @@ def _build(
     max_cases: int | None,
     route_on: Sequence[str],
     gate: Mapping[str, Any] | None = None,
+    target: str = "judge",
 ) -> _Built:
     check_settings(min_quality, min_samples, confidence)
     check_gate(gate)
@@ -356,6 +360,7 @@ def _build(
         min_quality=min_quality,
         confidence=confidence,
         min_samples=min_samples,
+        target=target,
     )
     kept, truncated = truncate(rows, limit)
     packed = embed_json(pack_cases(kept))
@@ -402,6 +407,7 @@ def render_report(
     max_cases: int | None = None,
     route_on: Sequence[str] = (),
     gate: Mapping[str, Any] | None = None,
+    target: str = "judge",
 ) -> str:
     """The self-contained HTML report of the selected grades, as a string (see :func:`write_report`)."""
     return _build(
@@ -415,6 +421,7 @@ def render_report(
         max_cases=max_cases,
         route_on=route_on,
         gate=gate,
+        target=target,
     ).html
 
 
@@ -431,13 +438,15 @@ def write_report(
     max_cases: int | None = None,
     route_on: Sequence[str] = (),
     gate: Mapping[str, Any] | None = None,
+    target: str = "judge",
 ) -> ReportInfo:
     """Write one self-contained HTML report of the selected grades to ``path``.
 
     The selection is the grades matching every filter given (run ids, tasks,
     ``since`` as a datetime or ISO 8601 string); the figures about each of its
     tasks count every case of the task in the ledger, as ``Router.decide``
-    does. ``route_on`` narrows the judges that decide routing (default: all).
+    does. ``route_on`` narrows the judges that decide routing (default: all);
+    ``target="human"`` decides on what people would say (``Router.decide(target="human")``).
     At most ``max_cases`` grades (default 5,000) are embedded in the case
     browser: above it, the worst and best per task x candidate x judge.
     The cases of the selection that could not be graded (``ledger.failures``)
@@ -451,7 +460,7 @@ def write_report(
     written to a temporary file beside ``path`` and renamed, so no partial file
     is ever left behind. Never writes to the ledger.
     """
-    target = Path(path)
+    out = Path(path)
     built = _build(
         ledger,
         run_ids=run_ids,
@@ -463,26 +472,27 @@ def write_report(
         max_cases=max_cases,
         route_on=route_on,
         gate=gate,
+        target=target,
     )
     data = built.html.encode("utf-8")
-    directory = target.parent if str(target.parent) else Path(".")
+    directory = out.parent if str(out.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
-        raise ConfigurationError(f"cannot write the report to {target}: {exc}") from None
+        raise ConfigurationError(f"cannot write the report to {out}: {exc}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
+        os.replace(tmp, out)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise ConfigurationError(f"cannot write the report to {target}: {exc}") from None
+        raise ConfigurationError(f"cannot write the report to {out}: {exc}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return ReportInfo(
-        path=target,
+        path=out,
         grades=built.grades,
         cases_embedded=built.cases_embedded,
         truncated=built.truncated,
@@ -500,6 +510,7 @@ def render_view_page(
     confidence: float = 0.95,
     route_on: Sequence[str] = (),
     label_link: bool = False,
+    target: str = "judge",
 ) -> str:
     """The ``view`` server's page over the whole ledger: figures from the running totals, no
     embedded cases (the page's case browser pages them from ``/api/cases``); ``label_link``
@@ -513,6 +524,7 @@ def render_view_page(
         min_quality=min_quality,
         confidence=confidence,
         min_samples=min_samples,
+        target=target,
     )
     return _render(
         ledger,

@@ -210,6 +210,7 @@ class ReportServer(ThreadingHTTPServer):
         route_on: Sequence[str],
         quiet: bool,
         label: bool = False,
+        target: str = "judge",
     ) -> None:
         super().__init__((host, port), _Handler)
         self.ledger = ledger
@@ -218,6 +219,7 @@ class ReportServer(ThreadingHTTPServer):
             "min_samples": min_samples,
             "confidence": confidence,
             "route_on": tuple(route_on),
+            "target": target,
         }
         self.quiet = quiet
         self._page: tuple[Any, bytes] | None = None
@@ -253,6 +255,7 @@ class ReportServer(ThreadingHTTPServer):
             ),
             tuple((c.id, c.passed) for c in self.ledger.calibrations()),
             tuple(s.id for s in self.ledger.stability_runs(limit=1)),
+            _labels_version(self.ledger),
         )
         with self._lock:
             if self._page is not None and self._page[0] == version:
@@ -265,6 +268,7 @@ class ReportServer(ThreadingHTTPServer):
                 confidence=settings["confidence"],
                 route_on=settings["route_on"],
                 label_link=self.labels is not None,
+                target=settings["target"],
             ).encode("utf-8")
             self._page = (version, body)
             return body
@@ -401,6 +405,26 @@ class _Handler(BaseHTTPRequestHandler):
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse
 
 
+# The people's side of the page (their estimates, a decision on what they would say) changes
+# with every label and sampling decision, not only with grades: a label's row changes in place
+# when replaced, so the sums over ids and contents count as well as the rows.
+_LABELS_VERSION = (
+    "SELECT COUNT(*), MAX(id), SUM(id * CASE preference WHEN 'candidate' THEN 1 WHEN 'tie' THEN 2 "
+    "WHEN 'baseline' THEN 3 ELSE 4 END), SUM(id * score) FROM human_labels"
+)
+
+
+def _labels_version(ledger: QualityLedger) -> tuple[Any, ...]:
+    """What the page's people figures depend on beyond the grades: the labels and the sampling."""
+    from sqlalchemy import text
+
+    with ledger.engine.connect() as conn:
+        labels = tuple(conn.execute(text(_LABELS_VERSION)).one())
+        sampled = conn.execute(text("SELECT COUNT(*) FROM label_sampling")).scalar_one()
+        conn.rollback()
+    return (*labels, sampled)
+
+
 def serve(
     ledger: QualityLedger,
     *,
@@ -413,12 +437,15 @@ def serve(
     quiet: bool = True,
     warm: bool = False,
     label: bool = False,
+    target: str = "judge",
 ) -> ReportServer:
     """Start serving ``ledger``'s report on ``host:port`` (``port=0``: a free port) in a daemon
     thread; returns the started :class:`ReportServer` (``.url``, ``.shutdown()``).
 
     ``warm=True`` renders the page once before returning (matplotlib's import and the
     figures), so the first request is answered at once.
+
+    ``target="human"`` decides each task on what people would say (as ``route --target human``).
 
     ``label=True`` adds the labelling page and its one write route (``_label``): only on a
     loopback host (127.0.0.1, localhost, ::1; else ``ConfigurationError``), writes only with
@@ -442,6 +469,7 @@ def serve(
             route_on=route_on,
             quiet=quiet,
             label=label,
+            target=target,
         )
     except OSError as exc:
         raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

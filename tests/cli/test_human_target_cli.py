@@ -106,9 +106,20 @@ def test_grade_queue_label_and_route_on_what_people_would_say(tmp_path: Path, le
     assert evidence["judge_bias"] > 0.1 and abs(evidence["human_estimate"] - people) < 1e-3
     assert evidence["status"] == "proven"  # the lower bound clears 0.5
 
-    # grade --resume: nothing new to grade or sample, the decision on people's labels.
-    code, out = _grade(None, ledger_url, "--resume", "r1")
+    # grade --resume: nothing new to grade or sample, the decision on people's labels, and the
+    # report it writes decides the same way (on the judge alone it would keep the baseline).
+    code, out = _grade(None, ledger_url, "--resume", "r1", "--report", str(tmp_path / "r.html"))
     assert code == 0, out
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert 'route to <strong class="model">small</strong> instead of big' in html
+    assert "<em>by what people would say</em>" in html
+    # At 0.75 the judge (0.85) proves the candidate, people (0.68) do not.
+    at = ["report", "--db", ledger_url, "--min-quality", "0.75", "-o"]
+    on_judge = invoke(*at, str(tmp_path / "j.html"))
+    assert on_judge.exit_code == 0 and "qa: route to small" in on_judge.stderr
+    on_people = invoke(*at, str(tmp_path / "p.html"), "--target", "human")
+    assert on_people.exit_code == 0 and "qa: keep the baseline big" in on_people.stderr
+    assert invoke("report", "--db", ledger_url, "--target", "people").exit_code == 2
     assert "labels: no chosen case of small on qa (judge exact) awaits a label" in out
     resumed = invoke("grade", "--resume", "r1", "--db", ledger_url, "--json")
     assert json.loads(resumed.stdout)["label_queue"] == [

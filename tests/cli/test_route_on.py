@@ -60,11 +60,16 @@ def test_route_on_limits_routing_and_the_gate_to_the_named_judges(tmp_path: Path
         "--min-samples",
         "2",
         "--json",
+        "--report",
+        str(tmp_path / "r.html"),
     )
     data = json.loads(result.stdout)
     assert result.exit_code == 0, result.stdout
     assert data["gate_failed"] == []
     assert data["routing"][0]["model"] == "small"
+    # --report decides on the same judges (it used to ignore --route-on and keep the baseline).
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert 'route to <strong class="model">small</strong> instead of big' in html
     # the diagnostic judge is still graded and reported
     assert {s["grader_id"] for s in data["stats"]} == {"exact", "exact:normalized"}
 
