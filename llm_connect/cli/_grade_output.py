@@ -123,6 +123,12 @@ def print_human(
         out.line((f"routing skipped: {routing_error}", None))
     if gate is not None:
         _print_gate(out, gate, allow_unsettled)
+        if not gate.by_people:
+            # The gate reads every routing judge's grades; routing leaves out an LLM judge until a
+            # calibration passes. Say so where both are on one screen and could seem to disagree.
+            for gid in dict.fromkeys(i.grader_id for d in decisions for i in d.ignored_graders):
+                out.line((f"note: the gate counts {gid}'s grades; routing ignores them until a calibration "
+                          f"passes (llm-connect calibrate --judge {gid} --against ...)", "dim"))  # fmt: skip
 
 
 def _print_decisions(out: _Out, decisions: list[Any], verbose: bool) -> None:

@@ -247,6 +247,16 @@ def test_an_uncalibrated_pairwise_llm_judge_routes_on_peoples_labels(
     on_judge = json.loads(invoke("route", "-t", "qa", "-b", "big", "-c", "small", "-j", grader, *common,
                                  "--json").stdout)  # fmt: skip
     assert on_judge["model"] == "big" and "no stored calibration" in on_judge["ignored_graders"][0]["why"]
+    # grade on the judge: its gate reads the LLM judge's grades, routing does not; the output says so.
+    regraded = invoke(
+        "grade", str(suite), "-b", "openai:big", "-c", "openai:small", "--judge", "pairwise:openai:house-judge",
+        "--base-url", openai_server.base_url, "--api-key", "sk-test-0123456789abcdef", "--run-id", "again",
+        *common,
+    )  # fmt: skip
+    assert regraded.exit_code == 0 and "quality gate passed" in regraded.stdout, regraded.output
+    assert f"note: the gate counts {grader}'s grades; routing ignores them" in regraded.stdout, (
+        regraded.output
+    )
     queued = invoke("labels", "queue", "-t", "qa", "-c", "small", "-j", grader, "--rate", "0.5",
                     "--db", ledger_url, "--json")  # fmt: skip
     cases = json.loads(queued.stdout)["cases"]
