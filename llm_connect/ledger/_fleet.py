@@ -198,10 +198,6 @@ class FleetStatus:
         return {**head, "left": self.left, "workers_alive": self.workers_alive, "workers": workers, **out}
 
 
-def _ids(case_ids: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(case_ids))
-
-
 class FleetStore(Store):
     """Coordination of shared runs: case claims with leases, workers, a shared rate limit."""
 
@@ -272,7 +268,7 @@ class FleetStore(Store):
     ) -> list[str]:
         """Extend to ``now() + lease_s`` the leases ``worker_id`` still holds among ``case_ids``."""
         self.check_shared("renewing leases")
-        wanted = _ids(case_ids)
+        wanted = list(dict.fromkeys(case_ids))
         if not wanted:
             return []
         params = {"run": run_id, "worker": worker_id, "ids": wanted, "lease": float(lease_s)}
@@ -286,7 +282,7 @@ class FleetStore(Store):
     def release_cases(self, run_id: str, worker_id: str, case_ids: Sequence[str]) -> None:
         """Give back the cases ``worker_id`` holds among ``case_ids`` (pending again; a graceful stop)."""
         self.check_shared("releasing cases")
-        wanted = _ids(case_ids)
+        wanted = list(dict.fromkeys(case_ids))
         if not wanted:
             return
         params = {"run": run_id, "worker": worker_id, "ids": wanted}
@@ -300,7 +296,8 @@ class FleetStore(Store):
         over is left as it is (and not returned)."""
         if not case_ids:
             return set()
-        params = {"run": run_id, "worker": worker_id, "ids": _ids(case_ids), "failed": sorted(failed)}
+        ids = list(dict.fromkeys(case_ids))
+        params = {"run": run_id, "worker": worker_id, "ids": ids, "failed": sorted(failed)}
         return {r[0] for r in conn.execute(_FINISH, params)}
 
     # -- workers ---------------------------------------------------------------

@@ -12,7 +12,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, func, select
+from sqlalchemy import Connection, Table, func, select
 
 from llm_connect.errors import LedgerError
 from llm_connect.ledger._cases import TOTALS_COLUMNS, fetch, fetch_together, match, series_query, totals_row
@@ -284,9 +284,8 @@ class GradeStore(Store):
     def graded_keys(self, run_id: str) -> set[tuple[str, str, str]]:
         """``(case_id, grader_id, candidate_model)`` of every grade stored for ``run_id``."""
         c = _G.c
-        stmt = select(c.case_id, c.grader_id, c.candidate_model).where(
-            and_(c.run_id == run_id, c.case_id.is_not(None))
-        )
+        keyed = select(c.case_id, c.grader_id, c.candidate_model).where(c.case_id.is_not(None))
+        stmt = keyed.where(c.run_id == run_id)
         with reading(self.engine, "reading completed cases") as conn:
             return {(r[0], r[1], r[2]) for r in conn.execute(stmt)}
 

@@ -287,12 +287,8 @@ class LabelStore(Store):
                     prefs.append(preference)
                 if score is not None:
                     scores.append(float(score))
-        out: dict[tuple[str, str], float] = {}
-        for key, (prefs, scores) in grouped.items():
-            value = human_value(prefs, scores)
-            if value is not None:
-                out[key] = value
-        return out
+        values = {key: human_value(prefs, scores) for key, (prefs, scores) in grouped.items()}
+        return {key: value for key, value in values.items() if value is not None}
 
     def counts(self, *, task: Filter = None, candidate: Filter = None) -> list[LabelCounts]:
         """Per graded (task, candidate model): cases graded, cases labelled, annotators, labels.
