@@ -34,9 +34,18 @@ _owners: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, weakref.WeakSet[An
 )
 
 
+# The loops :func:`run` is running, each with the owners registered on it held alive until their
+# clients are closed: an adapter dropped before its loop ends (one built inside the coroutine, a
+# judge made for one call) still has its client closed, not left to the garbage collector.
+_held: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[LoopClients]] = weakref.WeakKeyDictionary()
+
+
 def register(owner: LoopClients, loop: asyncio.AbstractEventLoop) -> None:
     """Note that ``owner`` opened a client on ``loop`` (called as the client is created)."""
     _owners.setdefault(loop, weakref.WeakSet()).add(owner)
+    held = _held.get(loop)
+    if held is not None:
+        held.append(owner)
 
 
 async def close_loop_clients() -> None:
@@ -51,10 +60,15 @@ async def close_loop_clients() -> None:
 
 
 async def _closing(coro: Coroutine[Any, Any, T]) -> T:
+    loop = asyncio.get_running_loop()
+    _held[loop] = []
     try:
         return await coro
     finally:
-        await close_loop_clients()
+        try:
+            await close_loop_clients()
+        finally:
+            del _held[loop]
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -171,7 +171,7 @@ class _Clients:
         self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
             weakref.WeakKeyDictionary()
         )
-        self._owned_sync = client is None or not isinstance(client, openai.OpenAI)
+        self._closer: weakref.finalize[Any, Any] | None = None
         if isinstance(client, openai.AsyncOpenAI):
             self._async_given = client
         elif isinstance(client, openai.OpenAI):
@@ -196,6 +196,9 @@ class _Clients:
                     self._sync = openai.OpenAI(
                         base_url=self.base_url, api_key=self.api_key, max_retries=self.max_retries
                     )
+                    # Closed when this holder is collected, too: in a reference cycle the SDK
+                    # client's own __del__ may run after its sockets were finalized unclosed.
+                    self._closer = weakref.finalize(self, self._sync.close)
         return self._sync
 
     def async_(self) -> openai.AsyncOpenAI:
@@ -224,8 +227,9 @@ class _Clients:
             await client.close()
 
     def close(self) -> None:
-        if self._owned_sync and self._sync is not None:
-            self._sync.close()
+        if self._closer is not None:  # the sync client this holder created
+            self._closer()
+            self._closer = None
             self._sync = None
 
 
