@@ -30,7 +30,7 @@ reloads and restarts, about half the cases each way, never sent to the page.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -100,10 +100,16 @@ def candidate_first(task: str, case_id: str, candidate: str, *, seed: str = BLIN
     return digest[0] & 1 == 1
 
 
-def _groups_sql(task: str | None, candidate: str | None) -> tuple[str, dict[str, Any]]:
-    """The per-case disagreement of every labellable case (one row per task, baseline, candidate, case)."""
+def _groups_sql(
+    task: str | None, candidate: str | None, keys: Sequence[str] = ()
+) -> tuple[str, dict[str, Any]]:
+    """The per-case disagreement of every labellable case (one row per task, baseline, candidate,
+    case), or of the case keys (``id:...``) given."""
     where = ["case_key LIKE 'id:%'", "n > 0"]
     params: dict[str, Any] = {}
+    if keys:
+        where.append(f"case_key IN ({', '.join(f':k{i}' for i in range(len(keys)))})")
+        params.update({f"k{i}": key for i, key in enumerate(keys)})
     if task:
         where.append("task = :task")
         params["task"] = task
@@ -160,10 +166,13 @@ def label_queue(
     """The next ``limit`` cases ``annotator`` has not labelled: the sampler's chosen cases
     nobody has labelled, in its order, then the others by judges' disagreement.
 
-    ``task`` and ``candidate`` (the model name as graded) narrow the queue. One SQL
-    statement groups ``case_stats`` per case and orders it (module docstring); the
-    annotator's own labels, read through :class:`~llm_connect.ledger.LabelStore`, are
-    left out of the first ``limit + labelled`` entries, so the query stays bounded.
+    ``task`` and ``candidate`` (the model name as graded) narrow the queue. The chosen cases
+    come from ``label_sampling`` (at most ``limit``, by index), their figures from their own
+    ``case_stats`` rows; the rest is one SQL statement that groups ``case_stats`` per case and
+    orders it (module docstring). The annotator's own labels, read through
+    :class:`~llm_connect.ledger.LabelStore`, are left out of the first ``limit + labelled``
+    entries, so the reads stay bounded. (One statement joining the two read 100,000 grouped
+    cases against a thousand chosen ones in 12 s on SQLite: ``scripts/bench/label_queue.py``.)
     """
     from sqlalchemy import text
 
@@ -171,17 +180,33 @@ def label_queue(
         raise ValueError(f"limit must be in 1..{MAX_QUEUE}, not {limit}")
     done = _labelled(ledger, task, candidate, annotator)
     groups, params = _groups_sql(task, candidate)
-    sql = (
-        f"SELECT q.*, ch.pos AS chosen_pos FROM ({groups}) q LEFT JOIN ({_chosen_sql(task, candidate)}) ch "
-        "ON ch.task = q.task AND ch.candidate = q.candidate_model AND ch.case_key = q.case_key ORDER BY "
-        "CASE WHEN ch.pos IS NULL THEN 1 ELSE 0 END, ch.pos, "
-        "CASE WHEN q.spread >= q.unsure THEN q.spread ELSE q.unsure END DESC, "
-        "q.first_id ASC, q.task, q.candidate_model, q.case_key LIMIT :depth"
+    chosen_sql = (
+        f"{_chosen_sql(task, candidate)} ORDER BY MIN(s.position), s.task, s.candidate, s.case_id LIMIT :n"
     )
-    out: list[QueueItem] = []
     with ledger.engine.connect() as conn:
-        rows = conn.execute(text(sql), {**params, "depth": limit + len(done)}).mappings().all()
+        chosen = [(r[0], r[1], r[2]) for r in conn.execute(text(chosen_sql), {**params, "n": limit})]
+        rows: list[Any] = []
+        if chosen:
+            rank = {key: i for i, key in enumerate(chosen)}
+            keyed, keyed_params = _groups_sql(task, candidate, keys=[key for _, _, key in chosen])
+            found = conn.execute(text(keyed), keyed_params).mappings().all()
+            rows = sorted(
+                (r for r in found if (r["task"], r["candidate_model"], r["case_key"]) in rank),
+                key=lambda r: (rank[(r["task"], r["candidate_model"], r["case_key"])], r["baseline_model"]),
+            )
+        if len(rows) < limit:
+            order = (
+                "CASE WHEN q.spread >= q.unsure THEN q.spread ELSE q.unsure END DESC, "
+                "q.first_id ASC, q.task, q.candidate_model, q.case_key"
+            )
+            depth = limit + len(done) + len(rows)
+            rest = conn.execute(text(f"SELECT * FROM ({groups}) q ORDER BY {order} LIMIT :depth"),
+                                {**params, "depth": depth}).mappings().all()  # fmt: skip
+            taken = set(chosen)
+            rows += [r for r in rest if (r["task"], r["candidate_model"], r["case_key"]) not in taken]
         conn.rollback()
+    out: list[QueueItem] = []
+    waiting = set(chosen)
     for row in rows:
         case_id = str(row["case_key"])[3:]
         if (row["task"], row["candidate_model"], case_id) in done:
@@ -196,7 +221,7 @@ def label_queue(
                 disagreement=round(max(spread, unsure), 12),
                 spread=round(spread, 12),
                 judges=int(row["judges"]),
-                chosen=row["chosen_pos"] is not None,
+                chosen=(row["task"], row["candidate_model"], row["case_key"]) in waiting,
             )
         )
         if len(out) == limit:
