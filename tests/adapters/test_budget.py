@@ -18,6 +18,7 @@ from llm_connect.adapters import OpenAIAdapter
 from llm_connect.errors import BudgetExceededError, ServerError
 from llm_connect.grading._retry import CallLimit, ResilientAdapter, RetryPolicy
 from llm_connect.types import BudgetTracker, LLMResponse, RunConfig
+from tests.fixtures.loops import run as run_closing
 from tests.fixtures.openai_server import OpenAIServer, chat_completion
 
 PRICING = {"input": 1000.0, "output": 1000.0}  # $0.001 per token, either way
@@ -135,7 +136,7 @@ def test_tasks_in_flight_never_overshoot_by_more_than_one_estimate(openai_server
     config = RunConfig(max_tokens=MAX_TOKENS, budget_tracker=tracker, timeout_s=30)
     estimate = per_call(model, config)
 
-    answered, refused = asyncio.run(hammer_with_tasks(model, config, tasks=24))
+    answered, refused = run_closing(hammer_with_tasks(model, config, tasks=24))
 
     sent = len(openai_server.requests_to("/chat/completions"))
     print(
@@ -156,7 +157,7 @@ def test_threads_and_tasks_share_one_budget(openai_server: OpenAIServer) -> None
     estimate = per_call(model, config)
     in_loop: list[tuple[int, int]] = []
     loop_thread = threading.Thread(
-        target=lambda: in_loop.append(asyncio.run(hammer_with_tasks(model, config, tasks=12)))
+        target=lambda: in_loop.append(run_closing(hammer_with_tasks(model, config, tasks=12)))
     )
     loop_thread.start()
     answered, _ = hammer_with_threads(model, config, threads=12)
@@ -233,7 +234,7 @@ def test_a_cancelled_call_releases_its_reservation(openai_server: OpenAIServer) 
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    asyncio.run(main())
+    run_closing(main())
     assert (tracker.in_flight, tracker.reserved_usd, tracker.spent_usd) == (0, 0.0, 0.0)
 
 
@@ -251,7 +252,7 @@ def test_retries_reserve_once_at_a_time_and_leak_nothing(openai_server: OpenAISe
     policy = RetryPolicy(max_retries=3, base_delay_s=0.0, max_delay_s=0.0)
     wrapped = ResilientAdapter(inner, policy=policy, semaphore=CallLimit(2), on_retry=on_retry)
     wrapped.complete("hello", config)
-    asyncio.run(wrapped.acomplete("hello", config))
+    run_closing(wrapped.acomplete("hello", config))
     assert seen == [0, 0] and wrapped.calls == 4
     assert tracker.calls == 2 and tracker.in_flight == 0 and tracker.reserved_usd == 0.0
     assert len(openai_server.requests_to("/chat/completions")) == 4

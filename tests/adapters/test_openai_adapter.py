@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import json
 import logging
@@ -25,6 +24,7 @@ from llm_connect.errors import (
 )
 from llm_connect.grading import ExactMatchJudge, PairedGrader
 from llm_connect.types import BudgetTracker, RunConfig, ToolCall
+from tests.fixtures.loops import run as run_closing
 from tests.fixtures.openai_server import chat_completion
 
 
@@ -297,9 +297,9 @@ def test_async_budget_tracker_refuses_too(openai_server):
     adapter = OpenAIAdapter("gpt-test", base_url=openai_server.base_url)
     tracker = BudgetTracker(max_tokens=1)
     config = RunConfig(budget_tracker=tracker)
-    asyncio.run(adapter.acomplete("hello there", config))
+    run_closing(adapter.acomplete("hello there", config))
     with pytest.raises(BudgetExceededError):
-        asyncio.run(adapter.acomplete("hello there", config))
+        run_closing(adapter.acomplete("hello there", config))
     assert len(openai_server.requests) == 1
 
 
@@ -309,7 +309,7 @@ def test_async_budget_tracker_refuses_too(openai_server):
 def test_acomplete_matches_complete(adapter, openai_server):
     config = RunConfig(temperature=0.0, model_params={"seed": 1})
     sync = adapter.complete("same prompt", config)
-    async_ = asyncio.run(adapter.acomplete("same prompt", config))
+    async_ = run_closing(adapter.acomplete("same prompt", config))
     assert (async_.text, async_.usage, async_.model) == (sync.text, sync.usage, sync.model)
     first, second = (r.body for r in openai_server.requests)
     assert first == second
@@ -318,18 +318,18 @@ def test_acomplete_matches_complete(adapter, openai_server):
 def test_async_errors_are_translated_too(adapter, openai_server):
     openai_server.queue_fault(429, headers={"Retry-After": "2"})
     with pytest.raises(RateLimitError) as info:
-        asyncio.run(adapter.acomplete("hi", RunConfig()))
+        run_closing(adapter.acomplete("hi", RunConfig()))
     assert info.value.retry_after == 2.0
     openai_server.queue_fault(delay_s=2.0)
     with pytest.raises(AdapterTimeoutError):
-        asyncio.run(adapter.acomplete("hi", RunConfig(timeout_s=0.2)))
+        run_closing(adapter.acomplete("hi", RunConfig(timeout_s=0.2)))
 
 
 def test_agrade_runs_both_calls_concurrently(openai_server):
     openai_server.delay_s = 1.0  # long enough to overlap even on a loaded machine
     baseline = OpenAIAdapter("base-model", base_url=openai_server.base_url)
     candidate = OpenAIAdapter("cand-model", base_url=openai_server.base_url)
-    result = asyncio.run(
+    result = run_closing(
         PairedGrader(ExactMatchJudge()).agrade(baseline, candidate, "same?", RunConfig(temperature=0.0))
     )
     a, b = openai_server.requests
@@ -342,15 +342,16 @@ def test_agrade_runs_both_calls_concurrently(openai_server):
 
 def test_one_adapter_works_across_event_loops(adapter):
     for _ in range(3):
-        assert asyncio.run(adapter.acomplete("again", RunConfig())).text == "echo: again"
+        assert run_closing(adapter.acomplete("again", RunConfig())).text == "echo: again"
 
 
 def test_a_given_client_is_used(openai_server):
     client = openai.OpenAI(base_url=openai_server.base_url, api_key="sk-given", max_retries=0)
     adapter = OpenAIAdapter("gpt-test", client=client)
     adapter.complete("hi", RunConfig())
-    asyncio.run(adapter.acomplete("hi", RunConfig()))
+    run_closing(adapter.acomplete("hi", RunConfig()))
     assert [r.headers["authorization"] for r in openai_server.requests] == ["Bearer sk-given"] * 2
+    client.close()  # the caller's client stays the caller's to close
 
 
 # -- embeddings -------------------------------------------------------------------

@@ -14,6 +14,7 @@ from llm_connect.adapters import OpenAIAdapter
 from llm_connect.errors import AuthenticationError, BadRequestError, ConfigurationError
 from llm_connect.types import RunConfig
 from tests.cli._util import invoke, write_suite
+from tests.fixtures.loops import run as run_closing
 from tests.fixtures.openai_server import OpenAIServer
 from tests.test_secrets import CREDENTIALS
 
@@ -100,7 +101,7 @@ def test_async_errors_are_masked_too(adapter: OpenAIAdapter, openai_server: Open
     secret = CREDENTIALS["anthropic"]
     openai_server.queue_fault(400, body={"error": {"message": f"bad header x-api-key: {secret}"}})
     with pytest.raises(BadRequestError) as info:
-        asyncio.run(adapter.acomplete("hi", RunConfig()))
+        run_closing(adapter.acomplete("hi", RunConfig()))
     assert secret not in str(info.value)
 
 

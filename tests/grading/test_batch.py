@@ -27,6 +27,7 @@ from llm_connect.grading import (
 from llm_connect.grading._batch import LiveSide, RecordedSide
 from llm_connect.ledger import QualityLedger
 from llm_connect.types import LLMResponse, RunConfig
+from tests.fixtures.loops import run as run_closing
 from tests.fixtures.openai_server import OpenAIServer
 
 FAST = RetryPolicy(max_retries=2, base_delay_s=0.01, max_delay_s=0.05)
@@ -335,7 +336,7 @@ def test_stop_event_commits_finished_cases_and_reports_interrupted(
         )
         return await grader.arun(suite, stop=stop)
 
-    report = asyncio.run(scenario())
+    report = run_closing(scenario())
     assert report.interrupted and 5 <= report.cases_done < 30
     assert ledger.count(run_id="r-stop") == report.cases_done  # everything finished is committed
     assert ledger.run("r-stop").status == "interrupted"  # type: ignore[union-attr]

@@ -17,6 +17,7 @@ from llm_connect.adapters import OpenAIAdapter
 from llm_connect.errors import ConfigurationError
 from llm_connect.grading._retry import CallLimit, RateLimiter, ResilientAdapter, RetryPolicy
 from llm_connect.types import RunConfig
+from tests.fixtures.loops import run as run_closing
 from tests.fixtures.openai_server import OpenAIServer, RecordedRequest
 
 NO_RETRY = RetryPolicy(max_retries=0)
@@ -64,7 +65,7 @@ def run_mixed(
             results = await asyncio.gather(*(async_call(i) for i in range(tasks)), return_exceptions=True)  # type: ignore[arg-type]
             errors.extend(r for r in results if isinstance(r, BaseException))
 
-        asyncio.run(main())
+        run_closing(main())
 
     workers = [threading.Thread(target=in_thread, args=(i,)) for i in range(threads)]
     workers.append(threading.Thread(target=in_loop))
@@ -123,7 +124,7 @@ def test_two_event_loops_and_threads_share_one_bound(openai_server: OpenAIServer
             async def two() -> None:
                 await asyncio.gather(base.acomplete(f"loop {i}", config), cand.acomplete(f"loop {i}", config))
 
-            asyncio.run(two())
+            run_closing(two())
         else:
             base.complete(f"thread {i}", config)
 
@@ -181,7 +182,7 @@ def test_a_retry_gives_its_slot_back_during_the_backoff(openai_server: OpenAISer
         OpenAIAdapter("m", base_url=openai_server.base_url), policy=policy, semaphore=limit
     )
     assert adapter.complete("p", RunConfig()).text == "echo: p"
-    assert asyncio.run(adapter.acomplete("q", RunConfig())).text == "echo: q"
+    assert run_closing(adapter.acomplete("q", RunConfig())).text == "echo: q"
     assert adapter.calls == 3 and limit.in_flight == 0
 
 

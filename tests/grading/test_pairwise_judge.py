@@ -7,7 +7,6 @@ are the judge's.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import Any
@@ -37,6 +36,7 @@ from llm_connect.grading.judges._pairwise import (
 )
 from llm_connect.grading.judges._registry import is_llm_grader_id
 from llm_connect.types import LLMResponse, RunConfig, ToolCall
+from tests.fixtures.loops import run as run_closing
 from tests.fixtures.openai_server import OpenAIServer
 from tests.fixtures.structured_output import request_mode
 
@@ -307,7 +307,7 @@ def test_a_pinned_response_format_is_sent_and_kept_in_the_spec(openai_server: Op
 def test_ajudge_puts_both_orders_in_flight_together(openai_server: OpenAIServer) -> None:
     openai_server.responder = always("B")
     openai_server.delay_s = 0.3
-    result = asyncio.run(
+    result = run_closing(
         judge_of(openai_server).ajudge(_resp("b"), _resp("c"), prompt="p", run_config=RunConfig())
     )
     first, second = openai_server.requests
@@ -356,7 +356,7 @@ def test_one_bad_order_fails_the_case_through_paired_grading(openai_server: Open
         grader.grade(base, cand, "Q?", RunConfig())
     assert info.value.raw_reply == "no idea"
     with pytest.raises(JudgeOutputError, match=r"\(candidate shown first\)"):
-        asyncio.run(grader.agrade(base, cand, "Q?", RunConfig()))
+        run_closing(grader.agrade(base, cand, "Q?", RunConfig()))
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from llm_connect.errors import ConfigurationError
 from llm_connect.grading import build_judge, judge_names, parse_judge_spec, register_judge
 from llm_connect.grading.judges import JudgeContext, format_judge_spec
 from llm_connect.grading.judges._registry import is_llm_grader_id, judge_asks_llm
+from tests.fixtures.loops import run as run_closing
 
 
 @pytest.mark.parametrize(
@@ -239,7 +240,6 @@ def test_an_entry_point_plugin_without_asks_llm_warns_naming_it(tmp_path, monkey
 
 def test_paired_grading_flags_the_results_of_a_judge_that_asks_an_llm(openai_server) -> None:  # type: ignore[no-untyped-def]
     """The plugin's results leave ``asks_llm`` at False; its declaration wins (sync and async)."""
-    import asyncio
 
     from llm_connect.adapters import OpenAIAdapter
     from llm_connect.grading import PairedGrader
@@ -253,5 +253,5 @@ def test_paired_grading_flags_the_results_of_a_judge_that_asks_an_llm(openai_ser
                                          prompt="p", run_config=RunConfig()).asks_llm is False  # fmt: skip
     flagged, exact = grader.grade_with(judges, base, cand, "Q?", RunConfig())
     assert (flagged.asks_llm, exact.asks_llm) == (True, False)
-    aflagged, aexact = asyncio.run(grader.agrade_with(judges, base, cand, "Q?", RunConfig()))
+    aflagged, aexact = run_closing(grader.agrade_with(judges, base, cand, "Q?", RunConfig()))
     assert (aflagged.asks_llm, aexact.asks_llm) == (True, False)

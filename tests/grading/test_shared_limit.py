@@ -22,6 +22,7 @@ from llm_connect.errors import LedgerError
 from llm_connect.grading import ResilientAdapter, RetryPolicy, SharedRateLimiter
 from llm_connect.ledger import QualityLedger
 from llm_connect.types import LLMResponse, RunConfig
+from tests.fixtures.loops import run as run_closing
 
 pg = pytest.mark.postgres
 
@@ -47,7 +48,7 @@ def _worker(db_url: str, base_url: str, name: str, barrier: Any, errors: Any) ->
             await asyncio.gather(*(call_forever(adapter, until) for _ in range(8)))
 
     try:
-        asyncio.run(main())
+        run_closing(main())
     except BaseException:
         errors.put(f"{name}: {traceback.format_exc()}")
         raise
@@ -122,7 +123,7 @@ def test_tpm_takes_the_estimate_and_gives_back_what_it_overcharged(
         assert estimate == 49
 
         calls: list[Callable[[], LLMResponse]] = [
-            lambda: asyncio.run(adapter.acomplete("hi", config)),
+            lambda: run_closing(adapter.acomplete("hi", config)),
             lambda: adapter.complete("hi", config),
         ]
         for call in calls:
@@ -153,7 +154,7 @@ def test_sqlite_is_refused_and_a_database_error_is_raised_not_ignored(
     limiter = SharedRateLimiter(cast(Any, Broken()), key="run:x", rpm=60)
     adapter = ResilientAdapter(OpenAIAdapter("gpt-test", base_url=openai_server.base_url), limiter=limiter)
     with pytest.raises(LedgerError, match="connection lost"):
-        asyncio.run(adapter.acomplete("hi", RunConfig()))
+        run_closing(adapter.acomplete("hi", RunConfig()))
     with pytest.raises(LedgerError, match="connection lost"):
         adapter.complete("hi", RunConfig())
     assert openai_server.requests == []  # no call went out unlimited

@@ -22,6 +22,7 @@ from llm_connect.grading import BatchGrader, Case, ExactMatchJudge, GradingResul
 from llm_connect.grading._batch import LiveSide, RecordedSide
 from llm_connect.ledger import QualityLedger
 from llm_connect.types import LLMResponse, RunConfig
+from tests.fixtures.loops import run as run_closing
 from tests.fixtures.openai_server import OpenAIServer, default_reply
 
 FAST = RetryPolicy(max_retries=1, base_delay_s=0.01, max_delay_s=0.05)
@@ -399,7 +400,7 @@ def test_stop_still_interrupts_a_run_that_stops_early(
             on_progress=progress,
         ).arun(suite, stop=stop)
 
-    report = asyncio.run(scenario())
+    report = run_closing(scenario())
     assert report.interrupted and 15 <= report.cases_done < 40
     assert committed_cases(ledger, "r-stop") == report.cases_done
     assert (
