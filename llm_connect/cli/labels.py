@@ -200,7 +200,9 @@ def status(
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Per task and candidate: cases graded, labelled, annotators, labels, and their agreement.
+    """Per task and candidate: cases graded, labelled, annotators, labels, and their agreement;
+    then, where the label sampler ran, per judge the cases it decided and chose and how many of
+    those have a label or still wait for one.
 
     Agreement is kappa on the verdicts (candidate, baseline, tie; a score counts as the
     verdict it stands for, split at 0.5) over the cases two or more annotators labelled:
@@ -229,6 +231,23 @@ def status(
         ]
         for r in rows
     ]
+    _print_table(table)
+    sampled = [["task", "candidate", "judge", "decided", "chosen", "labelled", "waiting"]]
+    sampled += [
+        [r.task, r.candidate, p.grader_id, str(p.decided), str(p.chosen), str(p.labelled), str(p.waiting)]
+        for r in rows
+        for p in r.sampling
+    ]
+    if len(sampled) > 1:
+        typer.echo("")
+        typer.echo(
+            "chosen by the label sampler (route --target human reads their labels; "
+            "labels queue lists those waiting):"
+        )
+        _print_table(sampled)
+
+
+def _print_table(table: list[list[str]]) -> None:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         typer.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())

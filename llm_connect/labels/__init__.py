@@ -58,6 +58,7 @@ __all__ = [
     "LabelStatus",
     "LabelStore",
     "LabelWrite",
+    "SamplingProgress",
     "SamplingStore",
     "UniformSample",
     "agreement",
@@ -143,6 +144,23 @@ def import_labels(
 
 
 @dataclass(frozen=True)
+class SamplingProgress:
+    """How far people have come with the cases the label sampler chose for one judge (routing on
+    what people would say reads these labels; ``llm-connect labels queue`` lists the rest)."""
+
+    grader_id: str
+    """The judge whose grades the sampler read."""
+    decided: int
+    """Graded cases the sampler has decided (chosen or not)."""
+    chosen: int
+    """Cases it chose for people."""
+    labelled: int
+    """Chosen cases with at least one label."""
+    waiting: int
+    """Chosen cases without a label (the bound waits for the earliest of them)."""
+
+
+@dataclass(frozen=True)
 class LabelStatus:
     """How far the labelling of one graded (task, candidate) has come, and how well its
     annotators agree (``llm-connect labels status``)."""
@@ -162,6 +180,8 @@ class LabelStatus:
     """Agreement beyond chance on the verdicts (scores split at 0.5); ``None`` when undefined."""
     observed_agreement: float | None
     """The raw share of agreeing pairs of labels on the shared cases."""
+    sampling: tuple[SamplingProgress, ...] = ()
+    """Per judge the label sampler ran for: its cases decided, chosen, labelled and waiting."""
 
     def to_dict(self) -> dict[str, Any]:
         """The row as plain JSON-ready values."""
@@ -177,9 +197,20 @@ def label_status(
     by_group: dict[tuple[str, str], list[CaseLabels]] = {}
     for case in store.case_labels(task=task, candidate=candidate):
         by_group.setdefault((case.task, case.candidate), []).append(case)
+    rows = store.counts(task=task, candidate=candidate)
+    sampling = SamplingStore(store.engine)
+    decided = {t: sampling.decided(t) for t in dict.fromkeys(r.task for r in rows)}
     out = []
-    for counts in store.counts(task=task, candidate=candidate):
+    for counts in rows:
         agreed = agreement(by_group.get((counts.task, counts.candidate), []))
+        labelled = {case.case_id for case in by_group.get((counts.task, counts.candidate), [])}
+        progress: dict[str, list[int]] = {}
+        for (cand, gid, case_id), (_, _, chosen) in decided[counts.task].items():
+            if cand == counts.candidate:
+                row = progress.setdefault(gid, [0, 0, 0])
+                row[0] += 1
+                row[1] += chosen
+                row[2] += chosen and case_id in labelled
         out.append(
             LabelStatus(
                 task=counts.task,
@@ -192,6 +223,10 @@ def label_status(
                 kappa_method=agreed.method,
                 kappa=agreed.kappa,
                 observed_agreement=agreed.observed,
+                sampling=tuple(
+                    SamplingProgress(gid, n, chosen, done, chosen - done)
+                    for gid, (n, chosen, done) in sorted(progress.items())
+                ),
             )
         )
     return out

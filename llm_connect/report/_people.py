@@ -119,11 +119,13 @@ def human_rows(figures: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def labels_status(ledger: QualityLedger, tasks: Sequence[str] | None) -> list[dict[str, Any]]:
     """``labels status`` per task and candidate of ``tasks`` (every task when ``None``); ``[]`` when
-    nothing is labelled there."""
+    nothing is labelled or sampled for labels there."""
+    from dataclasses import asdict
+
     from llm_connect.labels import label_status
 
     rows = label_status(ledger, task=list(tasks) if tasks is not None else None)
-    if not any(r.cases_labelled for r in rows):
+    if not any(r.cases_labelled or r.sampling for r in rows):
         return []
     return [
         {
@@ -137,6 +139,7 @@ def labels_status(ledger: QualityLedger, tasks: Sequence[str] | None) -> list[di
             "method": r.kappa_method,
             "kappa": r.kappa,
             "observed": r.observed_agreement,
+            "sampling": [asdict(p) for p in r.sampling],
         }
         for r in rows
     ]

@@ -161,10 +161,12 @@ def test_status_counts_and_agreement(graded: str, tmp_path: Path) -> None:
             # ana: candidate, candidate (0.75); bob: baseline, tie -> p_o = 0, p_e = 0: kappa 0
             "kappa": 0.0,
             "observed_agreement": 0.0,
+            "sampling": [],  # the label sampler never ran
         }
     ]
     plain = invoke("labels", "status", "--db", graded).stdout
     assert "qa    small      4       2         2           4       0.000 (cohen, 2 cases)" in plain
+    assert "chosen by the label sampler" not in plain
 
 
 def test_a_missing_file_is_exit_2(tmp_path: Path, sqlite_url: str) -> None:

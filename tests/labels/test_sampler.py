@@ -200,3 +200,38 @@ def test_a_mistyped_name_is_an_error_with_the_closest_graded_name_and_writes_not
     routed = CliRunner().invoke(app, ["route", "-t", "qa", "-b", "big", "-c", "smal", "-j", GRADER,
                                       "--db", ledger.url])  # fmt: skip
     assert routed.exit_code == 0 and "note: candidate 'smal' has no grades on task 'qa'" in routed.output
+
+
+def test_status_shows_how_far_people_are_with_the_chosen_cases(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    """``label_status`` / ``labels status``: per judge the sampler ran for, the cases it decided and
+    chose and how many of those have a label (anyone's) or still wait; a label of a case it did
+    not choose counts as labelled for the task, not for the sample."""
+    from typer.testing import CliRunner
+
+    from llm_connect.cli import app
+    from llm_connect.labels import SamplingProgress, label_status
+
+    grade_cases(ledger, make_result, [0.5] * 30)
+    chosen = choose_for_labels(ledger, task="qa", candidate="small", grader_id=GRADER, rate=0.5, seed=4)
+    unchosen = sorted(
+        set(SamplingStore(ledger.engine).decided("qa")) - {("small", GRADER, c) for c in chosen}
+    )
+    ledger.record_labels(
+        [HumanLabel("qa", c, "small", "ana", preference="candidate") for c in chosen[:3]]
+        + [HumanLabel("qa", c, "small", "bo", preference="tie") for c in chosen[:1]]
+        + [HumanLabel("qa", unchosen[0][2], "small", "ana", preference="baseline")]
+    )
+    (row,) = label_status(ledger, task="qa")
+    assert row.cases_labelled == 4
+    assert row.sampling == (SamplingProgress(GRADER, 30, len(chosen), 3, len(chosen) - 3),)
+    plain = CliRunner().invoke(app, ["labels", "status", "--db", ledger.url])
+    assert plain.exit_code == 0, plain.output
+    assert "chosen by the label sampler" in plain.stdout
+    line = next(x for x in plain.stdout.splitlines() if x.startswith("qa") and GRADER in x)
+    assert line.split()[-4:] == ["30", str(len(chosen)), "3", str(len(chosen) - 3)]
+    as_json = json.loads(CliRunner().invoke(app, ["labels", "status", "--db", ledger.url, "--json"]).stdout)
+    assert as_json[0]["sampling"] == [
+        {"grader_id": GRADER, "decided": 30, "chosen": len(chosen), "labelled": 3, "waiting": len(chosen) - 3}
+    ]

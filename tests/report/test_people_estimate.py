@@ -47,6 +47,11 @@ def test_sampled_but_unlabelled_says_no_labels_yet(tmp_path: Path) -> None:
         chosen = choose_for_labels(ledger, task="qa", candidate="small", grader_id="exact", rate=0.5, seed=3)
         html = render_report(ledger)
     assert "no human labels yet" in html and f"{len(chosen)} pending" in html
+    # the Human labels section says how many chosen cases wait, before anyone has labelled
+    assert (
+        f"chosen by the label sampler on\n    exact: {len(chosen)} of 40 cases, 0 labelled, {len(chosen)} waiting"
+        in html
+    )
 
 
 def test_the_decision_on_what_people_would_say_and_a_bad_target(tmp_path: Path) -> None:
