@@ -10,6 +10,7 @@ from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection
 
+from llm_connect.ledger._models import GROUP_KEY
 from llm_connect.ledger._rows import CaseSeries, GradeTotals
 
 Filter = str | Sequence[str] | None
@@ -73,7 +74,8 @@ def fetch_together(conn: Connection, queries: Sequence[tuple[str, tuple[Any, ...
 
 #: The ``grade_stats`` columns of a :class:`GradeTotals`, in its order (a sum and a count per side).
 TOTALS_COLUMNS = (
-    *("task", "baseline_model", "grader_id", "candidate_model", "n", "sum_quality", "sum_quality_sq"),
+    *GROUP_KEY,
+    *("n", "sum_quality", "sum_quality_sq"),
     *(f"{s}_{w}_{t}" for s in ("candidate", "baseline") for w in ("cost", "latency") for t in ("sum", "n")),
     "asks_llm",
 )
@@ -103,18 +105,12 @@ def series_query(
     params: list[Any] = []
     codes: list[str] = []
     code_params: list[Any] = []
-    texts: list[int] = []  # key positions read as text (no filter)
-    known: list[list[str]] = []  # per key position: its filter's values ([] when read as text)
+    texts: list[str] = []  # key columns read as text (no filter)
+    known: list[list[str]] = []  # per key column: its filter's values ([] when read as text)
     stride = 1
-    filters = (
-        ("task", task),
-        ("baseline_model", baseline_model),
-        ("grader_id", grader_id),
-        ("candidate_model", candidate_model),
-    )
-    for pos, (column, value) in enumerate(filters):
+    for column, value in zip(GROUP_KEY, (task, baseline_model, grader_id, candidate_model), strict=True):
         if value is None:
-            texts.append(pos)
+            texts.append(column)
             known.append([])
             continue
         values = list(dict.fromkeys([value] if isinstance(value, str) else value))
@@ -128,15 +124,14 @@ def series_query(
             codes.append(f"(CASE {column} {whens} END)")
             code_params.extend(values)
             stride *= len(values)
-    key_sql = [" + ".join(codes) if codes else "0"]
-    key_sql += [("task", "baseline_model", "grader_id", "candidate_model")[pos] for pos in texts]
+    key_sql = [" + ".join(codes) if codes else "0", *texts]
     select = f"SELECT {', '.join(key_sql)}, n, sum_quality, delta_n, delta_sum, first_id FROM case_stats"
     width = len(key_sql)
     if after is None:
         sql = (
             select
             + (" WHERE " + " AND ".join(clauses) if clauses else "")
-            + " ORDER BY task, baseline_model, grader_id, candidate_model, first_id"
+            + f" ORDER BY {', '.join(GROUP_KEY)}, first_id"
         )
         all_params: tuple[Any, ...] = (*code_params, *params)
     else:

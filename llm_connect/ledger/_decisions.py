@@ -63,14 +63,11 @@ class DecisionStore(Store):
                 # An audit row: skip waiting for the WAL flush (a server crash may lose the
                 # last fraction of a second of decisions, never corrupt them).
                 conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
-            if snapshots:
-                write_evidence_snapshots(conn, snapshots)
+            write_evidence_snapshots(conn, snapshots)
             return int(conn.execute(DECISIONS.insert().returning(DECISIONS.c.id), row).scalar_one())
 
-        snapshots = (
-            evidence_snapshot_rows(decision.task, decision.baseline, snapshot_settings, evidence_snapshots)
-            if evidence_snapshots
-            else []
+        snapshots = evidence_snapshot_rows(
+            decision.task, decision.baseline, snapshot_settings, evidence_snapshots
         )
         if self.engine.dialect.driver == "psycopg":
             # The same transaction in one round trip (it is most of what a decision costs).

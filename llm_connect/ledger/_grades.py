@@ -18,7 +18,7 @@ from llm_connect.errors import LedgerError
 from llm_connect.ledger._cases import TOTALS_COLUMNS, fetch, fetch_together, match, series_query, totals_row
 from llm_connect.ledger._convert import INSERT_COLUMNS, KEY, conflict_error, differences, stored_ids
 from llm_connect.ledger._engine import Store, driver_cursor, ledger_errors, reading, write
-from llm_connect.ledger._models import Grade, GradeStats
+from llm_connect.ledger._models import GROUP_KEY, Grade, GradeStats
 from llm_connect.ledger._rows import CaseSeries, GradeRow, GradeTotals, SummaryRow, grade_row
 from llm_connect.ledger._stats import mean_std, t_interval
 
@@ -43,7 +43,7 @@ _PG_VALUES = ", ".join(
     f"(r->>{i})::{_PG_TYPES[type(_G.c[c].type).__name__]}" for i, c in enumerate(INSERT_COLUMNS[1:])
 )
 _PG_MANY = f"{_INSERT}SELECT %s, {_PG_VALUES} FROM jsonb_array_elements(%s::jsonb) AS r"
-_GROUP = "task, baseline_model, grader_id, candidate_model"
+_GROUP = ", ".join(GROUP_KEY)
 _KEYS = ("task", "baseline_model", "candidate_model", "grader_id")  # a summary row's order
 _SUMMED = (("cost", "cost_usd"), ("latency", "latency_ms"))
 _SUMMED_COLUMN = dict(_SUMMED)

@@ -30,7 +30,7 @@ from sqlalchemy.types import TypeDecorator
 from llm_connect._version import __version__
 from llm_connect.types import utcnow
 
-_GROUP = ("task", "baseline_model", "grader_id", "candidate_model")  # what routing reads grades by
+GROUP_KEY = ("task", "baseline_model", "grader_id", "candidate_model")  # what routing reads grades by
 _LATENCY = ("candidate_latency_ms", "baseline_latency_ms")
 NAMING_CONVENTION: dict[str, str] = {
     "ix": "ix_%(column_0_label)s",
@@ -69,7 +69,7 @@ class Base(DeclarativeBase):
 
 
 class _GroupKey:
-    """The key of a group of grades routing reads together (:data:`_GROUP`), as the first
+    """The key of a group of grades routing reads together (:data:`GROUP_KEY`), as the first
     columns of the tables that keep something per group (first also in their primary key)."""
 
     task: Mapped[str] = mapped_column(String(200), primary_key=True, sort_order=-1)
@@ -89,7 +89,7 @@ class Grade(Base):
         # the aggregated columns read from the index alone.
         Index(
             "ix_grades_routing",
-            *_GROUP,
+            *GROUP_KEY,
             "quality_score",
             "candidate_cost_usd",
             "baseline_cost_usd",
@@ -175,7 +175,7 @@ class CaseStats(_GroupKey, Base):
     __table_args__ = (
         # Routing reads a group's cases in arrival order: this index holds every column it reads,
         # in that order, so the read is one range scan with no sort and no table lookups.
-        Index("ix_case_stats_arrival", *_GROUP, "first_id", "n", "sum_quality", "delta_n", "delta_sum"),
+        Index("ix_case_stats_arrival", *GROUP_KEY, "first_id", "n", "sum_quality", "delta_n", "delta_sum"),
     )
     case_key: Mapped[str] = mapped_column(String(300), primary_key=True)
     n: Mapped[int] = mapped_column(Integer)
