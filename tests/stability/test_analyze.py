@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -16,6 +15,7 @@ from llm_connect.errors import (
 )
 from llm_connect.stability import StabilityConfig, StabilityReport, aanalyze, analyze, query_from_dict
 from llm_connect.types import Conversation, LLMResponse, RunConfig
+from tests.fixtures.loops import run as run_closing
 from tests.stability.conftest import (
     ANSWER,
     ORDER_TOOLS,
@@ -311,7 +311,7 @@ def test_aanalyze_and_analyze_inside_a_running_loop(openai_server, model, minilm
         second = analyze(model, "q", runs=3, run_config=T0, embedder=minilm)  # runs on a worker thread
         return first, second
 
-    first, second = asyncio.run(main())
+    first, second = run_closing(main())
     assert first.verdict == second.verdict == "SAFE"
     assert progress == [(1, 3), (2, 3), (3, 3)]
 
