@@ -138,7 +138,10 @@ def test_ranges_starting_exactly_at_lines_and_blank_lines(tmp_path: Path) -> Non
     for chunk in (width, width + 1, width + 2, 1):
         report = _same([path], tmp_path, ImportOptions(), chunk_bytes=chunk)
     assert report["written"] == 30
-    sources = [json.loads(x)["metadata"]["source"]["line"] for x in (tmp_path / "suite.jsonl").open()]
+    sources = [
+        json.loads(x)["metadata"]["source"]["line"]
+        for x in (tmp_path / "suite.jsonl").read_text().splitlines()
+    ]
     assert sources == list(range(1, 11)) + list(range(13, 33))
 
 
