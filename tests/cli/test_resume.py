@@ -41,6 +41,7 @@ def start_and_wait(cmd: list[str], db: str, run_id: str, cwd: Path, at_least: in
                     return proc
         time.sleep(0.05)
     proc.kill()
+    proc.communicate()
     pytest.fail("grading made no progress")
 
 
@@ -63,7 +64,7 @@ def test_resume_after_kill_9_grades_each_case_exactly_once(
         grade_cmd(suite, db, openai_server, "--run-id", "r-kill"), db, "r-kill", tmp_path, 10
     )
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)  # reaps it and closes its pipes
     with QualityLedger(db) as ledger:
         committed = ledger.count(run_id="r-kill")
     assert 10 <= committed < CASES
