@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -216,9 +217,8 @@ class FleetStore(Store):
         if not isinstance(run_id, str) or not run_id:
             raise LedgerError(f"run_id must be a non-empty string, not {run_id!r}")
         ids = [c[0] for c in cases]
-        if len(set(ids)) != len(ids):
-            seen: set[str] = set()
-            dup = next(i for i in ids if i in seen or seen.add(i))  # type: ignore[func-returns-value]
+        dup = next((case_id for case_id, n in Counter(ids).items() if n > 1), None)
+        if dup is not None:
             raise LedgerError(f"shared run {run_id!r}: case id {dup!r} appears more than once in the suite")
         if any(not isinstance(i, str) or not i for i in ids):
             raise LedgerError(f"shared run {run_id!r}: every case needs a non-empty string id")

@@ -138,8 +138,7 @@ class QualityLedger:
         what = "recording grades" if run_id is None else "recording finished cases"
         what = what if worker_id is None else "recording a shared run's cases"
         records = list(records)
-        now = utcnow()
-        rows = grade_rows(records, store_text=self.store_text, now=now, dialect=self.engine.dialect.name)
+        rows = grade_rows(records, store_text=self.store_text, now=utcnow(), dialect=self.engine.dialect.name)
         if (not_applicable or failures) and run_id is None:
             raise LedgerError("not-applicable pairs and failures belong to a run: give its run_id")
         skips = skip_rows(run_id, not_applicable) if run_id is not None else []
