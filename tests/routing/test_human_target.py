@@ -300,7 +300,7 @@ def test_an_uncalibrated_llm_judge_routes_on_peoples_labels_but_not_on_its_own(
                 task,
                 "run",
                 f"c{i:04d}",
-            )  # fmt: skip
+            )
             for i in range(n)
         ]
     )
