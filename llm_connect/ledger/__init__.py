@@ -18,7 +18,7 @@ from llm_connect.ledger._rows import (
     StabilityRow,
     SummaryRow,
 )
-from llm_connect.ledger._sampling import GradedCase, SampledCase, SamplingDesign, SamplingStore
+from llm_connect.ledger._sampling import GradedCase, SampledCase, SamplingStore
 from llm_connect.ledger._store import QualityLedger
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "RecordItem",
     "RunRow",
     "SampledCase",
-    "SamplingDesign",
     "SamplingStore",
     "StabilityResponseRow",
     "StabilityRow",

@@ -12,19 +12,18 @@ business (``llm_connect.labels.choose_for_labels``): the store writes what it is
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, exists, func, insert, select
 
-from llm_connect.ledger._cases import fetch, where
+from llm_connect.ledger._cases import where
 from llm_connect.ledger._engine import Store, reading, write
 from llm_connect.ledger._models import CaseStats, HumanLabelRecord, LabelSamplingRecord
 from llm_connect.types import utcnow
 
-__all__ = ["GradedCase", "SampledCase", "SamplingDesign", "SamplingStore"]
+__all__ = ["GradedCase", "SampledCase", "SamplingStore"]
 
 _S = cast(Table, LabelSamplingRecord.__table__)
 _C = cast(Table, CaseStats.__table__)
@@ -53,26 +52,6 @@ class SampledCase:
     case_id: str
     inclusion: float
     chosen: bool
-
-
-@dataclass(frozen=True, slots=True)
-class SamplingDesign:
-    """What routing on what people would say reads for one (candidate, grader id) of a task and
-    baseline: the sampled cases in the order the sampler decided them, with the judge's grade.
-
-    Columns are parallel tuples. ``undecided``: graded cases (with a case id) the sampler has not
-    decided yet; they cannot enter the bound (no inclusion probability). ``floor``: the least
-    inclusion probability any of these decisions could have given (``None`` without any).
-    """
-
-    candidate: str
-    grader_id: str
-    case_ids: tuple[str, ...]
-    judge: tuple[float, ...]
-    inclusion: tuple[float, ...]
-    chosen: tuple[bool, ...]
-    floor: float | None
-    undecided: int
 
 
 class SamplingStore(Store):
@@ -174,52 +153,3 @@ class SamplingStore(Store):
         with reading(self.engine, "reading the labelling queue") as conn:
             rows = list(conn.execute(stmt))
         return [case_id for case_id, _ in sorted(rows, key=lambda r: (r[1], r[0]))]
-
-    def design(
-        self, task: str, baseline: str, candidates: Sequence[str], grader_ids: Sequence[str]
-    ) -> dict[tuple[str, str], SamplingDesign]:
-        """Per (candidate, grader id): the sampled cases graded against ``baseline``, in the order
-        the sampler decided them, with the judge's mean grade per case (``case_stats``), the
-        inclusion probability and whether each was chosen; and how many graded cases wait for
-        the sampler. One query for the decided cases, one for the counts."""
-        cands, graders = list(dict.fromkeys(candidates)), list(dict.fromkeys(grader_ids))
-        if not cands or not graders:
-            return {}
-        marks_c = ", ".join(["%s"] * len(cands))
-        marks_g = ", ".join(["%s"] * len(graders))
-        joined = (
-            "SELECT s.candidate, s.grader_id, s.case_id, s.inclusion, s.chosen, s.floor, "
-            "c.sum_quality, c.n FROM label_sampling s JOIN case_stats c ON c.task = s.task "
-            "AND c.baseline_model = %s AND c.grader_id = s.grader_id AND c.candidate_model = s.candidate "
-            "AND c.case_key = 'id:' || s.case_id "
-            f"WHERE s.task = %s AND s.candidate IN ({marks_c}) AND s.grader_id IN ({marks_g}) "
-            "ORDER BY s.candidate, s.grader_id, s.position"
-        )
-        counted = (
-            "SELECT candidate_model, grader_id, COUNT(*) FROM case_stats WHERE task = %s "
-            f"AND baseline_model = %s AND candidate_model IN ({marks_c}) AND grader_id IN ({marks_g}) "
-            "AND case_key LIKE 'id:%%' GROUP BY candidate_model, grader_id"
-        )
-        with reading(self.engine, "reading label sampling") as conn:
-            rows = fetch(conn, joined, (baseline, task, *cands, *graders))
-            counts = {
-                (r[0], r[1]): int(r[2]) for r in fetch(conn, counted, (task, baseline, *cands, *graders))
-            }
-        grouped: dict[tuple[str, str], list[Any]] = defaultdict(list)
-        for row in rows:
-            grouped[(row[0], row[1])].append(row)
-        out: dict[tuple[str, str], SamplingDesign] = {}
-        for cand in cands:
-            for gid in graders:
-                part = grouped.get((cand, gid), [])
-                out[(cand, gid)] = SamplingDesign(
-                    candidate=cand,
-                    grader_id=gid,
-                    case_ids=tuple(r[2] for r in part),
-                    judge=tuple(min(1.0, max(0.0, r[6] / r[7])) for r in part),
-                    inclusion=tuple(float(r[3]) for r in part),
-                    chosen=tuple(bool(r[4]) for r in part),
-                    floor=min((float(r[5]) for r in part), default=None),
-                    undecided=counts.get((cand, gid), 0) - len(part),
-                )
-        return out

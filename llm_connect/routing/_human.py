@@ -19,63 +19,15 @@ read and a fresh computation (``docs/decisions.md``, "why asking often is cheap 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from llm_connect.ledger import SamplingDesign
 from llm_connect.values import GraderEvidence
 from llm_connect.values._decision import PROVEN
 
 if TYPE_CHECKING:
     from llm_connect.routing._ppi import HumanBound
 
-__all__ = ["bound_evidence", "human_grader_evidence"]
-
-
-def _arrays(design: SamplingDesign, values: dict[tuple[str, str], float]) -> tuple[Any, Any, Any, Any, int]:
-    """``(judge, inclusion, chosen, human, left out)`` of one design: ``human`` NaN where not
-    chosen or not labelled yet; labelled cases the sampler did not choose are left out."""
-    import numpy as np
-
-    cand = design.candidate
-    chosen = np.fromiter(design.chosen, dtype=bool, count=len(design.chosen))
-    human = np.full(chosen.size, np.nan)
-    chosen_ids = set()
-    for i in np.flatnonzero(chosen).tolist():
-        case_id = design.case_ids[i]
-        chosen_ids.add(case_id)
-        value = values.get((cand, case_id))
-        if value is not None:
-            human[i] = value
-    left_out = sum(1 for (c, case_id) in values if c == cand and case_id not in chosen_ids)
-    judge = np.fromiter(design.judge, dtype=float, count=chosen.size)
-    inclusion = np.fromiter(design.inclusion, dtype=float, count=chosen.size)
-    return judge, inclusion, chosen, human, left_out
-
-
-def human_grader_evidence(
-    design: SamplingDesign,
-    values: dict[tuple[str, str], float],
-    *,
-    min_quality: float,
-    min_samples: int,
-    alpha: float,
-) -> GraderEvidence:
-    """The evidence one judge's grades and people's labels give about one candidate's mean human
-    quality (``values``: ``(candidate, case_id) -> human value`` of every labelled case)."""
-    from llm_connect.routing._ppi import human_bound
-
-    judge, inclusion, chosen, human, left_out = _arrays(design, values)
-    hb = human_bound(
-        judge,
-        inclusion,
-        chosen,
-        human,
-        alpha=alpha,
-        min_quality=min_quality,
-        floor=design.floor,
-        min_samples=min_samples,
-    )
-    return bound_evidence(hb, design.grader_id, left_out=left_out, undecided=design.undecided, alpha=alpha)
+__all__ = ["bound_evidence"]
 
 
 def bound_evidence(

@@ -486,8 +486,8 @@ def human_evidence(
     ``cache`` (kept by the caller between calls) holds each group's sampled cases as arrays,
     each candidate's labels and the bound's running sums (``routing/_human_cache.py``): a
     later call reads only what arrived since and continues the bound; the evidence is that of
-    a full read and a fresh computation (:func:`human_grader_evidence` over
-    ``SamplingStore.design`` and ``LabelStore.case_values``).
+    a full read and a fresh computation (the tests' oracle, ``tests/routing/_human_group.py``,
+    reads every sampled case and label with SQL of its own and computes the bound afresh).
     """
     cands = list(dict.fromkeys(candidates))
     graders = list(dict.fromkeys(grader_ids))

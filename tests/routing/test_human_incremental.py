@@ -5,8 +5,8 @@ PostgreSQL.
 After every step (new cases, the sampler's decisions, labels arriving late, a second
 annotator, a replicate of an old case, a label replaced, a label of a case the sampler did not
 choose, a sampled case graded against the baseline only later) the evidence of one Router kept
-throughout equals, field for field, ``human_grader_evidence`` over ``SamplingStore.design``
-and ``LabelStore.case_values`` (the full read the Router did before it kept anything).
+throughout equals, field for field, ``_human_group.full_read`` (every sampled case read with
+SQL of its own, the labels through ``LabelStore.case_values``, the bound computed afresh).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ they touched up to date (``routing/_human_cache.refresh_stored``): the first
 reads nothing in full and, after an import, finds the running sums already at the first
 pending label. Whatever happens in between (labels recorded without a refresh, a replaced
 label, a re-grade, a second annotator, another ``alpha``) the evidence equals
-``human_grader_evidence`` over ``SamplingStore.design`` and ``LabelStore.case_values``.
+``_human_group.full_read`` (every sampled case and label read afresh, the bound recomputed).
 """
 
 from __future__ import annotations
