@@ -4,19 +4,15 @@ evidence they computed (``evidence_snapshots``), read back while a group's total
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Table, select
+from sqlalchemy import Connection, select
 
 from llm_connect._version import __version__
 from llm_connect.ledger._cases import fetch, json_value
-from llm_connect.ledger._engine import Store, dialect_insert, reading, write
-from llm_connect.ledger._models import (
-    SNAPSHOT_KEY,
-    SNAPSHOT_VALUES,
-    EvidenceSnapshot,
-    RoutingDecisionRecord,
-)
+from llm_connect.ledger._engine import Store, reading, write
+from llm_connect.ledger._models import SNAPSHOT_KEY, SNAPSHOT_VALUES
+from llm_connect.ledger._pipeline import DECISIONS, pg_record_decision, snapshot_upsert
 from llm_connect.ledger._runs import finite_json
 from llm_connect.types import utcnow
 
@@ -24,9 +20,6 @@ if TYPE_CHECKING:
     from llm_connect.values import RoutingDecision
 
 __all__ = ["DecisionStore", "evidence_snapshot_rows", "write_evidence_snapshots"]
-
-DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
-SNAPSHOTS = cast(Table, EvidenceSnapshot.__table__)
 
 
 class DecisionStore(Store):
@@ -71,8 +64,6 @@ class DecisionStore(Store):
         )
         if self.engine.dialect.driver == "psycopg":
             # The same transaction in one round trip (it is most of what a decision costs).
-            from llm_connect.ledger._pipeline import pg_record_decision
-
             return pg_record_decision(self.engine, row, snapshots)
         return write(self.engine, "recording a routing decision", insert)
 
@@ -116,13 +107,6 @@ def evidence_snapshot_rows(
         values = (task, baseline_model, grader, candidate, settings, *version, evidence, now)
         rows.append(dict(zip(columns, values, strict=True)))
     return rows
-
-
-def snapshot_upsert(dialect: str) -> Any:
-    """The upsert of evidence snapshots (newest wins) for ``dialect``."""
-    insert = dialect_insert(dialect, SNAPSHOTS)
-    set_ = {c: insert.excluded[c] for c in SNAPSHOT_VALUES}
-    return insert.on_conflict_do_update(index_elements=list(SNAPSHOT_KEY), set_=set_)
 
 
 def write_evidence_snapshots(conn: Connection, rows: list[dict[str, Any]]) -> None:

@@ -1,33 +1,50 @@
-"""Small PostgreSQL transactions sent in one round trip (psycopg pipeline mode)."""
+"""Small PostgreSQL transactions sent in one round trip (psycopg pipeline mode), and the two
+statements the decisions store shares with it (``_decisions.py`` imports this module, never the
+other way round)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import JSON, Engine, Table
-from sqlalchemy.dialects.postgresql.psycopg import dialect as psycopg_dialect
 
-from llm_connect.ledger._decisions import DECISIONS, SNAPSHOTS, snapshot_upsert
-from llm_connect.ledger._engine import WRITE_ATTEMPTS, reading
-from llm_connect.ledger._models import SNAPSHOT_KEY
+from llm_connect.ledger._engine import WRITE_ATTEMPTS, dialect_insert, reading
+from llm_connect.ledger._models import SNAPSHOT_KEY, SNAPSHOT_VALUES, EvidenceSnapshot, RoutingDecisionRecord
 
-
-def _compiled(stmt: Any, table: Table) -> str:
-    """The store's own ``stmt`` as psycopg takes it: ``%(column)s`` parameters (cast by type)
-    for every column but ``id``."""
-    keys = [c.name for c in table.columns if c.name != "id"]
-    return str(stmt.compile(dialect=psycopg_dialect(), column_keys=keys))  # type: ignore[no-untyped-call]
-
-
-_INSERT_DECISION = _compiled(DECISIONS.insert().returning(DECISIONS.c.id), DECISIONS)
-_UPSERT_SNAPSHOT = _compiled(snapshot_upsert("postgresql"), SNAPSHOTS)
+DECISIONS = cast(Table, RoutingDecisionRecord.__table__)
+SNAPSHOTS = cast(Table, EvidenceSnapshot.__table__)
 _JSON = {
     t.name: frozenset(c.name for c in t.columns if isinstance(c.type, JSON)) for t in (DECISIONS, SNAPSHOTS)
 }
+
+
+def snapshot_upsert(dialect: str) -> Any:
+    """The upsert of evidence snapshots (newest wins) for ``dialect``."""
+    insert = dialect_insert(dialect, SNAPSHOTS)
+    set_ = {c: insert.excluded[c] for c in SNAPSHOT_VALUES}
+    return insert.on_conflict_do_update(index_elements=list(SNAPSHOT_KEY), set_=set_)
+
+
+@functools.cache
+def _statements() -> tuple[str, str]:
+    """The decision insert and the snapshot upsert as psycopg takes them: ``%(column)s``
+    parameters (cast by type) for every column but ``id`` (compiled on first use: the dialect
+    module stays out of ``import llm_connect``)."""
+    from sqlalchemy.dialects.postgresql.psycopg import dialect
+
+    def compiled(stmt: Any, table: Table) -> str:
+        keys = [c.name for c in table.columns if c.name != "id"]
+        return str(stmt.compile(dialect=dialect(), column_keys=keys))  # type: ignore[no-untyped-call]
+
+    return (
+        compiled(DECISIONS.insert().returning(DECISIONS.c.id), DECISIONS),
+        compiled(snapshot_upsert("postgresql"), SNAPSHOTS),
+    )
 
 
 def _params(row: Mapping[str, Any], table: Table) -> dict[str, Any]:
@@ -44,6 +61,7 @@ def pg_record_decision(
 ) -> int:
     """Insert one ``routing_decisions`` row and upsert its evidence snapshots in one transaction,
     sent in one round trip; returns the decision's id (errors as :class:`LedgerError`)."""
+    insert_decision, upsert_snapshot = _statements()
     decision_params = _params(decision, DECISIONS)
     ordered = sorted(snapshots, key=lambda r: tuple(r[c] for c in SNAPSHOT_KEY))
     snapshot_params = [_params(row, SNAPSHOTS) for row in ordered]
@@ -57,8 +75,8 @@ def pg_record_decision(
                     control.execute("BEGIN")
                     control.execute("SET LOCAL synchronous_commit = off")
                     if snapshot_params:
-                        control.executemany(_UPSERT_SNAPSHOT, snapshot_params)
-                    insert.execute(_INSERT_DECISION, decision_params)
+                        control.executemany(upsert_snapshot, snapshot_params)
+                    insert.execute(insert_decision, decision_params)
                     control.execute("COMMIT")
                 row = insert.fetchone()
                 return int(row[0])
