@@ -32,6 +32,8 @@ def llama_cpp_url() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()  # not left to the garbage collector ("unclosed file")
 
 
 def _run(url: str, **env: str) -> subprocess.CompletedProcess[str]:

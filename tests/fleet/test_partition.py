@@ -308,6 +308,8 @@ def model_server(hosts: list[Host]) -> Iterator[ModelServer]:
     finally:
         proc.kill()
         proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()  # not left to the garbage collector ("unclosed file")
 
 
 # -- workers ------------------------------------------------------------------------------------
