@@ -58,7 +58,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from llm_connect.ledger import QualityLedger
+from llm_connect.ledger import FleetStatus, QualityLedger
 
 pytestmark = pytest.mark.slow
 
@@ -375,6 +375,12 @@ _SNAPSHOT = {
 }
 
 
+def run_status(cluster: Cluster, run_id: str) -> FleetStatus:
+    """The run's status, through a ledger closed again (no connection left to the garbage collector)."""
+    with QualityLedger(cluster.url("127.0.0.1")) as ledger:
+        return ledger.run_status(run_id)
+
+
 def rows(engine: Engine, sql: str, **params: Any) -> list[Any]:
     with engine.connect() as conn:
         return list(conn.execute(text(sql), params))
@@ -486,13 +492,13 @@ def test_a_cut_off_worker_is_taken_over_and_its_late_writes_change_nothing(
             out, err = w.read()
             assert finished, (
                 f"worker on {w.host.ns} did not finish within {RUN_TIMEOUT_S:.0f} s of the cut "
-                f"(status: {QualityLedger(cluster.url('127.0.0.1')).run_status(run_id).to_dict()}; "
+                f"(status: {run_status(cluster, run_id).to_dict()}; "
                 f"the cut worker's sessions at the cut: {sessions}; {stall_report(engine, victim)}):\n{err}\n"
                 f"PostgreSQL log:\n{cluster.log_tail()}"
             )
             assert w.proc.returncode == 0, f"worker on {w.host.ns} exited {w.proc.returncode}:\n{err}\n{out}"
         finished_at = time.monotonic()
-        status = QualityLedger(cluster.url("127.0.0.1")).run_status(run_id)
+        status = run_status(cluster, run_id)
         assert (status.total, status.done, status.pending, status.claimed, status.failed) == (
             N_CASES,
             N_CASES,
@@ -541,7 +547,7 @@ def test_a_cut_off_worker_is_taken_over_and_its_late_writes_change_nothing(
             assert after[table] == before[table], f"{table} changed after the cut worker came back:\n{err}"
         run_row = rows(engine, "SELECT status FROM runs WHERE run_id = :run", run=run_id)
         assert [r.status for r in run_row] == ["completed"], f"{run_row}\n{err}"
-        status = QualityLedger(cluster.url("127.0.0.1")).run_status(run_id)
+        status = run_status(cluster, run_id)
         assert (status.done, status.pending, status.claimed, status.failed) == (N_CASES, 0, 0, 0)
 
         # After its link came back the cut worker graded the cases it still had (their writes
