@@ -38,6 +38,7 @@ def test_an_adapter_dropped_before_the_librarys_loop_ends_has_its_client_closed(
         clients.append(adapter._clients.async_())
         return text  # the adapter is dropped here, before the loop ends
 
+    gc.collect()  # earlier tests' garbage is theirs, not this test's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
         assert run(main()) == "echo: hi"
@@ -54,6 +55,7 @@ def test_a_dropped_adapter_closes_its_sync_client(openai_server: OpenAIServer) -
     assert adapter.complete("hi", RunConfig()).text == "echo: hi"
     client = adapter._clients.sync()
     adapter.cycle = adapter  # type: ignore[attr-defined]
+    gc.collect()  # earlier tests' garbage is theirs, not this test's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
         del adapter
