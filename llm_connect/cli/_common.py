@@ -209,6 +209,7 @@ def handle_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        opened = len(_OPENED)
         try:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, SystemExit):
@@ -220,6 +221,11 @@ def handle_errors(fn: F) -> F:
             raise
         except Exception as exc:
             raise typer.Exit(report_exception(exc)) from None
+        finally:
+            # The ledgers the command opened: their pooled connections are released when it ends
+            # (the process may go on: a test's CliRunner, a program calling the app).
+            while len(_OPENED) > opened:
+                _OPENED.pop().close()
 
     return wrapper  # type: ignore[return-value]
 
@@ -232,7 +238,7 @@ def stdout_is_tty() -> bool:
         return False
 
 
-def open_ledger(db: str | None) -> Any:
+def open_ledger(db: str | None, *, auto_migrate: bool = True) -> Any:
     """Open the ledger at ``db`` (LedgerError -> exit 2 through :func:`handle_errors`).
 
     A ``db`` that is ``$LLM_CONNECT_DATABASE_URL`` (``--db``'s environment variable) is left for
@@ -240,4 +246,10 @@ def open_ledger(db: str | None) -> Any:
     """
     from llm_connect.ledger import ENV_VAR, QualityLedger
 
-    return QualityLedger(None if db and db == os.environ.get(ENV_VAR) else db)
+    ledger = QualityLedger(None if db and db == os.environ.get(ENV_VAR) else db, auto_migrate=auto_migrate)
+    _OPENED.append(ledger)
+    return ledger
+
+
+_OPENED: list[Any] = []
+"""Ledgers :func:`open_ledger` opened during the command running (closed by :func:`handle_errors`)."""

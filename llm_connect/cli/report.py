@@ -52,9 +52,9 @@ def _target(value: str) -> str:
 
 
 def _open(db: str | None) -> Any:
-    from llm_connect.ledger import QualityLedger
+    from llm_connect.cli._common import open_ledger
 
-    return QualityLedger(db, auto_migrate=False)
+    return open_ledger(db, auto_migrate=False)
 
 
 @app.command("report", cls=FastHelpCommand)

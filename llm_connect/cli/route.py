@@ -104,22 +104,22 @@ def route(
         fail("give at least one --judge GRADER_ID (see `llm-connect ledger summary`)")
     if min_stability is not None and min_stability.upper() not in ("SAFE", "RISKY"):
         fail(f"--min-stability must be SAFE or RISKY, not {min_stability!r}")
-    ledger = open_ledger(db)
-    # Routing code may ask about a candidate not graded yet; a person more likely mistyped it.
-    for line in ungraded(ledger, task, baseline=baseline, candidates=candidate, graders=grader_id):
-        echo_err(f"note: {line}")
-    decision = Router(ledger).decide(
-        task,
-        baseline=baseline,
-        candidates=candidate,
-        grader_id=grader_id,
-        min_quality=min_quality,
-        confidence=confidence,
-        min_samples=min_samples,
-        allow_uncalibrated=allow_uncalibrated,
-        min_stability=None if min_stability is None else min_stability.upper(),
-        target=target,
-    )
+    with open_ledger(db) as ledger:
+        # Routing code may ask about a candidate not graded yet; a person more likely mistyped it.
+        for line in ungraded(ledger, task, baseline=baseline, candidates=candidate, graders=grader_id):
+            echo_err(f"note: {line}")
+        decision = Router(ledger).decide(
+            task,
+            baseline=baseline,
+            candidates=candidate,
+            grader_id=grader_id,
+            min_quality=min_quality,
+            confidence=confidence,
+            min_samples=min_samples,
+            allow_uncalibrated=allow_uncalibrated,
+            min_stability=None if min_stability is None else min_stability.upper(),
+            target=target,
+        )
     if json_out:
         out = decision.to_dict()
         out["decision_id"] = decision.decision_id

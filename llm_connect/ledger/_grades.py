@@ -195,7 +195,13 @@ class GradeStore(Store):
         where = _where(_G, task, baseline_model, candidate_model, grader_id, since, until, run_id=run_id)
         stmt = select(*[_G.c[name] for name in GRADE_COLUMNS]).where(*where).order_by(_G.c.id).limit(limit)
         with ledger_errors("reading grades", self.engine.url), self.engine.connect() as conn:
-            yield from map(grade_row, conn.execution_options(yield_per=1000).execute(stmt).mappings())
+            result = conn.execution_options(yield_per=1000).execute(stmt)
+            try:
+                yield from map(grade_row, result.mappings())
+            finally:
+                # A caller that stops early (``next(iter(results()))``) closes the generator: the
+                # server-side cursor is closed here, not left to the garbage collector.
+                result.close()
 
     def summary(
         self,

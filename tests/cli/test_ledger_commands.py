@@ -126,3 +126,24 @@ def test_unusable_database_url_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "unsupported database" in result.stderr
     missing_dir = invoke("db", "upgrade", "--db", f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.db'}")
     assert missing_dir.exit_code == 2
+
+
+def test_commands_close_the_ledgers_they_open(graded: str) -> None:
+    """A command run in-process (a test's CliRunner, a program calling the app) releases the
+    ledger connections it opened when it ends, whether it succeeds or fails; none is left to
+    the garbage collector ('deleted while still open')."""
+    import gc
+    import warnings
+
+    gc.collect()  # earlier tests' garbage is theirs
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        assert invoke("ledger", "summary", "--db", graded).exit_code == 0
+        assert invoke("ledger", "show", "--db", graded, "--limit", "2").exit_code == 0
+        assert (
+            invoke("route", "-t", "qa", "-b", "big", "-c", "small", "-j", "exact", "--db", graded).exit_code
+            == 0
+        )
+        assert invoke("ledger", "sql", "DELETE FROM grades", "--db", graded).exit_code == 2
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []

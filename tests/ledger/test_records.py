@@ -204,3 +204,25 @@ def test_keyed_and_keyless_grades_mixed_in_one_batch(ledger: QualityLedger, make
     assert len(set(first)) == 4 and again == first[1:3]
     assert [r.quality_score for r in ledger.results()] == [0.1, 0.2, 0.3, 0.4]
     assert ledger.grade_totals()[0].n == 4 and sum(s.n_grades for s in ledger.case_series()) == 4
+
+
+def test_a_reader_that_stops_early_leaves_no_cursor_or_connection_open(
+    ledger: QualityLedger, make_result
+) -> None:
+    """``next(iter(ledger.results()))`` closes the generator at once: its (on PostgreSQL server-side)
+    cursor is closed there, not left to the garbage collector as a 'deleted while still open' or
+    'unclosed' ResourceWarning in whatever code runs next."""
+    import gc
+    import warnings
+
+    ledger.record_many([make_result(0.5, candidate_model="m") for _ in range(3)], task="qa")
+    gc.collect()  # earlier tests' garbage is theirs
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        first = next(iter(ledger.results(task="qa")))
+        stopped = ledger.results(task="qa")
+        assert next(stopped).id == first.id
+        stopped.close()
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    assert ledger.count() == 3  # the connection went back to the pool in working order
