@@ -20,13 +20,14 @@ def stored_pairs(url: str, n: int) -> None:
         items.append(
             RecordItem(GradingResult(1.0, "n", "exact", base, cand, prompt=f"q{i}"), "t", "r", f"c{i}")
         )
-    QualityLedger(url).record_batch(items)
+    with QualityLedger(url) as ledger:
+        ledger.record_batch(items)
 
 
 def _fill(url: str, run_id: str) -> dict[str, int]:
-    ledger = QualityLedger(url)
     judge = build_judge("length:max_words=3", JudgeContext())
-    report = fill_missing_grades(ledger, [judge], shared_run=run_id, lease_s=5, batch_size=4)
+    with QualityLedger(url) as ledger:
+        report = fill_missing_grades(ledger, [judge], shared_run=run_id, lease_s=5, batch_size=4)
     return dict(report.graded)
 
 
@@ -35,11 +36,11 @@ def test_processes_fill_together_and_grade_each_pair_once(postgres_url: str) -> 
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(3) as pool:
         results = pool.starmap(_fill, [(postgres_url, "fill-1")] * 3)
-    ledger = QualityLedger(postgres_url)
-    grades = [g for g in ledger.results() if g.grader_id.startswith("length")]
+    with QualityLedger(postgres_url) as ledger:
+        grades = [g for g in ledger.results() if g.grader_id.startswith("length")]
+        status = ledger.run_status("fill-1")
     assert sorted(g.case_id for g in grades) == sorted(f"c{i}" for i in range(40))  # once each
     assert sum(sum(r.values()) for r in results) == 40  # the work was split, not repeated
-    status = ledger.run_status("fill-1")
     assert status.done == 40 and status.pending == status.claimed == 0
     # A second fill under a new run id finds nothing left to grade.
     assert sum(_fill(postgres_url, "fill-2").values()) == 0

@@ -51,19 +51,24 @@ def test_sql_runs_read_only_queries(graded: str) -> None:
     assert view.exit_code == 0 and view.stdout.splitlines()[1].startswith("6\t1")
 
 
+def _count(url: str) -> int:
+    with QualityLedger(url) as ledger:
+        return ledger.count()
+
+
 @pytest.mark.parametrize(
     "statement", ["DELETE FROM grades", "UPDATE grades SET quality_score = 0", "DROP TABLE grades"]
 )
 def test_sql_refuses_to_write(graded: str, statement: str) -> None:
     result = invoke("ledger", "sql", statement, "--db", graded)
     assert result.exit_code == 2 and "query failed" in result.stderr
-    assert QualityLedger(graded).count() == 6
+    assert _count(graded) == 6
 
 
 def test_sql_refuses_several_statements(graded: str) -> None:
     result = invoke("ledger", "sql", "SELECT 1; DELETE FROM grades", "--db", graded)
     assert result.exit_code == 2 and "one SQL statement" in result.stderr
-    assert QualityLedger(graded).count() == 6
+    assert _count(graded) == 6
 
 
 def test_export_csv_and_jsonl(graded: str, tmp_path: Path) -> None:

@@ -62,12 +62,12 @@ def test_three_workers_grade_every_case_exactly_once(
     outs = [p.communicate(timeout=120) for p in procs]
     for proc, (_out, err) in zip(procs, outs, strict=True):
         assert proc.returncode == 0, err
-    ledger = QualityLedger(postgres_url)
-    grades = list(ledger.results(run_id="fleet-1"))
+    with QualityLedger(postgres_url) as ledger:
+        grades = list(ledger.results(run_id="fleet-1"))
+        status = ledger.run_status("fleet-1")
     assert sorted(g.case_id for g in grades) == [f"c{i:03d}" for i in range(60)]  # once each
     counts = calls_per_case(openai_server)
     assert len(counts) == 120 and set(counts.values()) == {1}  # no model call made twice
-    status = ledger.run_status("fleet-1")
     assert status.done == 60 and status.pending == 0 and status.claimed == 0
     assert len(status.workers) == 3
     # Every worker did part of the work, and each worker's report covers every grade of the run.
@@ -90,14 +90,14 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(
     ]
     time.sleep(0.3)
     victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=10)
+    victim.communicate(timeout=10)  # reaps it and closes its pipes
     for proc in others:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-    ledger = QualityLedger(postgres_url)
-    grades = list(ledger.results(run_id="fleet-2"))
+    with QualityLedger(postgres_url) as ledger:
+        grades = list(ledger.results(run_id="fleet-2"))
+        status = ledger.run_status("fleet-2")
     assert sorted(g.case_id for g in grades) == [f"c{i:03d}" for i in range(40)]
-    status = ledger.run_status("fleet-2")
     assert status.done == 40 and status.claimed == 0 and status.pending == 0
     # Calls are repeated only for the cases the killed worker held when it died.
     repeated = [key for key, n in calls_per_case(openai_server).items() if n > 1]

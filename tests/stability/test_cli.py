@@ -220,11 +220,13 @@ def test_the_analysis_is_stored_in_the_ledger_for_its_task(openai_server, minilm
     result = stability(openai_server, "--input", str(query), "--runs", "4", "--task", "support", "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    stored = QualityLedger(ledger_url).latest_stability("support", "gpt-test")
+    with QualityLedger(ledger_url) as ledger:
+        stored = ledger.latest_stability("support", "gpt-test")
+        assert stored is not None
+        responses = ledger.stability_responses(stored.id)
     assert stored is not None and stored.id == out["stored"]["id"] and stored.verdict == "SAFE"
     assert stored.runs == 4 and stored.successful_runs == 4 and stored.report["verdict"] == "SAFE"
     assert stored.prompt_sha256 == out["query_digest"]
-    responses = QualityLedger(ledger_url).stability_responses(stored.id)
     assert [r.run_index for r in responses] == [0, 1, 2, 3] and all(r.text for r in responses)
 
 
