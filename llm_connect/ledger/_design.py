@@ -35,6 +35,7 @@ from sqlalchemy import Connection
 from llm_connect.ledger._cases import chunks, json_value
 from llm_connect.ledger._cases import fetch as _fetch
 from llm_connect.ledger._engine import Store, reading
+from llm_connect.ledger._models import PREFERENCE_CODE
 
 __all__ = ["DesignMark", "DesignReader", "DesignRows", "LabelRows"]
 
@@ -86,9 +87,8 @@ _POSITIONS = (
     "WITH v(id) AS (VALUES {}) SELECT s.case_id, s.position FROM v JOIN label_sampling s "
     "ON s.task = %s AND s.candidate = %s AND s.grader_id = %s AND s.case_id = v.id"
 )
-_CODE = "CASE preference WHEN 'candidate' THEN 1 WHEN 'tie' THEN 2 WHEN 'baseline' THEN 3 ELSE 4 END"
 _LABEL_VERSION = (
-    f"SELECT COUNT(*), SUM(id * {_CODE}), SUM(score * id) FROM human_labels "
+    f"SELECT COUNT(*), SUM(id * {PREFERENCE_CODE}), SUM(score * id) FROM human_labels "
     "WHERE task = %s AND candidate = %s AND id <= %s"
 )
 _GROUPS = (

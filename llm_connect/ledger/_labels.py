@@ -11,12 +11,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, bindparam, distinct, func, insert, select, update
+from sqlalchemy import Connection, Table, bindparam, distinct, func, insert, select, text, update
 
 from llm_connect.errors import LabelConflictError, LabelError
 from llm_connect.ledger._cases import chunks, where
 from llm_connect.ledger._engine import Store, reading, write
-from llm_connect.ledger._models import Grade, HumanLabelRecord
+from llm_connect.ledger._models import PREFERENCE_CODE, Grade, HumanLabelRecord
 from llm_connect.types import utcnow
 from llm_connect.values import CaseLabels, HumanLabel, human_value
 
@@ -289,6 +289,14 @@ class LabelStore(Store):
                     scores.append(float(score))
         values = {key: human_value(prefs, scores) for key, (prefs, scores) in grouped.items()}
         return {key: value for key, value in values.items() if value is not None}
+
+    def version(self) -> tuple[Any, ...]:
+        """A value that changes whenever a label is added, changed or deleted (count, highest id,
+        and sums of the ids weighted by each label's content): for caches of figures read from
+        the labels, such as the report page's."""
+        sql = f"SELECT COUNT(*), MAX(id), SUM(id * {PREFERENCE_CODE}), SUM(id * score) FROM human_labels"
+        with reading(self.engine, "reading labels") as conn:
+            return tuple(conn.execute(text(sql)).one())
 
     def counts(self, *, task: Filter = None, candidate: Filter = None) -> list[LabelCounts]:
         """Per graded (task, candidate model): cases graded, cases labelled, annotators, labels.

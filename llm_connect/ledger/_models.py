@@ -428,6 +428,12 @@ class RateBucket(Base):
     burst: Mapped[float] = mapped_column(Float)
 
 
+PREFERENCE_CODE = (
+    "CASE preference WHEN 'candidate' THEN 1 WHEN 'tie' THEN 2 WHEN 'baseline' THEN 3 ELSE 4 END"
+)
+"""SQL: a label's preference as a number (a score-only label: 4), for the labels' versions."""
+
+
 class HumanLabelRecord(Base):
     """A person's label of one candidate answer against the baseline's (revision 0009;
     ``docs/ledger.md``)."""

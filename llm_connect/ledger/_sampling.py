@@ -31,8 +31,8 @@ _HL = cast(Table, HumanLabelRecord.__table__)
 _ID = "id:"
 
 
-def _of(task: str, candidate: str | None, grader_id: str | None) -> list[Any]:
-    """``label_sampling`` rows of ``task``, and of ``candidate`` and ``grader_id`` when given."""
+def _of(task: str | None, candidate: str | None, grader_id: str | None) -> list[Any]:
+    """``label_sampling`` rows of ``task`` when given, and of ``candidate`` and ``grader_id`` when given."""
     return where((_S.c.task, task), (_S.c.candidate, candidate), (_S.c.grader_id, grader_id))
 
 
@@ -143,13 +143,42 @@ class SamplingStore(Store):
     def queue(self, task: str, candidate: str, grader_id: str | None = None) -> list[str]:
         """The chosen case ids of ``candidate`` on ``task`` (for one grader, or any) that have no
         label yet, in the order the sampler decided them (the bound waits for the earliest)."""
+        return [case_id for _, _, case_id in self.waiting(task, candidate, grader_id)]
+
+    def waiting(
+        self,
+        task: str | None = None,
+        candidate: str | None = None,
+        grader_id: str | None = None,
+        *,
+        limit: int | None = None,
+    ) -> list[tuple[str, str, str]]:
+        """``(task, candidate, case id)`` of the chosen cases nobody has labelled yet, within the
+        filters given, by the sampler's first position of each (then task, candidate, case id);
+        at most ``limit``."""
+        stmt = self._waiting(task, candidate, grader_id)
+        stmt = stmt.order_by(func.min(_S.c.position), _S.c.task, _S.c.candidate, _S.c.case_id)
+        with reading(self.engine, "reading the labelling queue") as conn:
+            return [(r[0], r[1], r[2]) for r in conn.execute(stmt.limit(limit))]
+
+    def count_waiting(self, task: str | None = None, candidate: str | None = None) -> int:
+        """How many cases :meth:`waiting` would list (no limit)."""
+        stmt = select(func.count()).select_from(self._waiting(task, candidate, None).subquery())
+        with reading(self.engine, "reading the labelling queue") as conn:
+            return int(conn.execute(stmt).scalar_one())
+
+    def version(self) -> int:
+        """The number of decisions stored (a decision never changes once written): for caches of
+        figures read from the sampling."""
+        with reading(self.engine, "reading label sampling") as conn:
+            return int(conn.execute(select(func.count()).select_from(_S)).scalar_one())
+
+    @staticmethod
+    def _waiting(task: str | None, candidate: str | None, grader_id: str | None) -> Any:
         s, h = _S.c, _HL.c
         labelled = exists().where(h.task == s.task, h.case_id == s.case_id, h.candidate == s.candidate)
-        stmt = (
-            select(s.case_id, func.min(s.position))
+        return (
+            select(s.task, s.candidate, s.case_id)
             .where(*_of(task, candidate, grader_id), s.chosen.is_(True), ~labelled)
-            .group_by(s.case_id)
+            .group_by(s.task, s.candidate, s.case_id)
         )
-        with reading(self.engine, "reading the labelling queue") as conn:
-            rows = list(conn.execute(stmt))
-        return [case_id for case_id, _ in sorted(rows, key=lambda r: (r[1], r[0]))]

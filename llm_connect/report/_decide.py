@@ -168,7 +168,11 @@ def decide_task(
     if target not in TARGETS:
         raise ConfigurationError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
     on_people = target == "human"
-    used, ignored = Router(ledger).usable_graders(task, routing) if cands and not on_people else (routing, [])
+    # The router's rule: people's labels correct an LLM judge's bias, so the human target
+    # needs no calibration (``Router.decide`` passes the same).
+    used, ignored = (
+        Router(ledger).usable_graders(task, routing, allow_uncalibrated=on_people) if cands else (routing, [])
+    )
     totals = (
         ledger.grade_totals(task=task, baseline_model=baseline, candidate_model=cands, grader_id=graders)
         if cands and graders
@@ -291,7 +295,7 @@ def _people(
         return {}
     from llm_connect.routing._human_cache import human_evidence
 
-    found = human_evidence(
+    return human_evidence(
         ledger,
         task,
         baseline=baseline,
@@ -301,7 +305,6 @@ def _people(
         min_samples=min_samples,
         alpha=alpha,
     )
-    return dict(found)
 
 
 def _touched(ev: GraderEvidence | None) -> GraderEvidence | None:

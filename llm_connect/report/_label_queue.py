@@ -128,22 +128,6 @@ def _groups_sql(
     return sql, params
 
 
-def _chosen_sql(task: str | None, candidate: str | None) -> str:
-    """Per (task, candidate, case key): the sampler's first position of a chosen case nobody has
-    labelled (the parameters are :func:`_groups_sql`'s)."""
-    where = ["s.chosen"]
-    if task:
-        where.append("s.task = :task")
-    if candidate:
-        where.append("s.candidate = :candidate")
-    return (
-        "SELECT s.task, s.candidate, 'id:' || s.case_id AS case_key, MIN(s.position) AS pos "
-        f"FROM label_sampling s WHERE {' AND '.join(where)} AND NOT EXISTS (SELECT 1 FROM human_labels h "
-        "WHERE h.task = s.task AND h.candidate = s.candidate AND h.case_id = s.case_id) "
-        "GROUP BY s.task, s.candidate, s.case_id"
-    )
-
-
 def _labelled(
     ledger: QualityLedger, task: str | None, candidate: str | None, annotator: str
 ) -> set[tuple[str, str, str]]:
@@ -176,15 +160,15 @@ def label_queue(
     """
     from sqlalchemy import text
 
+    from llm_connect.ledger import SamplingStore
+
     if not 1 <= limit <= MAX_QUEUE:
         raise ValueError(f"limit must be in 1..{MAX_QUEUE}, not {limit}")
     done = _labelled(ledger, task, candidate, annotator)
     groups, params = _groups_sql(task, candidate)
-    chosen_sql = (
-        f"{_chosen_sql(task, candidate)} ORDER BY MIN(s.position), s.task, s.candidate, s.case_id LIMIT :n"
-    )
+    sampled = SamplingStore(ledger.engine).waiting(task or None, candidate or None, limit=limit)
+    chosen = [(t, cand, "id:" + case_id) for t, cand, case_id in sampled]
     with ledger.engine.connect() as conn:
-        chosen = [(r[0], r[1], r[2]) for r in conn.execute(text(chosen_sql), {**params, "n": limit})]
         rows: list[Any] = []
         if chosen:
             rank = {key: i for i, key in enumerate(chosen)}
@@ -246,14 +230,9 @@ def queue_size(
 def chosen_waiting(ledger: QualityLedger, *, task: str | None = None, candidate: str | None = None) -> int:
     """Cases the label sampler chose that nobody has labelled yet (routing on what people would
     say waits for them), within the filters."""
-    from sqlalchemy import text
+    from llm_connect.ledger import SamplingStore
 
-    params = {k: v for k, v in (("task", task), ("candidate", candidate)) if v}
-    with ledger.engine.connect() as conn:
-        count = conn.execute(text(f"SELECT COUNT(*) FROM ({_chosen_sql(task, candidate)}) ch"), params)
-        waiting = int(count.scalar_one())
-        conn.rollback()
-    return waiting
+    return SamplingStore(ledger.engine).count_waiting(task or None, candidate or None)
 
 
 def _messages(ledger: QualityLedger, digest: str | None) -> list[dict[str, str]] | None:

@@ -408,21 +408,11 @@ class _Handler(BaseHTTPRequestHandler):
 # The people's side of the page (their estimates, a decision on what they would say) changes
 # with every label and sampling decision, not only with grades: a label's row changes in place
 # when replaced, so the sums over ids and contents count as well as the rows.
-_LABELS_VERSION = (
-    "SELECT COUNT(*), MAX(id), SUM(id * CASE preference WHEN 'candidate' THEN 1 WHEN 'tie' THEN 2 "
-    "WHEN 'baseline' THEN 3 ELSE 4 END), SUM(id * score) FROM human_labels"
-)
-
-
 def _labels_version(ledger: QualityLedger) -> tuple[Any, ...]:
     """What the page's people figures depend on beyond the grades: the labels and the sampling."""
-    from sqlalchemy import text
+    from llm_connect.ledger import LabelStore, SamplingStore
 
-    with ledger.engine.connect() as conn:
-        labels = tuple(conn.execute(text(_LABELS_VERSION)).one())
-        sampled = conn.execute(text("SELECT COUNT(*) FROM label_sampling")).scalar_one()
-        conn.rollback()
-    return (*labels, sampled)
+    return (*LabelStore(ledger.engine).version(), SamplingStore(ledger.engine).version())
 
 
 def serve(
