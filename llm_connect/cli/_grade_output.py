@@ -160,9 +160,17 @@ def _print_label_queue(out: _Out, queue: list[dict[str, Any]], ledger: Any) -> N
     and the command that lists them in the order to label them."""
     import shlex
 
+    # Judges of a candidate that chose the same cases (one seed, one rate: the usual case) share
+    # a line: one label serves each of them.
+    shared: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for group in queue:
+        key = (group["task"], group["candidate"], group["rate"], group["strategy"], tuple(group["cases"]))
+        shared.setdefault(key, []).append(group)
+    for same in shared.values():
+        group = same[0]
         n, task, cand, judge = len(group["cases"]), group["task"], group["candidate"], group["judge"]
-        where = f"{cand} on {task} (judge {judge})"
+        judges = ", ".join(g["judge"] for g in same)
+        where = f"{cand} on {task} ({'judges' if len(same) > 1 else 'judge'} {judges})"
         if not n:
             out.line(("labels", "bold"), (f": no chosen case of {where} awaits a label", None))
             continue

@@ -312,7 +312,9 @@ def grade(
         typer.Option(
             "--label-rate",
             help="After grading, send this share (0..1] of newly graded cases to people, per task, "
-            "candidate and routing judge (llm-connect labels queue lists them).",
+            "candidate and routing judge (llm-connect labels queue lists them); every judge of a "
+            "candidate draws from one seed (--seed, else the candidate's stored one), so they share "
+            "the cases.",
             show_default=False,
             metavar="RATE",
             rich_help_panel="Judges and the gate",

@@ -306,7 +306,7 @@ def queue(
         int | None,
         typer.Option(
             "--seed",
-            help="Makes the draws reproducible (default: a fresh seed, stored).",
+            help="Makes the draws reproducible (default: the candidate's stored seed, else a fresh one).",
             show_default=False,
             rich_help_panel=_INPUT,
         ),

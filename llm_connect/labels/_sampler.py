@@ -14,7 +14,10 @@ on every decided case and the labels on the chosen ones; only chosen cases' labe
 
 The draw of a case is a hash of (seed, task, candidate, case id) read as a uniform number, so
 a seed gives the same choices whatever the batches, and every judge of a candidate with the
-same probability chooses the same cases (their labels serve each).
+same probability chooses the same cases (their labels serve each). Without a seed the sampler
+takes the one the candidate's earlier decisions on the task were drawn with, so this holds by
+default across judges, batches and runs (``grade --label-rate``): at rate 0.3 two judges need
+labels on 30% of the cases, not the 51% two independent draws would choose.
 """
 
 from __future__ import annotations
@@ -118,9 +121,11 @@ def choose_for_labels(
     ``strategy``: ``"uniform"`` or ``"active"`` (``floor``, default ``0.9 * rate``, is the
     least probability any case gets; ``active`` only: a lower floor widens the bound's range
     and costs more labels than it saves, ``docs/decisions.md``). ``seed``: makes the draws reproducible
-    (default: a fresh random seed, stored with the decisions). Cases decided earlier keep their
-    decision whatever the arguments now. Raises :class:`ConfigurationError` naming a bad
-    argument.
+    (default: the seed of this candidate's earlier decisions on the task, any judge, else a fresh
+    random one; stored with the decisions). One seed draws one number per case, so at one rate
+    every judge of the candidate chooses the same cases, and one label serves them all. Cases
+    decided earlier keep their decision whatever the arguments now. Raises
+    :class:`ConfigurationError` naming a bad argument.
 
     After storing new decisions it brings the stored state of routing on what people would say
     up to date for every baseline the candidate was graded against with ``grader_id``
@@ -143,9 +148,7 @@ def choose_for_labels(
         low = ACTIVE_FLOOR * rate if floor is None else check_rate(floor, "floor")
         if low > rate:
             raise ConfigurationError(f"floor {floor!r} must not exceed rate {rate!r}")
-    if seed is None:
-        seed = secrets.randbits(62)
-    elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
         raise ConfigurationError(f"seed must be an int in 0..2**63-1, not {seed!r}")
     for name, value in (("task", task), ("candidate", candidate), ("grader_id", grader_id)):
         if not isinstance(value, str) or not value:
@@ -153,6 +156,9 @@ def choose_for_labels(
     store = _store(ledger)
     fresh = store.undecided(task, candidate, grader_id)
     if fresh:
+        if seed is None:  # the candidate's seed (any judge, any batch), else a new one
+            seed = store.seed(task, candidate)
+            seed = secrets.randbits(62) if seed is None else seed
         if strategy == "uniform":
             probs = [rate] * len(fresh)
         else:

@@ -95,6 +95,21 @@ class SamplingStore(Store):
         with reading(self.engine, "reading graders") as conn:
             return sorted(conn.execute(stmt).scalars())
 
+    def seed(self, task: str, candidate: str) -> int | None:
+        """The seed of the earliest stored decision about ``candidate`` on ``task`` that has one
+        (any judge; ``None``: none yet), which :func:`~llm_connect.labels.choose_for_labels`
+        draws with again when it is given no seed."""
+        s = _S.c
+        stmt = (
+            select(s.seed)
+            .where(s.task == task, s.candidate == candidate, s.position == 0, s.seed.is_not(None))
+            .order_by(s.id)
+            .limit(1)
+        )
+        with reading(self.engine, "reading label sampling") as conn:
+            found = conn.execute(stmt).scalar()
+        return None if found is None else int(found)
+
     def decided(
         self, task: str, candidate: str | None = None, grader_id: str | None = None
     ) -> dict[tuple[str, str, str], tuple[int, float, bool]]:

@@ -276,3 +276,25 @@ def test_an_uncalibrated_pairwise_llm_judge_routes_on_peoples_labels(
     assert evidence["status"] == "proven" and evidence["labels_used"] == len(cases)
     assert abs(evidence["human_estimate"] - 0.8) < 0.1
     forget_response_formats()
+
+
+def test_two_judges_of_a_candidate_choose_the_same_cases_and_share_one_line(
+    tmp_path: Path, ledger_url: str
+) -> None:
+    """``grade --label-rate`` without ``--seed``: both routing judges of the candidate draw with
+    one seed, so they choose the same cases (one label serves both) and grade prints one line."""
+    suite = pair_suite(tmp_path / "suite.jsonl", 200, same=150)
+    result = invoke(
+        "grade", str(suite), "--judge", "exact", "--judge", "vrty", "--db", ledger_url,
+        "--label-rate", "0.3", "--min-quality", "0.5",
+    )  # fmt: skip
+    assert result.exit_code in (0, 5), result.output
+    with QualityLedger(ledger_url) as ledger:
+        store = SamplingStore(ledger.engine)
+        vrty = next(g for g in store.graders("qa", "small") if g.startswith("vrty:"))
+        exact = store.queue("qa", "small", "exact")
+        assert store.queue("qa", "small", vrty) == exact and 30 <= len(exact) <= 90
+    lines = [line for line in result.stdout.splitlines() if line.startswith("labels:")]
+    assert len(lines) == 1, lines
+    assert f"{len(exact)} chosen case(s) of small on qa (judges exact, {vrty}) await a label" in lines[0]
+    assert "llm-connect labels queue -t qa -c small -j exact --rate 0.3 --db " in lines[0]

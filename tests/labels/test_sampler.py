@@ -89,6 +89,33 @@ def test_a_seed_gives_the_same_choices_whatever_the_batches(
     assert one == two  # the same cases for every judge: their labels serve each
 
 
+def test_without_a_seed_every_judge_and_batch_draws_with_the_candidates_first_seed(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    grade_cases(ledger, make_result, [0.5] * 200, grader="g1")
+    grade_cases(ledger, make_result, [0.5] * 100, grader="g2")
+    one = choose_for_labels(ledger, task="qa", candidate="small", grader_id="g1", rate=0.3)
+    first = choose_for_labels(ledger, task="qa", candidate="small", grader_id="g2", rate=0.3)
+    grade_cases(ledger, make_result, [0.5] * 100, start=100, grader="g2")
+    two = choose_for_labels(ledger, task="qa", candidate="small", grader_id="g2", rate=0.3)
+    assert first == [c for c in one if c < "c0100"] and two == one  # one label serves both judges
+    with ledger.engine.connect() as conn:
+        seeds = set(conn.execute(text("SELECT seed FROM label_sampling")).scalars())
+    assert len(seeds) == 1 and None not in seeds
+    # Another candidate draws with a seed of its own; an explicit seed is used as given.
+    ledger.record_batch(
+        [RecordItem(make_result(0.5, candidate_model="tiny", baseline_model="big", grader_id="g1"),
+                    "qa", "r1", f"c{i:04d}") for i in range(200)]
+    )  # fmt: skip
+    choose_for_labels(ledger, task="qa", candidate="tiny", grader_id="g1", rate=0.3)
+    assert SamplingStore(ledger.engine).seed("qa", "tiny") not in seeds | {None}
+    grade_cases(ledger, make_result, [0.5] * 100, start=200, grader="g1")
+    choose_for_labels(ledger, task="qa", candidate="small", grader_id="g1", rate=0.3, seed=99)
+    with ledger.engine.connect() as conn:
+        late = conn.execute(text("SELECT DISTINCT seed FROM label_sampling WHERE position >= 200"))
+        assert set(late.scalars()) == {99}
+
+
 def test_active_sampling_prefers_the_cases_the_judge_is_unsure_of(
     ledger: QualityLedger, make_result: Callable[..., GradingResult]
 ) -> None:
