@@ -100,14 +100,12 @@ class SamplingStore(Store):
         (any judge; ``None``: none yet), which :func:`~llm_connect.labels.choose_for_labels`
         draws with again when it is given no seed."""
         s = _S.c
-        stmt = (
-            select(s.seed)
-            .where(s.task == task, s.candidate == candidate, s.position == 0, s.seed.is_not(None))
-            .order_by(s.id)
-            .limit(1)
-        )
+        mine = (s.task == task, s.candidate == candidate, s.seed.is_not(None))
+        first = select(s.seed).where(*mine, s.position == 0).order_by(s.id).limit(1)  # by index
         with reading(self.engine, "reading label sampling") as conn:
-            found = conn.execute(stmt).scalar()
+            found = conn.execute(first).scalar()
+            if found is None:  # every judge's first decisions imported (no seed): look further
+                found = conn.execute(select(s.seed).where(*mine).order_by(s.id).limit(1)).scalar()
         return None if found is None else int(found)
 
     def decided(

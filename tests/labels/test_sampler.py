@@ -116,6 +116,21 @@ def test_without_a_seed_every_judge_and_batch_draws_with_the_candidates_first_se
         assert set(late.scalars()) == {99}
 
 
+def test_after_an_imported_sample_the_judges_still_share_one_seed(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult], tmp_path: Path
+) -> None:
+    """A ``--sampled-uniformly`` import stores no seed: the next sampler runs look past it."""
+    grade_cases(ledger, make_result, [0.5] * 10, grader="g1")
+    grade_cases(ledger, make_result, [0.5] * 10, grader="g2")
+    import_labels(ledger, _write(tmp_path / "drawn.jsonl", ["c0003"]), annotator="ana", sampled_uniformly=0.1)
+    grade_cases(ledger, make_result, [0.5] * 200, start=10, grader="g1")
+    grade_cases(ledger, make_result, [0.5] * 200, start=10, grader="g2")
+    one = choose_for_labels(ledger, task="qa", candidate="small", grader_id="g1", rate=0.3)
+    two = choose_for_labels(ledger, task="qa", candidate="small", grader_id="g2", rate=0.3)
+    assert one == two and len(one) > 20
+    assert SamplingStore(ledger.engine).seed("qa", "small") is not None
+
+
 def test_active_sampling_prefers_the_cases_the_judge_is_unsure_of(
     ledger: QualityLedger, make_result: Callable[..., GradingResult]
 ) -> None:
