@@ -111,12 +111,14 @@ def import_(
     """Import labels from FILE: all or nothing, each naming a graded case and candidate.
 
     Fields: task, case_id, candidate (model or adapter id), preference (candidate, baseline,
-    tie) or score (0..1), and optionally annotator, note, run_id, created_at. A bad line
-    names file, line and field, and nothing of the file is written. Labels of cases the
+    tie) or score (0..1), and optionally annotator, note, run_id, created_at. A labelling
+    sheet (labels queue --sheet) is read by its better column (1, 2 or tie; blank rows wait).
+    A bad line names file, line and field, and nothing of the file is written. Labels of cases the
     sampler did not choose count for agreement with people but not for routing on what people
     would say, unless the file was drawn at random (--sampled-uniformly RATE).
     """
     from llm_connect.labels import import_labels
+    from llm_connect.labels._files import blank_sheet_rows
 
     with open_ledger(db) as ledger:
         result = import_labels(
@@ -127,13 +129,16 @@ def import_(
             format=file_format,
             sampled_uniformly=sampled_uniformly,
         )
+    blank = blank_sheet_rows(file, format=file_format)
     if json_out:
-        typer.echo(json.dumps({"file": str(file), **vars(result)}))
+        typer.echo(json.dumps({"file": str(file), **vars(result), "blank": blank}))
         return
     typer.echo(
         f"{file}: {result.written} written, {result.unchanged} unchanged (already stored), "
         f"{result.replaced} replaced"
     )
+    if blank:
+        typer.echo(f"{file}: {blank} row(s) with no 'better' yet: not labelled, left waiting", err=True)
 
 
 @app.command("export", cls=FastHelpCommand)
@@ -311,6 +316,18 @@ def queue(
             rich_help_panel=_INPUT,
         ),
     ] = None,
+    sheet: Annotated[
+        Path | None,
+        typer.Option(
+            "--sheet",
+            help="Also write the chosen cases still unlabelled to this labelling sheet (.csv or "
+            ".jsonl): prompt, both answers in a blind order, and a 'better' column to fill with 1, "
+            "2 or tie; labels import reads it back.",
+            show_default=False,
+            metavar="FILE",
+            rich_help_panel=_OUTPUT,
+        ),
+    ] = None,
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -332,9 +349,35 @@ def queue(
             ledger, task=task, candidate=candidate, grader_id=judge, rate=rate, strategy=strategy,
             seed=seed, floor=floor,
         )  # fmt: skip
+        written = None
+        if sheet is not None:
+            written = _write_sheet(ledger, sheet, [(task, candidate, case_id) for case_id in cases])
     if json_out:
-        typer.echo(json.dumps({"task": task, "candidate": candidate, "judge": judge, "cases": cases}))
+        found: dict[str, Any] = {"task": task, "candidate": candidate, "judge": judge, "cases": cases}
+        if sheet is not None:
+            found["sheet"] = {"path": str(sheet), "rows": written}
+        typer.echo(json.dumps(found))
         return
     for case_id in cases:
         typer.echo(case_id)
     typer.echo(f"{len(cases)} chosen case(s) of {candidate} on {task} await a label", err=True)
+    if sheet is not None:
+        typer.echo(
+            f"{written} row(s) written to {sheet}: fill 'better' with 1, 2 or tie (and 'annotator'), "
+            f"then llm-connect labels import {sheet}",
+            err=True,
+        )
+
+
+def _write_sheet(ledger: Any, path: Path, cases: list[tuple[str, str, str]]) -> int:
+    """Write the labelling sheet of ``cases`` to ``path`` (format by its extension); exit 2 naming
+    the file when it cannot be written."""
+    from llm_connect.labels import detect_format
+    from llm_connect.report._label_sheet import write_label_sheet
+
+    fmt = detect_format(path, "")
+    try:
+        with path.open("w", encoding="utf-8", newline="") as out:
+            return write_label_sheet(ledger, cases, out, fmt)
+    except OSError as exc:
+        fail(f"cannot write the labelling sheet {path}: {exc.strerror or exc}")

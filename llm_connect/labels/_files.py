@@ -2,10 +2,12 @@
 
 A line holds ``task``, ``case_id``, ``candidate``, and ``preference`` or ``score``;
 ``annotator``, ``note``, ``run_id`` and ``created_at`` (ISO 8601) are optional
-(an ``annotator`` given to the reader fills lines that name none). The format
-comes from the extension (``.jsonl``, ``.ndjson``, ``.json``; ``.csv``), else
-from the first character (``{``: JSON Lines). Every error names the file, the
-line and the field; reading stops at the first.
+(an ``annotator`` given to the reader fills lines that name none). A file whose lines hold
+``better`` is a labelling sheet (``_sheet``, :data:`~llm_connect.labels._sheet.SHEET_FIELDS`):
+``better`` 1, 2 or tie becomes the preference, a blank one is skipped (not labelled yet), and
+the prompt and answers are not read. The format comes from the extension (``.jsonl``,
+``.ndjson``, ``.json``; ``.csv``), else from the first character (``{``: JSON Lines). Every
+error names the file, the line and the field; reading stops at the first.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from llm_connect.errors import LabelError
+from llm_connect.labels._sheet import SHEET_FIELDS, sheet_preference
 from llm_connect.values import LABEL_FIELDS, HumanLabel
 
-__all__ = ["FORMATS", "detect_format", "read_label_lines", "read_labels", "write_labels"]
+__all__ = ["FORMATS", "blank_sheet_rows", "detect_format", "read_label_lines", "read_labels", "write_labels"]
 
 #: The formats a labels file may have.
 FORMATS: tuple[str, ...] = ("jsonl", "csv")
@@ -40,13 +43,37 @@ def detect_format(path: str | Path, text: str) -> str:
 def read_label_lines(
     path: str | Path, *, annotator: str | None = None, format: str | None = None
 ) -> list[tuple[int, HumanLabel]]:
-    """Every label of the file at ``path`` with its line number (counted from 1).
+    """Every label of the file at ``path`` with its line number (counted from 1); a sheet's
+    rows whose ``better`` is blank are not labels and are left out.
 
     Raises:
         LabelError: the file cannot be read, or a line is malformed (``path``, ``line`` and
             ``field`` name it): a missing or unknown field, an unknown preference, a score that
             is not a number from 0 to 1, no annotator on the line and none given.
     """
+    name = str(path)
+    out = []
+    for line, record in _records(path, format):
+        try:
+            label = _label(record, annotator)
+        except LabelError as exc:
+            raise exc.located(name, line) from None
+        if label is not None:
+            out.append((line, label))
+    return out
+
+
+def blank_sheet_rows(path: str | Path, *, format: str | None = None) -> int:
+    """How many rows of the labelling sheet at ``path`` have no ``better`` yet (0 for a plain
+    labels file)."""
+    return sum(1 for _, r in _records(path, format) if "better" in r and _blank(r.get("better")))
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _records(path: str | Path, format: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
     name = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
@@ -55,14 +82,7 @@ def read_label_lines(
     fmt = format or detect_format(path, text)
     if fmt not in FORMATS:
         raise LabelError(f"unknown labels format {fmt!r} (one of {', '.join(FORMATS)})", path=name)
-    records = _jsonl_records(text, name) if fmt == "jsonl" else _csv_records(text, name)
-    out = []
-    for line, record in records:
-        try:
-            out.append((line, _label(record, annotator)))
-        except LabelError as exc:
-            raise exc.located(name, line) from None
-    return out
+    return _jsonl_records(text, name) if fmt == "jsonl" else _csv_records(text, name)
 
 
 def read_labels(
@@ -101,15 +121,18 @@ def _csv_records(text: str, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _check_fields(record: dict[str, Any], name: str, line: int) -> None:
-    unknown = [field for field in record if field not in LABEL_FIELDS]
+    sheet = "better" in record
+    fields = SHEET_FIELDS if sheet else LABEL_FIELDS
+    unknown = [field for field in record if field not in fields]
     if unknown:
+        what = "a labelling sheet's row" if sheet else "a label"
         raise LabelError(
-            f"unknown field (a label has {', '.join(LABEL_FIELDS)})", path=name, line=line, field=unknown[0]
+            f"unknown field ({what} has {', '.join(fields)})", path=name, line=line, field=unknown[0]
         )
     for field in _REQUIRED:
         if field not in record:
             raise LabelError("missing", path=name, line=line, field=field)
-    if "preference" not in record and "score" not in record:
+    if not sheet and "preference" not in record and "score" not in record:
         raise LabelError(
             "missing: a label holds a preference or a score", path=name, line=line, field="preference"
         )
@@ -124,19 +147,25 @@ def _text(record: dict[str, Any], field: str) -> str | None:
     return str(value)
 
 
-def _label(record: dict[str, Any], annotator: str | None) -> HumanLabel:
+def _label(record: dict[str, Any], annotator: str | None) -> HumanLabel | None:
     for field in _REQUIRED:
         if record.get(field) in (None, ""):
             raise LabelError("is empty", field=field)
+    task, case_id, candidate = (str(_text(record, f)) for f in _REQUIRED)
+    preference = _text(record, "preference")
+    if "better" in record:  # a labelling sheet's row: blank is not labelled yet
+        preference = sheet_preference(record["better"], task, case_id, candidate)
+        if preference is None:
+            return None
     who = _text(record, "annotator") or annotator
     if not who:
         raise LabelError("no annotator: name one on the line or give --annotator NAME", field="annotator")
     return HumanLabel(
-        task=str(_text(record, "task")),
-        case_id=str(_text(record, "case_id")),
-        candidate=str(_text(record, "candidate")),
+        task=task,
+        case_id=case_id,
+        candidate=candidate,
         annotator=who,
-        preference=_text(record, "preference"),
+        preference=preference,
         score=_number(record.get("score")),
         note=_text(record, "note"),
         run_id=_text(record, "run_id"),

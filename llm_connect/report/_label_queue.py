@@ -22,18 +22,19 @@ id), then by task, candidate and case. Cases the annotator labelled already (for
 candidate, any baseline) are left out; grades without a case id cannot be labelled and
 are never queued.
 
-**Blind order.** :func:`candidate_first` draws per (task, case, candidate) from
-a seeded SHA-256 whether the candidate's answer is shown first: stable across
-reloads and restarts, about half the cases each way, never sent to the page.
+**Blind order.** :func:`~llm_connect.labels._sheet.candidate_first` draws per (task, case,
+candidate) from a seeded SHA-256 whether the candidate's answer is shown first: stable across
+reloads and restarts, about half the cases each way, never sent to the page (a labelling sheet
+of the same case shows the same order).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from llm_connect.labels._sheet import BLIND_SEED, candidate_first
 from llm_connect.report._cases import _tools
 
 if TYPE_CHECKING:
@@ -49,9 +50,6 @@ __all__ = [
     "load_case",
     "queue_size",
 ]
-
-BLIND_SEED = "llm-connect-label-v1"
-"""The default seed of the blind order (:func:`candidate_first`)."""
 
 MAX_QUEUE = 500
 """Entries one :func:`label_queue` call returns at most."""
@@ -92,12 +90,6 @@ class LabelCase:
     baseline_text: str
     candidate_tools: list[str]
     baseline_tools: list[str]
-
-
-def candidate_first(task: str, case_id: str, candidate: str, *, seed: str = BLIND_SEED) -> bool:
-    """Whether the candidate's answer is shown first for this case (a seeded hash, not random)."""
-    digest = hashlib.sha256("\x00".join((seed, task, case_id, candidate)).encode("utf-8")).digest()
-    return digest[0] & 1 == 1
 
 
 def _groups_sql(

@@ -61,7 +61,13 @@ def test_import_export_import_is_a_no_op(graded: str, tmp_path: Path, fmt: str) 
     assert exported.exit_code == 0, exported.output
     again = invoke("labels", "import", str(out), "--db", graded, "--json")
     assert again.exit_code == 0, again.output
-    assert json.loads(again.stdout) == {"file": str(out), "written": 0, "unchanged": 5, "replaced": 0}
+    assert json.loads(again.stdout) == {
+        "file": str(out),
+        "written": 0,
+        "unchanged": 5,
+        "replaced": 0,
+        "blank": 0,
+    }
     assert _labels(graded) == stored
 
 
