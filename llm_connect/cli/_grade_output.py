@@ -182,8 +182,9 @@ def _print_label_queue(out: _Out, queue: list[dict[str, Any]], ledger: Any) -> N
         out.line(("labels", "bold"), (f": {n} chosen case(s) of {where} await a label; list them: ", None),
                  (command, "dim"))  # fmt: skip
     if any(group["cases"] for group in queue):
-        out.line(("label them in that order (or on the Label page of llm-connect view), then "
-                  "llm-connect labels import FILE", "dim"))  # fmt: skip
+        out.line(("label them in that order on the Label page of llm-connect view, or add --sheet "
+                  "FILE to that command for a sheet to fill and llm-connect labels import FILE",
+                  "dim"))  # fmt: skip
 
 
 def _print_gate(out: _Out, gate: Any, allow_unsettled: bool) -> None:

@@ -298,3 +298,4 @@ def test_two_judges_of_a_candidate_choose_the_same_cases_and_share_one_line(
     assert len(lines) == 1, lines
     assert f"{len(exact)} chosen case(s) of small on qa (judges exact, {vrty}) await a label" in lines[0]
     assert "llm-connect labels queue -t qa -c small -j exact --rate 0.3 --db " in lines[0]
+    assert "or add --sheet FILE to that command for a sheet to fill" in result.stdout
