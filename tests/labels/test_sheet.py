@@ -163,3 +163,40 @@ def test_a_sheet_that_cannot_be_written_is_an_error_naming_it(
     assert (
         out.exit_code == 2 and "cannot write the labelling sheet" in out.stderr and str(missing) in out.stderr
     )
+
+
+def test_a_conversation_case_shows_its_turns_in_the_prompt_column(tmp_path: Path) -> None:
+    import dataclasses
+    import io
+
+    from llm_connect.report._label_sheet import write_label_sheet
+    from llm_connect.types import Conversation
+    from tests.fixtures.databases import _make_result
+
+    conversation = Conversation(
+        [
+            {"role": "system", "content": "be brief"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "1", "type": "function", "function": {"name": "lookup", "arguments": '{"id":7}'}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "1", "content": "shipped"},
+            {"role": "user", "content": [{"type": "text", "text": "and when?"}]},
+        ]
+    )
+    result = dataclasses.replace(
+        _make_result(0.5, prompt="and when?", candidate_model="small", candidate_text="Tuesday, «soon»"),
+        conversation=conversation,
+    )
+    with QualityLedger(f"sqlite:///{tmp_path / 'conv.db'}") as ledger:
+        ledger.record_batch([RecordItem(result, task="t", run_id="r", case_id="c")])
+        out = io.StringIO()
+        assert write_label_sheet(ledger, [("t", "small", "c"), ("t", "small", "gone")], out, "csv") == 1
+    (row,) = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert row["prompt"] == (
+        'system: be brief\nassistant: tool call: lookup({"id":7})\ntool: shipped\nuser: and when?'
+    )
+    assert {row["answer_1"], row["answer_2"]} == {"Tuesday, «soon»", "4"}
