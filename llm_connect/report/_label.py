@@ -11,9 +11,11 @@ has none of them):
   sampler chose it (served first; ``chosen_left`` of them wait for a label, anyone's).
   Model names and the order never reach the page.
 - ``POST /api/label`` with JSON ``{"ref", "choice": "first" | "tie" | "second",
-  "annotator", "note"?, "token"?}``: one :class:`~llm_connect.values.HumanLabel`
+  "annotator", "note"?, "replace"?, "token"?}``: one :class:`~llm_connect.values.HumanLabel`
   through :meth:`QualityLedger.record_labels`. The server maps ``first`` /
-  ``second`` to ``candidate`` / ``baseline`` from the order it drew itself.
+  ``second`` to ``candidate`` / ``baseline`` from the order it drew itself. With
+  ``"replace": true`` (the page's "change my last label", key ``u``) the annotator's own
+  label of the case is overwritten; without it a different label is refused (409).
 
 Writes are refused with 403 unless the request's ``Origin`` is the server's own
 (``http://127.0.0.1:PORT`` or ``http://localhost:PORT``; a missing Origin is
@@ -201,8 +203,9 @@ class LabelDesk:
         403 without the right token (header or body); 400 for a body that is not a JSON
         object, an unknown choice, no annotator, a note too long; 410 for a ref this server
         never sent (restart: load the next case); 409 when the annotator already stored a
-        different label for the case. 200 ``{"saved": true, "written": 0|1}`` otherwise: the
-        answer never says which side was the candidate.
+        different label for the case and ``replace`` is not true. 200 ``{"saved": true,
+        "written": 0|1, "replaced": 0|1}`` otherwise: the answer never says which side was the
+        candidate.
         """
         data: Any = None
         try:
@@ -221,6 +224,9 @@ class LabelDesk:
             return 400, {"error": "annotator is required"}
         if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE):
             return 400, {"error": f"note must be text of at most {MAX_NOTE} characters"}
+        replace = data.get("replace", False)
+        if not isinstance(replace, bool):
+            return 400, {"error": "replace must be true or false"}
         with self._lock:
             shown = self._shown.get(str(data.get("ref")))
         if shown is None:
@@ -235,19 +241,19 @@ class LabelDesk:
             run_id=shown.run_id,
         )
         try:
-            done = self.ledger.record_labels([label])
+            done = self.ledger.record_labels([label], replace=replace)
         except LabelConflictError:
             return 409, {"error": "you labelled this case differently before (labels import --replace)"}
         except LabelError as exc:
             return 400, {"error": str(exc)}
-        if done.written:
+        if done.written or done.replaced:
             # As after `labels import`: the stored state of routing on what people would say is
             # brought up to the new label, so the next decision continues from it instead of
             # over every case (a failure is logged; the label stands).
             from llm_connect.labels._sampler import refresh_routing_state
 
             refresh_routing_state(self.ledger.engine, label.task, [label.candidate])
-        return 200, {"saved": True, "written": done.written}
+        return 200, {"saved": True, "written": done.written, "replaced": done.replaced}
 
 
 def _preference(choice: str, *, candidate_first: bool) -> str:

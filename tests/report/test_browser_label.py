@@ -202,3 +202,39 @@ def test_the_samplers_chosen_cases_come_first_and_are_marked(
         ("billing", "billing-042", "llama-3.1-8b", "tie"),
     }
     assert_no_console_errors(page)
+
+
+def test_u_brings_back_the_last_case_and_the_next_key_changes_its_label(
+    page: Any, label_server: ReportServer, report_ledger: QualityLedger, tmp_path: Path
+) -> None:
+    # A wrong key is one keypress away: "u" shows the case just labelled again, its choice
+    # marked, and the next key replaces that label (the annotator's own), counted once.
+    server = label_server
+    assert server.label_url is not None
+    page.get(server.label_url)
+    who = by_css(page, "#annotator-name")
+    wait_for(page, lambda d: who.is_displayed(), "the page did not ask for the annotator's name")
+    who.send_keys(ANNOTATOR)
+    by_css(page, "#who-start").click()
+    first = shown(page, 0)
+    assert not by_css(page, "#back").is_displayed()  # nothing labelled yet
+    press(page, "1")
+    second = shown(page, 1, after=first["ref"])
+    wait_for(page, lambda d: by_css(d, "#back").is_displayed(), "no way back to the last label")
+    press(page, "u")
+    wait_for(
+        page, lambda d: d.execute_script(_SHOWN_JS)["ref"] == first["ref"], "the last case did not come back"
+    )
+    assert "chosen" in by_css(page, "#choose-1").get_attribute("class")  # what was chosen before
+    assert "Changing your label" in by_css(page, "#label-status").text
+    screenshot(page, tmp_path, "label-change", "body")
+    press(page, "2")
+    again = shown(page, 1, after=first["ref"])
+    assert again["ref"] == second["ref"]  # the case that was showing comes back next
+    assert "Changed" in by_css(page, "#label-status").text
+    (label,) = [lb for lb in report_ledger.labels() if lb.annotator == ANNOTATOR]
+    assert (label.task, label.case_id, label.preference) == (first["task"], first["case_id"], "tie")
+    press(page, "3")
+    shown(page, 2, after=second["ref"])
+    assert len([lb for lb in report_ledger.labels() if lb.annotator == ANNOTATOR]) == 2
+    assert_no_console_errors(page)

@@ -275,7 +275,7 @@ def test_a_write_needs_the_token_and_the_servers_own_origin(
     assert table_counts(ledger) == before
 
     status, data = request(server, "POST", "/api/label", write, own(server, token))
-    assert (status, data) == (200, {"saved": True, "written": 1})  # never says which side was which
+    assert (status, data) == (200, {"saved": True, "written": 1, "replaced": 0})  # never says which side
     (label,) = ledger.labels()
     first_is_candidate = candidate_first("qa", case["case_id"], "mini")
     assert case["answers"][0]["text"] == (
@@ -290,13 +290,28 @@ def test_a_write_needs_the_token_and_the_servers_own_origin(
         "r1",
     )
     assert label.preference == ("candidate" if first_is_candidate else "baseline")
+    first_pref = label.preference
 
-    # The same label again changes nothing; a different one for the same case is 409.
+    # The same label again changes nothing; a different one for the same case is 409, unless the
+    # annotator changes their own label ("replace": the page's "change my last label").
     assert request(server, "POST", "/api/label", write, own(server, token)) == (
         200,
-        {"saved": True, "written": 0},
+        {"saved": True, "written": 0, "replaced": 0},
     )
     assert request(server, "POST", "/api/label", {**write, "choice": "tie"}, own(server, token))[0] == 409
+    assert ledger.labels()[0].preference == label.preference
+    changed = {**write, "choice": "tie", "note": "on second thought", "replace": True}
+    assert request(server, "POST", "/api/label", changed, own(server, token)) == (
+        200,
+        {"saved": True, "written": 0, "replaced": 1},
+    )
+    (label,) = ledger.labels()
+    assert (label.preference, label.note, label.annotator) == ("tie", "on second thought", "ana")
+    assert request(server, "POST", "/api/label", {**write, "replace": "yes"}, own(server, token))[0] == 400
+    # Another annotator's replace writes their own label; ana's stays as it is.
+    other = {**write, "annotator": "bo", "replace": True}
+    assert request(server, "POST", "/api/label", other, own(server, token))[1]["written"] == 1
+    assert {(lb.annotator, lb.preference) for lb in ledger.labels()} == {("ana", "tie"), ("bo", first_pref)}
 
     # The token in the body works too; "second" un-blinds to the other side, "tie" to tie.
     for choice in ("second", "tie"):
@@ -336,9 +351,14 @@ def test_a_saved_label_brings_the_human_targets_stored_state_up_to_date(
     assert calls == [("qa", ["mini"])]
     assert request(server, "POST", "/api/label", write, own(server, server.labels.token)) == (
         200,
-        {"saved": True, "written": 0},
+        {"saved": True, "written": 0, "replaced": 0},
     )
     assert calls == [("qa", ["mini"])]
+    changed = {**write, "choice": "tie", "replace": True}  # a changed label refreshes too
+    assert (
+        request(server, "POST", "/api/label", changed, own(server, server.labels.token))[1]["replaced"] == 1
+    )
+    assert calls == [("qa", ["mini"])] * 2
 
 
 def test_bad_writes_are_refused_and_reads_stay_open(label_server: ReportServer) -> None:

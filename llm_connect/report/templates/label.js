@@ -5,7 +5,7 @@
   var byId = function (id) { return document.getElementById(id); };
   var params = new URLSearchParams(window.location.search);
   var token = params.get("token") || "";
-  var state = { annotator: "", current: null, busy: false, skipped: [], done: 0 };
+  var state = { annotator: "", current: null, busy: false, skipped: [], done: 0, last: null, changing: false };
 
   function store(kind, key, value) {
     try { window[kind].setItem(key, value); } catch (e) { /* storage off: keep it in memory */ }
@@ -79,6 +79,7 @@
     });
     document.querySelectorAll(".choices button.chosen").forEach(function (b) { b.classList.remove("chosen"); });
     byId("note").value = "";
+    state.changing = false;
     art.hidden = false;
     byId("label-empty").hidden = true;
     setChoicesEnabled(true);
@@ -117,7 +118,9 @@
     setChoicesEnabled(false);
     var button = document.querySelector('.choices button[data-choice="' + choice + '"]');
     if (button) { button.classList.add("chosen"); }
-    var body = { ref: c.ref, choice: choice, annotator: state.annotator, note: byId("note").value };
+    var changing = state.changing;
+    var note = byId("note").value;
+    var body = { ref: c.ref, choice: choice, annotator: state.annotator, note: note, replace: changing };
     fetch("api/label", {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-LLM-Connect-Token": token },
@@ -126,9 +129,11 @@
       .then(function (r) { return r.json().then(function (data) { return { code: r.status, data: data }; }); })
       .then(function (res) {
         if (res.code === 200) {
-          state.done += 1;
+          if (!changing) { state.done += 1; }
           byId("label-done-count").textContent = String(state.done);
-          status("Saved " + c.task + " / " + c.case_id + ": " + WORDS[choice] + ".", false);
+          status((changing ? "Changed " : "Saved ") + c.task + " / " + c.case_id + ": " + WORDS[choice] + ".", false);
+          state.last = { c: c, choice: choice, note: note };
+          byId("back").hidden = false;
           return load();
         }
         if (res.code === 409 || res.code === 410) {
@@ -142,6 +147,22 @@
       })
       .catch(function (e) { status("Not saved, the server did not answer: " + e, true); setChoicesEnabled(true); })
       .then(function () { state.busy = false; });
+  }
+
+  // The case labelled last comes back (the server still knows its ref), its choice marked; the
+  // next choice replaces that label (the annotator's own) instead of being refused as different.
+  function back() {
+    var last = state.last;
+    if (!last || state.busy) { return; }
+    show(last.c);  // the case that was showing stays first in the queue: it comes back next
+    state.changing = true;
+    byId("note").value = last.note || "";
+    var button = document.querySelector('.choices button[data-choice="' + last.choice + '"]');
+    if (button) { button.classList.add("chosen"); }
+    status("Changing your label of " + last.c.task + " / " + last.c.case_id + " (was: " + WORDS[last.choice] +
+      "). Press 1, 2 or 3.", false);
+    byId("back").hidden = true;
+    state.last = null;
   }
 
   function start(name) {
@@ -180,6 +201,7 @@
   document.querySelectorAll(".choices button[data-choice]").forEach(function (b) {
     b.addEventListener("click", function () { choose(b.dataset.choice); });
   });
+  byId("back").addEventListener("click", back);
   byId("skip").addEventListener("click", function () {
     if (state.current && !state.busy) { state.skipped.push(state.current.ref); status("Skipped " + state.current.case_id + ".", false); load(); }
   });
@@ -192,6 +214,7 @@
     if (e.ctrlKey || e.metaKey || e.altKey || byId("label").hidden) { return; }
     var choice = { "1": "first", "2": "tie", "3": "second" }[e.key];
     if (choice) { e.preventDefault(); choose(choice); }
+    if (e.key === "u") { e.preventDefault(); back(); }
   });
 
   var name = stored("localStorage", NAME_KEY);
