@@ -70,6 +70,16 @@ def shown(driver: Any, done: int, after: str | None = None) -> dict[str, Any]:
     return state["case"]  # type: ignore[no-any-return]
 
 
+def sign_in(page: Any, server: ReportServer) -> None:
+    """Open the Label page and give the annotator's name."""
+    assert server.label_url is not None
+    page.get(server.label_url)
+    who = by_css(page, "#annotator-name")
+    wait_for(page, lambda d: who.is_displayed(), "the page did not ask for the annotator's name")
+    who.send_keys(ANNOTATOR)
+    by_css(page, "#who-start").click()
+
+
 def press(driver: Any, key: str) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
 
@@ -178,12 +188,7 @@ def test_the_samplers_chosen_cases_come_first_and_are_marked(
         strategy="uniform", rate=0.5, floor=0.5, seed=1,
     )  # fmt: skip
     server = label_server
-    assert server.label_url is not None
-    page.get(server.label_url)
-    who = by_css(page, "#annotator-name")
-    wait_for(page, lambda d: who.is_displayed(), "the page did not ask for the annotator's name")
-    who.send_keys(ANNOTATOR)
-    by_css(page, "#who-start").click()
+    sign_in(page, server)
     for done, case_id in enumerate(("billing-017", "billing-042")):
         case = shown(page, done)
         assert (case["task"], case["case_id"]) == ("billing", case_id)
@@ -210,12 +215,7 @@ def test_u_brings_back_the_last_case_and_the_next_key_changes_its_label(
     # A wrong key is one keypress away: "u" shows the case just labelled again, its choice
     # marked, and the next key replaces that label (the annotator's own), counted once.
     server = label_server
-    assert server.label_url is not None
-    page.get(server.label_url)
-    who = by_css(page, "#annotator-name")
-    wait_for(page, lambda d: who.is_displayed(), "the page did not ask for the annotator's name")
-    who.send_keys(ANNOTATOR)
-    by_css(page, "#who-start").click()
+    sign_in(page, server)
     first = shown(page, 0)
     assert not by_css(page, "#back").is_displayed()  # nothing labelled yet
     press(page, "1")
