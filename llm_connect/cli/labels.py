@@ -275,15 +275,18 @@ def queue(
         ),
     ],
     judge: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--judge",
             "-j",
-            help="The grader id whose grades the sampler reads (the routing judge).",
+            help="The grader id whose grades the sampler reads (the routing judge); default: every "
+            "judge that graded the candidate on the task (one seed: at one rate they choose the "
+            "same cases).",
+            show_default=False,
             metavar="GRADER_ID",
             rich_help_panel=_FILTERS,
         ),
-    ],
+    ] = None,
     rate: Annotated[
         float,
         typer.Option(
@@ -334,26 +337,36 @@ def queue(
     """Decide which newly graded cases go to people and print the chosen cases still unlabelled.
 
     Each graded case is decided once, with an inclusion probability fixed before any label of
-    it exists (stored in the ledger); cases decided earlier keep their decision. Label the cases
-    in the order printed: routing on what people would say (route --target human) waits for
-    the earliest missing label.
+    it exists (stored in the ledger); cases decided earlier keep their decision. Without
+    --judge, every judge that graded the candidate on the task decides, and the cases any of
+    them chose are listed. Label the cases in the order printed: routing on what people would
+    say (route --target human) waits for the earliest missing label.
     """
     from llm_connect.cli._names import ungraded
     from llm_connect.labels import choose_for_labels
+    from llm_connect.ledger import SamplingStore
 
     with open_ledger(db) as ledger:
-        unknown = ungraded(ledger, task, candidates=[candidate], graders=[judge])
+        unknown = ungraded(ledger, task, candidates=[candidate], graders=[judge] if judge else [])
         if unknown:  # nothing to decide: a slip in a name, not an empty queue
             fail("; ".join(unknown))
-        cases = choose_for_labels(
-            ledger, task=task, candidate=candidate, grader_id=judge, rate=rate, strategy=strategy,
-            seed=seed, floor=floor,
-        )  # fmt: skip
+        store = SamplingStore(ledger.engine)
+        judges = [judge] if judge else store.graders(task, candidate)
+        cases: list[str] = []
+        for grader_id in judges:
+            cases = choose_for_labels(
+                ledger, task=task, candidate=candidate, grader_id=grader_id, rate=rate, strategy=strategy,
+                seed=seed, floor=floor,
+            )  # fmt: skip
+        if len(judges) > 1:  # every judge's chosen cases, in the order the sampler met them
+            cases = [case_id for _, _, case_id in store.waiting(task, candidate)]
         written = None
         if sheet is not None:
             written = _write_sheet(ledger, sheet, [(task, candidate, case_id) for case_id in cases])
     if json_out:
         found: dict[str, Any] = {"task": task, "candidate": candidate, "judge": judge, "cases": cases}
+        if not judge:
+            found["judges"] = judges
         if sheet is not None:
             found["sheet"] = {"path": str(sheet), "rows": written}
         typer.echo(json.dumps(found))

@@ -214,6 +214,27 @@ def test_the_queue_command_prints_the_chosen_cases(
     assert bad.exit_code != 0 and "rate" in bad.output
 
 
+def test_without_a_judge_the_queue_command_decides_for_every_judge_of_the_candidate(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    from typer.testing import CliRunner
+
+    from llm_connect.cli import app
+
+    grade_cases(ledger, make_result, [0.5, 1.0, 0.0, 0.5] * 25, grader="g1")
+    grade_cases(ledger, make_result, [1.0, 0.5, 0.5, 0.0] * 25, grader="g2")
+    args = ["labels", "queue", "-t", "qa", "-c", "small", "--rate", "0.3", "--strategy", "active"]
+    out = CliRunner().invoke(app, [*args, "--db", ledger.url, "--json"])
+    assert out.exit_code == 0, out.output
+    found = json.loads(out.stdout)
+    store = SamplingStore(ledger.engine)
+    one, two = store.queue("qa", "small", "g1"), store.queue("qa", "small", "g2")
+    assert found["judges"] == ["g1", "g2"] and found["judge"] is None
+    assert one != two and set(found["cases"]) == set(one) | set(two)  # active: each judge its own
+    assert found["cases"] == sorted(found["cases"])  # the order the cases arrived (c0000, c0001, ...)
+    assert len(store.decided("qa", "small", "g1")) == len(store.decided("qa", "small", "g2")) == 100
+
+
 def test_a_mistyped_name_is_an_error_with_the_closest_graded_name_and_writes_nothing(
     ledger: QualityLedger, make_result: Callable[..., GradingResult]
 ) -> None:
