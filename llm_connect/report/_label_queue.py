@@ -46,9 +46,11 @@ __all__ = [
     "QueueItem",
     "candidate_first",
     "chosen_waiting",
+    "grades_mark",
     "label_queue",
     "load_case",
     "queue_size",
+    "queue_total",
 ]
 
 MAX_QUEUE = 500
@@ -92,11 +94,11 @@ class LabelCase:
     baseline_tools: list[str]
 
 
-def _groups_sql(
+def _filters(
     task: str | None, candidate: str | None, keys: Sequence[str] = ()
-) -> tuple[str, dict[str, Any]]:
-    """The per-case disagreement of every labellable case (one row per task, baseline, candidate,
-    case), or of the case keys (``id:...``) given."""
+) -> tuple[list[str], dict[str, Any]]:
+    """``case_stats`` conditions of the labellable cases (a case id, a grade) within the filters,
+    or of the case keys (``id:...``) given, and their parameters."""
     where = ["case_key LIKE 'id:%'", "n > 0"]
     params: dict[str, Any] = {}
     if keys:
@@ -108,6 +110,15 @@ def _groups_sql(
     if candidate:
         where.append("candidate_model = :candidate")
         params["candidate"] = candidate
+    return where, params
+
+
+def _groups_sql(
+    task: str | None, candidate: str | None, keys: Sequence[str] = ()
+) -> tuple[str, dict[str, Any]]:
+    """The per-case disagreement of every labellable case (one row per task, baseline, candidate,
+    case), or of the case keys (``id:...``) given."""
+    where, params = _filters(task, candidate, keys)
     sql = (
         "SELECT task, baseline_model, candidate_model, case_key, "
         "MAX(sum_quality / n) - MIN(sum_quality / n) AS spread, "
@@ -205,17 +216,44 @@ def label_queue(
     return out
 
 
-def queue_size(
-    ledger: QualityLedger, *, task: str | None = None, candidate: str | None = None, annotator: str
-) -> int:
-    """About how many cases are left for ``annotator`` (queued cases minus their labels; exact
-    unless a task has several baselines)."""
+def queue_total(ledger: QualityLedger, *, task: str | None = None, candidate: str | None = None) -> int:
+    """Labellable entries (graded task, baseline, candidate, case id) within the filters."""
     from sqlalchemy import text
 
-    groups, params = _groups_sql(task, candidate)
+    where, params = _filters(task, candidate)
+    sql = (
+        "SELECT COUNT(*) FROM (SELECT DISTINCT task, baseline_model, candidate_model, case_key "
+        f"FROM case_stats WHERE {' AND '.join(where)}) q"
+    )
     with ledger.engine.connect() as conn:
-        total = int(conn.execute(text(f"SELECT COUNT(*) FROM ({groups}) q"), params).scalar_one())
+        total = int(conn.execute(text(sql), params).scalar_one())
         conn.rollback()
+    return total
+
+
+def grades_mark(ledger: QualityLedger) -> int:
+    """The newest grade's id (0: none): :func:`queue_total` can only change when it does."""
+    from sqlalchemy import text
+
+    with ledger.engine.connect() as conn:
+        mark = conn.execute(text("SELECT MAX(id) FROM grades")).scalar()
+        conn.rollback()
+    return int(mark or 0)
+
+
+def queue_size(
+    ledger: QualityLedger,
+    *,
+    task: str | None = None,
+    candidate: str | None = None,
+    annotator: str,
+    total: int | None = None,
+) -> int:
+    """About how many cases are left for ``annotator`` (queued cases minus their labels; exact
+    unless a task has several baselines). ``total``: :func:`queue_total` of the same filters,
+    when the caller kept it."""
+    if total is None:
+        total = queue_total(ledger, task=task, candidate=candidate)
     return max(0, total - len(_labelled(ledger, task, candidate, annotator)))
 
 

@@ -8,7 +8,11 @@ Timed in one process, alternating, ``--rounds`` times each (medians):
   has labelled first, in its order, then the rest by judges' disagreement (one statement);
 * **disagreement only** (the baseline): the same statement without the chosen-first join, as the
   queue was before it (``case_stats`` grouped per case and ordered, ``LIMIT``);
-* **left** and **chosen waiting**: the two counts the page shows beside the case.
+* **left** and **chosen waiting**: the two counts the page shows beside the case; **left** as
+  ``queue_size`` counts it (``SELECT DISTINCT`` over ``case_stats``), **left, grouped** as it
+  was counted before 2026-11-27 (over the grouped disagreement query), and **left, page** as the
+  Label page asks for it after each label (``LabelDesk`` keeps the total until a new grade:
+  the newest grade's id, then the annotator's labels).
 
 PostgreSQL tables are analysed after the fill (as autovacuum would), so the planner has
 statistics. Prints medians in ms and the ratio next case / disagreement only.
@@ -33,6 +37,7 @@ from human_decide import GRADER, grade
 
 from llm_connect.labels import HumanLabel, choose_for_labels
 from llm_connect.ledger import QualityLedger
+from llm_connect.report._label import LabelDesk
 from llm_connect.report._label_queue import _groups_sql, chosen_waiting, label_queue, queue_size
 
 
@@ -48,6 +53,16 @@ def _disagreement_only(ledger: QualityLedger) -> list[Any]:
         rows = list(conn.execute(text(sql), params))
         conn.rollback()
     return rows
+
+
+def _left_grouped(ledger: QualityLedger) -> int:
+    from sqlalchemy import text
+
+    groups, params = _groups_sql("qa", None)
+    with ledger.engine.connect() as conn:
+        total = int(conn.execute(text(f"SELECT COUNT(*) FROM ({groups}) q"), params).scalar_one())
+        conn.rollback()
+    return total
 
 
 def main() -> None:
@@ -69,10 +84,16 @@ def main() -> None:
             with ledger.engine.connect() as conn:
                 conn.execute(text("ANALYZE"))
                 conn.commit()
+        desk = LabelDesk(ledger, port=0)
+        assert queue_size(ledger, task="qa", annotator="zed") == _left_grouped(ledger)
         timed: dict[str, Callable[[], Any]] = {
             "next case": lambda: label_queue(ledger, task="qa", annotator="zed", limit=1),
             "disagreement only": lambda: _disagreement_only(ledger),
             "left": lambda: queue_size(ledger, task="qa", annotator="zed"),
+            "left, grouped": lambda: _left_grouped(ledger),
+            "left, page": lambda: queue_size(
+                ledger, task="qa", annotator="zed", total=desk._total("qa", None)
+            ),
             "chosen waiting": lambda: chosen_waiting(ledger, task="qa"),
         }
         first = label_queue(ledger, task="qa", annotator="zed", limit=1)[0]

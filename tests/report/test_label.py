@@ -239,6 +239,38 @@ def own(server: ReportServer, token: str | None = None, **extra: str) -> dict[st
     return headers
 
 
+def test_the_left_count_is_counted_again_only_after_a_new_grade(
+    label_server: ReportServer, queue_ledger: QualityLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The page asks for the count after every label; the count over every graded case is kept
+    # per filter and counted again only when the newest grade changed. It stays exact.
+    from llm_connect.report import _label
+
+    counted: list[tuple[str | None, str | None]] = []
+    real = _label.queue_total
+
+    def counting(ledger: QualityLedger, *, task: str | None = None, candidate: str | None = None) -> int:
+        counted.append((task, candidate))
+        return real(ledger, task=task, candidate=candidate)
+
+    monkeypatch.setattr(_label, "queue_total", counting)
+    server = label_server
+    assert server.labels is not None
+    first = next_case(server, query="&task=qa")
+    assert first["left"] == queue_size(queue_ledger, task="qa", annotator="ana") == 6
+    write = {"ref": first["case"]["ref"], "choice": "tie", "annotator": "ana"}
+    assert request(server, "POST", "/api/label", write, own(server, server.labels.token))[0] == 200
+    assert next_case(server, query="&task=qa")["left"] == 5
+    assert next_case(server, annotator="bo", query="&task=qa")["left"] == 6
+    assert counted == [("qa", None)]  # one count for three pages
+    queue_ledger.record_batch(
+        [RecordItem(_make_result(0.5, grader_id="vrty", candidate_model="mini"), task="qa", case_id="c9")]
+    )
+    assert next_case(server, query="&task=qa")["left"] == 6  # the new case
+    assert next_case(server, query="&task=other")["left"] == 1
+    assert counted == [("qa", None), ("qa", None), ("other", None)]
+
+
 def test_a_write_needs_the_token_and_the_servers_own_origin(
     label_server: ReportServer, queue_ledger: QualityLedger
 ) -> None:
