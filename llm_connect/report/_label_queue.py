@@ -30,7 +30,7 @@ of the same case shows the same order).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,7 @@ __all__ = [
     "load_case",
     "queue_size",
     "queue_total",
+    "ranked_cases",
 ]
 
 MAX_QUEUE = 500
@@ -142,6 +143,33 @@ def _labelled(
     return {(lb.task, lb.candidate, lb.case_id) for lb in labels}
 
 
+_ORDER = (
+    "CASE WHEN q.spread >= q.unsure THEN q.spread ELSE q.unsure END DESC, "
+    "q.first_id ASC, q.task, q.candidate_model, q.case_key"
+)
+
+Ranked = Callable[[int], Sequence[Mapping[str, Any]]]
+"""The first ``depth`` labellable entries by disagreement (:func:`ranked_cases`'s rows)."""
+
+
+def ranked_cases(
+    ledger: QualityLedger, *, task: str | None = None, candidate: str | None = None, depth: int
+) -> list[Mapping[str, Any]]:
+    """The first ``depth`` labellable entries (task, baseline, candidate, case) within the filters,
+    by disagreement, largest first (module docstring), with their figures. The order depends
+    on the grades alone (``case_stats``): it changes only when a grade arrives."""
+    from sqlalchemy import text
+
+    groups, params = _groups_sql(task, candidate)
+    sql = f"SELECT * FROM ({groups}) q ORDER BY {_ORDER} LIMIT :depth"
+    with ledger.engine.connect() as conn:
+        rows: list[Mapping[str, Any]] = [
+            dict(r) for r in conn.execute(text(sql), {**params, "depth": depth}).mappings()
+        ]
+        conn.rollback()
+    return rows
+
+
 def label_queue(
     ledger: QualityLedger,
     *,
@@ -149,9 +177,13 @@ def label_queue(
     candidate: str | None = None,
     annotator: str,
     limit: int = 1,
+    ranked: Ranked | None = None,
 ) -> list[QueueItem]:
     """The next ``limit`` cases ``annotator`` has not labelled: the sampler's chosen cases
     nobody has labelled, in its order, then the others by judges' disagreement.
+
+    ``ranked``: gives the first ``depth`` entries by disagreement, as :func:`ranked_cases` reads
+    them (the Label page keeps them until a new grade); default: read them now.
 
     ``task`` and ``candidate`` (the model name as graded) narrow the queue. The chosen cases
     come from ``label_sampling`` (at most ``limit``, by index), their figures from their own
@@ -168,30 +200,24 @@ def label_queue(
     if not 1 <= limit <= MAX_QUEUE:
         raise ValueError(f"limit must be in 1..{MAX_QUEUE}, not {limit}")
     done = _labelled(ledger, task, candidate, annotator)
-    groups, params = _groups_sql(task, candidate)
     sampled = SamplingStore(ledger.engine).waiting(task or None, candidate or None, limit=limit)
     chosen = [(t, cand, "id:" + case_id) for t, cand, case_id in sampled]
-    with ledger.engine.connect() as conn:
-        rows: list[Any] = []
-        if chosen:
-            rank = {key: i for i, key in enumerate(chosen)}
-            keyed, keyed_params = _groups_sql(task, candidate, keys=[key for _, _, key in chosen])
+    rows: list[Any] = []
+    if chosen:
+        rank = {key: i for i, key in enumerate(chosen)}
+        keyed, keyed_params = _groups_sql(task, candidate, keys=[key for _, _, key in chosen])
+        with ledger.engine.connect() as conn:
             found = conn.execute(text(keyed), keyed_params).mappings().all()
-            rows = sorted(
-                (r for r in found if (r["task"], r["candidate_model"], r["case_key"]) in rank),
-                key=lambda r: (rank[(r["task"], r["candidate_model"], r["case_key"])], r["baseline_model"]),
-            )
-        if len(rows) < limit:
-            order = (
-                "CASE WHEN q.spread >= q.unsure THEN q.spread ELSE q.unsure END DESC, "
-                "q.first_id ASC, q.task, q.candidate_model, q.case_key"
-            )
-            depth = limit + len(done) + len(rows)
-            rest = conn.execute(text(f"SELECT * FROM ({groups}) q ORDER BY {order} LIMIT :depth"),
-                                {**params, "depth": depth}).mappings().all()  # fmt: skip
-            taken = set(chosen)
-            rows += [r for r in rest if (r["task"], r["candidate_model"], r["case_key"]) not in taken]
-        conn.rollback()
+            conn.rollback()
+        rows = sorted(
+            (r for r in found if (r["task"], r["candidate_model"], r["case_key"]) in rank),
+            key=lambda r: (rank[(r["task"], r["candidate_model"], r["case_key"])], r["baseline_model"]),
+        )
+    if len(rows) < limit:
+        depth = limit + len(done) + len(rows)
+        rest = ranked(depth) if ranked else ranked_cases(ledger, task=task, candidate=candidate, depth=depth)
+        taken = set(chosen)
+        rows += [r for r in rest if (r["task"], r["candidate_model"], r["case_key"]) not in taken]
     out: list[QueueItem] = []
     waiting = set(chosen)
     for row in rows:

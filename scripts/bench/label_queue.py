@@ -6,6 +6,8 @@ Timed in one process, alternating, ``--rounds`` times each (medians):
 
 * **next case**: ``label_queue(limit=1)`` for a new annotator: the sampler's chosen cases nobody
   has labelled first, in its order, then the rest by judges' disagreement (one statement);
+* **next case, page**: the same as the Label page asks for it (``LabelDesk`` keeps the
+  disagreement order until a new grade);
 * **disagreement only** (the baseline): the same statement without the chosen-first join, as the
   queue was before it (``case_stats`` grouped per case and ordered, ``LIMIT``);
 * **left** and **chosen waiting**: the two counts the page shows beside the case; **left** as
@@ -88,6 +90,9 @@ def main() -> None:
         assert queue_size(ledger, task="qa", annotator="zed") == _left_grouped(ledger)
         timed: dict[str, Callable[[], Any]] = {
             "next case": lambda: label_queue(ledger, task="qa", annotator="zed", limit=1),
+            "next case, page": lambda: label_queue(
+                ledger, task="qa", annotator="zed", limit=1, ranked=desk._ranked("qa", None)
+            ),
             "disagreement only": lambda: _disagreement_only(ledger),
             "left": lambda: queue_size(ledger, task="qa", annotator="zed"),
             "left, grouped": lambda: _left_grouped(ledger),

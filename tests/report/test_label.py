@@ -271,6 +271,48 @@ def test_the_left_count_is_counted_again_only_after_a_new_grade(
     assert counted == [("qa", None), ("qa", None), ("other", None)]
 
 
+def test_the_page_keeps_the_disagreement_order_until_a_new_grade(
+    label_server: ReportServer, queue_ledger: QualityLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After the sampler's cases, the page serves the cases by disagreement, read once and kept
+    # (a small kept depth here, so that it reads deeper as the annotator goes): every next case
+    # is the one label_queue reads afresh, and a new grade makes the page read again.
+    from llm_connect.report import _label
+
+    reads: list[int] = []
+    real = _label.ranked_cases
+
+    def counting(ledger: QualityLedger, **kwargs: Any) -> Any:
+        reads.append(kwargs["depth"])
+        return real(ledger, **kwargs)
+
+    monkeypatch.setattr(_label, "ranked_cases", counting)
+    monkeypatch.setattr(_label, "_RANKED", 2)
+    server = label_server
+    assert server.labels is not None
+    served = []
+    for step in range(8):
+        if step == 3:  # a new case the judges disagree on most: it comes next
+            queue_ledger.record_batch(
+                [
+                    RecordItem(_make_result(s, grader_id=g, candidate_model="mini"), task="qa", case_id="c9")
+                    for g, s in (("embedding", 0.0), ("vrty", 1.0))
+                ]
+            )
+        want = label_queue(queue_ledger, annotator="ana")
+        case = next_case(server)["case"]
+        if not want:
+            assert case is None
+            break
+        assert (case["task"], case["case_id"]) == (want[0].task, want[0].case_id)
+        served.append(case["case_id"])
+        write = {"ref": case["ref"], "choice": "tie", "annotator": "ana"}
+        assert request(server, "POST", "/api/label", write, own(server, server.labels.token))[0] == 200
+    assert served[3] == "c9" and len(served) == 8  # c0 twice: mini and llama
+    assert len(reads) < len(served)  # kept between labels, not read for each
+    assert reads[0] == 2 and max(reads) >= 4  # read deeper as the annotator's labels grew
+
+
 def test_a_write_needs_the_token_and_the_servers_own_origin(
     label_server: ReportServer, queue_ledger: QualityLedger
 ) -> None:
