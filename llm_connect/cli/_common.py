@@ -55,6 +55,9 @@ threshold for every one yet (``--allow-unsettled`` turns this into 0). Not 4: a 
 never pass for "not settled" in a CI script that allows unsettled runs."""
 EXIT_INTERRUPTED = 130
 """Interrupted by Ctrl-C; everything finished was committed."""
+EXIT_BROKEN_PIPE = 141
+"""The reader of standard output went away (``| head``): 128 + SIGPIPE, as a shell tool ends,
+with no message."""
 
 _debug = False
 
@@ -217,6 +220,9 @@ def handle_errors(fn: F) -> F:
         except KeyboardInterrupt:
             echo_err("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        except BrokenPipeError:
+            _quiet_stdout()
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except TyperException:  # usage errors keep Typer's own message and exit code 2
             raise
         except Exception as exc:
@@ -228,6 +234,17 @@ def handle_errors(fn: F) -> F:
                 _OPENED.pop().close()
 
     return wrapper  # type: ignore[return-value]
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device, so that Python's last flush at exit does not
+    fail on the closed pipe again (the Python docs' recipe for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (a test's runner)
+        pass
 
 
 def stdout_is_tty() -> bool:
