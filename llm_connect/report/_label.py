@@ -116,13 +116,15 @@ class LabelDesk:
         self._secret = secrets.token_bytes(32)
         self._shown: OrderedDict[str, _Shown] = OrderedDict()
         self._lock = threading.Lock()
-        # Per (task, candidate) filter: the newest grade's id and the queue's total then. The
+        # Per (task, candidate) filter: the grades' mark (newest id, count) and the queue's total then. The
         # total is a count over every graded case (about 0.1-0.4 s at 100,000 on SQLite); it
         # changes only with new grades, while the page asks after every label.
-        self._totals: OrderedDict[tuple[str | None, str | None], tuple[int, int]] = OrderedDict()
+        self._totals: OrderedDict[tuple[str | None, str | None], tuple[tuple[int, int], int]] = OrderedDict()
         # Likewise the first entries by disagreement (the queue's order after the sampler's cases:
         # 0.3-0.5 s at 100,000 on SQLite), read again after a new grade or when more are needed.
-        self._ranks: OrderedDict[tuple[str | None, str | None], tuple[int, list[Any], bool]] = OrderedDict()
+        self._ranks: OrderedDict[tuple[str | None, str | None], tuple[tuple[int, int], list[Any], bool]] = (
+            OrderedDict()
+        )
 
     # -- what the server says about itself --------------------------------------
 

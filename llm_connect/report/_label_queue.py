@@ -257,14 +257,17 @@ def queue_total(ledger: QualityLedger, *, task: str | None = None, candidate: st
     return total
 
 
-def grades_mark(ledger: QualityLedger) -> int:
-    """The newest grade's id (0: none): :func:`queue_total` can only change when it does."""
+def grades_mark(ledger: QualityLedger) -> tuple[int, int]:
+    """The newest grade's id and the number of grades (``grade_stats``' running totals): the
+    order and the count of the queue can only change when this does. The count catches a grade
+    whose id is lower than one already seen (PostgreSQL writers may commit out of id order)."""
     from sqlalchemy import text
 
+    sql = "SELECT (SELECT MAX(id) FROM grades), (SELECT SUM(n) FROM grade_stats)"
     with ledger.engine.connect() as conn:
-        mark = conn.execute(text("SELECT MAX(id) FROM grades")).scalar()
+        newest, count = conn.execute(text(sql)).one()
         conn.rollback()
-    return int(mark or 0)
+    return int(newest or 0), int(count or 0)
 
 
 def queue_size(
