@@ -7,6 +7,7 @@ so a report cannot say something the router would not.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
@@ -171,7 +172,8 @@ def decision_sentence(decision: RoutingDecision) -> str:
             parts.append(f"{c.model} has no grades on a routing judge")
             continue
         if c.status == NO_HUMAN_LABELS:
-            parts.append(f"{c.model} has no human labels yet (llm-connect labels queue)")
+            command = shlex.join(["llm-connect", "labels", "queue", "-t", d.task, "-c", c.model])
+            parts.append(f"{c.model} has no human labels yet ({command})")
             continue
         if human:
             labels = _candidate_labels(c)

@@ -215,7 +215,7 @@ def test_no_labels_is_a_verdict_and_labels_the_sampler_did_not_choose_are_left_o
     ev = d.candidates[0].graders[0]
     assert (d.routed, ev.status, ev.labels_used, ev.mean) == (False, NO_HUMAN_LABELS, 0, None)
     assert ev.labels_pending and ev.labels_pending > 0 and ev.cases_used == first_chosen
-    assert "has no human labels yet" in decision_sentence(d)
+    assert f"has no human labels yet (llm-connect labels queue -t {task} -c {CAND})" in decision_sentence(d)
     # A label on a case the sampler did not choose: stored (agreement may use it), left out here.
     ledger.record_labels([HumanLabel(task, unchosen, CAND, "bo", preference="candidate")])
     d = router.decide(
