@@ -24,6 +24,7 @@ from llm_connect.cli._common import (
     EXIT_GATE,
     EXIT_OK,
     DbOption,
+    FastHelpCommand,
     JsonOption,
     echo_err,
     fail,
@@ -40,6 +41,7 @@ __all__ = ["app", "calibrate_command"]
 app = typer.Typer(
     name="calibrate",
     help="Calibrate a judge against people and reference judges before routing trusts it.",
+    rich_markup_mode=None,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -229,7 +231,7 @@ class _CachedAdapter:
         return await asyncio.to_thread(self.complete, prompt, run_config)
 
 
-@app.command("calibrate")
+@app.command("calibrate", cls=FastHelpCommand)
 @handle_errors
 def calibrate_command(
     judge: Annotated[
@@ -238,6 +240,7 @@ def calibrate_command(
             "--judge",
             "-j",
             help="The judge under test: a spec (llm:openai:gpt-4o-mini) or a grader id in the ledger.",
+            metavar="SPEC",
         ),
     ],
     against: Annotated[
@@ -247,11 +250,15 @@ def calibrate_command(
             "-a",
             help="A reference judge (spec such as embedding, vrty, or a grader id), or human: people's "
             "labels in the ledger, which decide where they reach a verdict; repeatable.",
+            metavar="SPEC|human",
         ),
     ],
-    task: Annotated[str | None, typer.Option("--task", "-t", help="Only this task's pairs.")] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", "-t", help="Only this task's pairs.", metavar="TASK")
+    ] = None,
     since: Annotated[
-        str | None, typer.Option("--since", help="Only grades recorded at or after this ISO date/time.")
+        str | None,
+        typer.Option("--since", help="Only grades recorded at or after this ISO date/time.", metavar="WHEN"),
     ] = None,
     probe: Annotated[
         list[str] | None,
@@ -259,6 +266,7 @@ def calibrate_command(
             "--probe",
             help="Bias probe to run: position (calls the judge), length, self_preference; repeatable. "
             "Default: length and self_preference.",
+            metavar="NAME",
             show_default=False,
         ),
     ] = None,
@@ -269,8 +277,15 @@ def calibrate_command(
     scale: Annotated[
         str, typer.Option("--scale", help="How swapped scores mirror: relative (1.0 = as good) or symmetric.")
     ] = "relative",
-    min_spearman: Annotated[float, typer.Option("--min-spearman", min=-1.0, max=1.0)] = 0.5,
-    min_kappa: Annotated[float, typer.Option("--min-kappa", min=-1.0, max=1.0)] = 0.4,
+    min_spearman: Annotated[
+        float,
+        typer.Option(
+            "--min-spearman", min=-1.0, max=1.0, help="Smallest Spearman correlation with a reference."
+        ),
+    ] = 0.5,
+    min_kappa: Annotated[
+        float, typer.Option("--min-kappa", min=-1.0, max=1.0, help="Smallest Cohen's kappa with a reference.")
+    ] = 0.4,
     min_n: Annotated[
         int, typer.Option("--min-n", min=1, help="Fewest pairs per reference for a verdict.")
     ] = 50,

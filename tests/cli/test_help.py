@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,7 @@ def imported_modules(*args: str) -> tuple[int, set[str], str]:
         ["route", "--help"],
         ["db", "upgrade", "--help"],
         ["stability", "--help"],
+        ["calibrate", "--help"],
     ],
 )
 def test_help_and_version_import_nothing_heavy(args: list[str]) -> None:
@@ -98,3 +100,40 @@ def test_lazy_command_groups_load_only_when_run(tmp_path: object) -> None:
     assert "A demo group." in listed.stdout and listed.stdout.strip().endswith("not loaded")
     ran = subprocess.run([sys.executable, "-c", script, "run"], capture_output=True, text=True, timeout=60)
     assert ran.stdout.splitlines() == ["hello Ada", "loaded"], ran.stderr
+
+
+def _command_paths() -> list[list[str]]:
+    """Every command and subcommand of the app, as the words that name it (the lazy groups'
+    own apps read for their subcommands)."""
+    import importlib
+
+    import typer
+
+    from llm_connect.cli import _LAZY_GROUPS, app
+
+    def children(command: Any, parent: Any) -> list[str]:
+        if not hasattr(command, "list_commands"):  # not a group (Typer vendors its own click)
+            return []
+        return list(command.list_commands(command.context_class(command, parent=parent)))
+
+    root: Any = typer.main.get_command(app)
+    ctx = root.context_class(root)
+    paths: list[list[str]] = []
+    for name in root.list_commands(ctx):
+        command = root.get_command(ctx, name)
+        if name in _LAZY_GROUPS:
+            module, _, attr = _LAZY_GROUPS[name][0].partition(":")
+            command = typer.main.get_command(getattr(importlib.import_module(module), attr or "app"))
+        paths += [[name], *([name, child] for child in children(command, ctx))]
+    return paths
+
+
+def test_every_command_prints_plain_help_in_one_style() -> None:
+    # Every command's --help is the same plain, wrapped text (no rich boxes, whose wrapping kept
+    # the docstring's own line breaks: calibrate's help came out ragged).
+    paths = _command_paths()
+    assert ["calibrate"] in paths and ["labels", "queue"] in paths
+    for path in paths:
+        result = invoke(*path, "--help")
+        assert result.exit_code == 0, (path, result.output)
+        assert "╭" not in result.stdout and "Usage: " in result.stdout, path
