@@ -172,21 +172,9 @@ def test_a_conversation_case_shows_its_turns_in_the_prompt_column(tmp_path: Path
     from llm_connect.report._label_sheet import write_label_sheet
     from llm_connect.types import Conversation
     from tests.fixtures.databases import _make_result
+    from tests.report.test_label import TOOL_CONVERSATION
 
-    conversation = Conversation(
-        [
-            {"role": "system", "content": "be brief"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": "1", "type": "function", "function": {"name": "lookup", "arguments": '{"id":7}'}}
-                ],
-            },
-            {"role": "tool", "tool_call_id": "1", "content": "shipped"},
-            {"role": "user", "content": [{"type": "text", "text": "and when?"}]},
-        ]
-    )
+    conversation = Conversation(TOOL_CONVERSATION)
     result = dataclasses.replace(
         _make_result(0.5, prompt="and when?", candidate_model="small", candidate_text="Tuesday, «soon»"),
         conversation=conversation,
@@ -197,6 +185,7 @@ def test_a_conversation_case_shows_its_turns_in_the_prompt_column(tmp_path: Path
         assert write_label_sheet(ledger, [("t", "small", "c"), ("t", "small", "gone")], out, "csv") == 1
     (row,) = list(csv.DictReader(io.StringIO(out.getvalue())))
     assert row["prompt"] == (
-        'system: be brief\nassistant: tool call: lookup({"id":7})\ntool: shipped\nuser: and when?'
+        'system: be brief\nuser: where is order 7?\nassistant: tool call: lookup({"id":7})\n'
+        "tool: shipped\nuser: and when?"
     )
     assert {row["answer_1"], row["answer_2"]} == {"Tuesday, «soon»", "4"}

@@ -518,27 +518,29 @@ def test_view_prints_the_label_url_with_its_token_and_no_label_serves_read_only(
     assert code == 2 and "--no-label" in err
 
 
+TOOL_CONVERSATION: list[dict[str, Any]] = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "where is order 7?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "1", "type": "function", "function": {"name": "lookup", "arguments": '{"id":7}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "1", "content": "shipped"},
+    {"role": "user", "content": [{"type": "text", "text": "and when?"}]},
+]
+"""A conversation with a tool call, a tool answer and a multi-part user turn (what labelling shows)."""
+
+
 def test_a_conversation_case_shows_its_messages_and_tool_calls(tmp_path: Any) -> None:
     import dataclasses
 
     from llm_connect.report._label_queue import load_case
     from llm_connect.types import Conversation
 
-    conversation = Conversation(
-        [
-            {"role": "system", "content": "be brief"},
-            {"role": "user", "content": "where is order 7?"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": "1", "type": "function", "function": {"name": "lookup", "arguments": '{"id":7}'}}
-                ],
-            },
-            {"role": "tool", "tool_call_id": "1", "content": "shipped"},
-            {"role": "user", "content": [{"type": "text", "text": "and when?"}]},
-        ]
-    )
+    conversation = Conversation(TOOL_CONVERSATION)
     result = dataclasses.replace(_make_result(0.5, prompt="and when?"), conversation=conversation)
     with QualityLedger(f"sqlite:///{tmp_path / 'conv.db'}") as ledger:
         ledger.record_batch([RecordItem(result, task="t", run_id="r", case_id="c")])
