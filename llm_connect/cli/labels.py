@@ -265,15 +265,17 @@ def queue(
         str, typer.Option("--task", "-t", help="The task.", metavar="TASK", rich_help_panel=_FILTERS)
     ],
     candidate: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--candidate",
             "-c",
-            help="The candidate model, as graded.",
+            help="The candidate model, as graded; default: every candidate graded on the task "
+            "(then each line is CANDIDATE<TAB>CASE_ID).",
+            show_default=False,
             metavar="MODEL",
             rich_help_panel=_FILTERS,
         ),
-    ],
+    ] = None,
     judge: Annotated[
         str | None,
         typer.Option(
@@ -339,30 +341,40 @@ def queue(
     Each graded case is decided once, with an inclusion probability fixed before any label of
     it exists (stored in the ledger); cases decided earlier keep their decision. Without
     --judge, every judge that graded the candidate on the task decides, and the cases any of
-    them chose are listed. Label the cases in the order printed: routing on what people would
-    say (route --target human) waits for the earliest missing label.
+    them chose are listed; without --candidate, every candidate graded on the task. Label the
+    cases in the order printed: routing on what people would say (route --target human) waits
+    for the earliest missing label.
     """
     from llm_connect.cli._names import ungraded
     from llm_connect.labels import choose_for_labels
     from llm_connect.ledger import SamplingStore
 
     with open_ledger(db) as ledger:
-        unknown = ungraded(ledger, task, candidates=[candidate], graders=[judge] if judge else [])
+        unknown = ungraded(
+            ledger, task, candidates=[candidate] if candidate else [], graders=[judge] if judge else []
+        )
         if unknown:  # nothing to decide: a slip in a name, not an empty queue
             fail("; ".join(unknown))
         store = SamplingStore(ledger.engine)
-        judges = [judge] if judge else store.graders(task, candidate)
-        cases: list[str] = []
-        for grader_id in judges:
-            cases = choose_for_labels(
-                ledger, task=task, candidate=candidate, grader_id=grader_id, rate=rate, strategy=strategy,
-                seed=seed, floor=floor,
-            )  # fmt: skip
-        if len(judges) > 1:  # every judge's chosen cases, in the order the sampler met them
-            cases = [case_id for _, _, case_id in store.waiting(task, candidate)]
+        candidates = (
+            [candidate] if candidate else sorted({t.candidate_model for t in ledger.grade_totals(task=task)})
+        )
+        judges: dict[str, list[str]] = {}
+        for cand in candidates:
+            judges[cand] = [g for g in store.graders(task, cand) if judge in (None, g)]
+            for grader_id in judges[cand]:
+                choose_for_labels(
+                    ledger, task=task, candidate=cand, grader_id=grader_id, rate=rate, strategy=strategy,
+                    seed=seed, floor=floor,
+                )  # fmt: skip
+        # Every chosen case still waiting, in the order the sampler met them (any of the judges).
+        waiting = [(cand, case_id) for _, cand, case_id in store.waiting(task, candidate, judge)]
         written = None
         if sheet is not None:
-            written = _write_sheet(ledger, sheet, [(task, candidate, case_id) for case_id in cases])
+            written = _write_sheet(ledger, sheet, [(task, cand, case_id) for cand, case_id in waiting])
+    cases: list[Any] = [c for _, c in waiting] if candidate else [
+        {"candidate": cand, "case_id": c} for cand, c in waiting
+    ]  # fmt: skip
     if json_out:
         found: dict[str, Any] = {"task": task, "candidate": candidate, "judge": judge, "cases": cases}
         if not judge:
@@ -371,9 +383,10 @@ def queue(
             found["sheet"] = {"path": str(sheet), "rows": written}
         typer.echo(json.dumps(found))
         return
-    for case_id in cases:
-        typer.echo(case_id)
-    typer.echo(f"{len(cases)} chosen case(s) of {candidate} on {task} await a label", err=True)
+    for cand, case_id in waiting:
+        typer.echo(case_id if candidate else f"{cand}\t{case_id}")
+    whose = candidate if candidate else f"{len(candidates)} candidate(s)"
+    typer.echo(f"{len(waiting)} chosen case(s) of {whose} on {task} await a label", err=True)
     if sheet is not None:
         typer.echo(
             f"{written} row(s) written to {sheet}: fill 'better' with 1, 2 or tie (and 'annotator'), "

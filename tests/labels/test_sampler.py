@@ -229,10 +229,38 @@ def test_without_a_judge_the_queue_command_decides_for_every_judge_of_the_candid
     found = json.loads(out.stdout)
     store = SamplingStore(ledger.engine)
     one, two = store.queue("qa", "small", "g1"), store.queue("qa", "small", "g2")
-    assert found["judges"] == ["g1", "g2"] and found["judge"] is None
+    assert found["judges"] == {"small": ["g1", "g2"]} and found["judge"] is None
     assert one != two and set(found["cases"]) == set(one) | set(two)  # active: each judge its own
     assert found["cases"] == sorted(found["cases"])  # the order the cases arrived (c0000, c0001, ...)
     assert len(store.decided("qa", "small", "g1")) == len(store.decided("qa", "small", "g2")) == 100
+
+
+def test_without_a_candidate_the_queue_command_covers_every_candidate_of_the_task(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult], tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from llm_connect.cli import app
+
+    grade_cases(ledger, make_result, [0.5] * 40, grader="g1")
+    ledger.record_batch(
+        [RecordItem(make_result(0.5, candidate_model="tiny", baseline_model="big", grader_id="g1"),
+                    "qa", "r1", f"c{i:04d}") for i in range(40)]
+    )  # fmt: skip
+    sheet = tmp_path / "all.csv"
+    args = ["labels", "queue", "-t", "qa", "--rate", "0.5", "--db", ledger.url]
+    out = CliRunner().invoke(app, [*args, "--json", "--sheet", str(sheet)])
+    assert out.exit_code == 0, out.output
+    found = json.loads(out.stdout)
+    store = SamplingStore(ledger.engine)
+    want = {("small", c) for c in store.queue("qa", "small", "g1")} | {
+        ("tiny", c) for c in store.queue("qa", "tiny")
+    }
+    assert {(c["candidate"], c["case_id"]) for c in found["cases"]} == want and len(want) > 20
+    assert found["judges"] == {"small": ["g1"], "tiny": ["g1"]} and found["sheet"]["rows"] == len(want)
+    plain = CliRunner().invoke(app, args)
+    assert plain.exit_code == 0 and f"{len(want)} chosen case(s) of 2 candidate(s) on qa" in plain.stderr
+    assert {tuple(line.split("\t")) for line in plain.stdout.splitlines()} == want
 
 
 def test_a_mistyped_name_is_an_error_with_the_closest_graded_name_and_writes_nothing(
