@@ -161,20 +161,21 @@ class LabelDesk:
             raise ConfigurationError(f"skip names {len(skip)} cases (at most {_MAX_SKIP})")
         with self._lock:
             skipped = {self._shown[r].item for r in skip if r in self._shown}
+        mark = grades_mark(self.ledger)  # what the kept count and order were read at
         items = label_queue(
             self.ledger,
             task=task,
             candidate=candidate,
             annotator=annotator,
             limit=1 + len(skipped),
-            ranked=self._ranked(task, candidate),
+            ranked=self._ranked(task, candidate, mark),
         )
         left = queue_size(
             self.ledger,
             task=task,
             candidate=candidate,
             annotator=annotator,
-            total=self._total(task, candidate),
+            total=self._total(task, candidate, mark),
         )
         waiting = chosen_waiting(self.ledger, task=task, candidate=candidate)
         for item in items:
@@ -185,9 +186,9 @@ class LabelDesk:
                 return {"case": self._blind(case), "left": left, "chosen_left": waiting}
         return {"case": None, "left": left, "chosen_left": waiting}
 
-    def _total(self, task: str | None, candidate: str | None) -> int:
-        """:func:`queue_total` of the filters, counted again only after a new grade."""
-        mark = grades_mark(self.ledger)
+    def _total(self, task: str | None, candidate: str | None, mark: tuple[int, int]) -> int:
+        """:func:`queue_total` of the filters, counted again only after a new grade (``mark``:
+        :func:`grades_mark` now)."""
         with self._lock:
             kept = self._totals.get((task, candidate))
         if kept is not None and kept[0] == mark:
@@ -197,12 +198,12 @@ class LabelDesk:
             _keep(self._totals, (task, candidate), (mark, total))
         return total
 
-    def _ranked(self, task: str | None, candidate: str | None) -> Ranked:
-        """:func:`ranked_cases` of the filters, read again only after a new grade or when a
-        deeper list is needed (then at least twice as deep as the one kept)."""
+    def _ranked(self, task: str | None, candidate: str | None, mark: tuple[int, int]) -> Ranked:
+        """:func:`ranked_cases` of the filters, read again only after a new grade (``mark``:
+        :func:`grades_mark` now) or when a deeper list is needed (then at least twice as deep as
+        the one kept)."""
 
         def first(depth: int) -> list[Any]:
-            mark = grades_mark(self.ledger)
             with self._lock:
                 kept = self._ranks.get((task, candidate))
             if kept is not None and kept[0] == mark and (len(kept[1]) >= depth or kept[2]):

@@ -40,7 +40,7 @@ from human_decide import GRADER, grade
 from llm_connect.labels import HumanLabel, choose_for_labels
 from llm_connect.ledger import QualityLedger
 from llm_connect.report._label import LabelDesk
-from llm_connect.report._label_queue import _groups_sql, chosen_waiting, label_queue, queue_size
+from llm_connect.report._label_queue import _groups_sql, chosen_waiting, grades_mark, label_queue, queue_size
 
 
 def _disagreement_only(ledger: QualityLedger) -> list[Any]:
@@ -91,13 +91,17 @@ def main() -> None:
         timed: dict[str, Callable[[], Any]] = {
             "next case": lambda: label_queue(ledger, task="qa", annotator="zed", limit=1),
             "next case, page": lambda: label_queue(
-                ledger, task="qa", annotator="zed", limit=1, ranked=desk._ranked("qa", None)
+                ledger,
+                task="qa",
+                annotator="zed",
+                limit=1,
+                ranked=desk._ranked("qa", None, grades_mark(ledger)),
             ),
             "disagreement only": lambda: _disagreement_only(ledger),
             "left": lambda: queue_size(ledger, task="qa", annotator="zed"),
             "left, grouped": lambda: _left_grouped(ledger),
             "left, page": lambda: queue_size(
-                ledger, task="qa", annotator="zed", total=desk._total("qa", None)
+                ledger, task="qa", annotator="zed", total=desk._total("qa", None, grades_mark(ledger))
             ),
             "chosen waiting": lambda: chosen_waiting(ledger, task="qa"),
         }
