@@ -118,7 +118,6 @@ def import_(
     would say, unless the file was drawn at random (--sampled-uniformly RATE).
     """
     from llm_connect.labels import import_labels
-    from llm_connect.labels._files import blank_sheet_rows
 
     with open_ledger(db) as ledger:
         result = import_labels(
@@ -129,16 +128,17 @@ def import_(
             format=file_format,
             sampled_uniformly=sampled_uniformly,
         )
-    blank = blank_sheet_rows(file, format=file_format)
     if json_out:
-        typer.echo(json.dumps({"file": str(file), **vars(result), "blank": blank}))
+        typer.echo(json.dumps({"file": str(file), **vars(result)}))
         return
     typer.echo(
         f"{file}: {result.written} written, {result.unchanged} unchanged (already stored), "
         f"{result.replaced} replaced"
     )
-    if blank:
-        typer.echo(f"{file}: {blank} row(s) with no 'better' yet: not labelled, left waiting", err=True)
+    if result.blank:
+        typer.echo(
+            f"{file}: {result.blank} row(s) with no 'better' yet: not labelled, left waiting", err=True
+        )
 
 
 @app.command("export", cls=FastHelpCommand)

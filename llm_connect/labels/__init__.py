@@ -34,7 +34,14 @@ from typing import Any
 
 from llm_connect.errors import LabelError
 from llm_connect.labels._agreement import Agreement, agreement, cohen_kappa, fleiss_kappa
-from llm_connect.labels._files import FORMATS, detect_format, read_label_lines, read_labels, write_labels
+from llm_connect.labels._files import (
+    FORMATS,
+    detect_format,
+    read_label_file,
+    read_label_lines,
+    read_labels,
+    write_labels,
+)
 from llm_connect.labels._sampler import (
     STRATEGIES,
     UniformSample,
@@ -55,6 +62,7 @@ __all__ = [
     "CaseLabels",
     "HumanLabel",
     "LabelCounts",
+    "LabelImport",
     "LabelStatus",
     "LabelStore",
     "LabelWrite",
@@ -69,6 +77,7 @@ __all__ = [
     "import_labels",
     "label_status",
     "plan_uniform_sample",
+    "read_label_file",
     "read_label_lines",
     "read_labels",
     "record_uniform_sample",
@@ -84,6 +93,14 @@ def _store(ledger: QualityLedger | LabelStore) -> LabelStore:
     return ledger if isinstance(ledger, LabelStore) else LabelStore(ledger.engine)
 
 
+@dataclass(frozen=True)
+class LabelImport(LabelWrite):
+    """What :func:`import_labels` did: the write's counts, and the file's blank sheet rows."""
+
+    blank: int = 0
+    """Rows of a labelling sheet with no ``better`` yet: not labels, skipped (they stay queued)."""
+
+
 def import_labels(
     ledger: QualityLedger | LabelStore,
     path: str | Path,
@@ -92,8 +109,9 @@ def import_labels(
     replace: bool = False,
     format: str | None = None,
     sampled_uniformly: float | None = None,
-) -> LabelWrite:
-    """Read the labels file at ``path`` and store every label in one transaction.
+) -> LabelImport:
+    """Read the labels file at ``path`` and store every label in one transaction; returns what
+    the write did and how many rows of a labelling sheet were left blank (not labels: skipped).
 
     ``annotator`` fills lines that name none. Any error (a malformed line, a case or candidate
     the ledger has no grade for, a conflicting label without ``replace``) raises
@@ -113,7 +131,7 @@ def import_labels(
     ``Router.decide(target="human")`` after an import continues the running sums from there
     instead of over every case.
     """
-    lines = read_label_lines(path, annotator=annotator, format=format)
+    lines, blank = read_label_file(path, annotator=annotator, format=format)
     name = str(path)
     store = _store(ledger)
     sampling = SamplingStore(store.engine)
@@ -140,7 +158,7 @@ def import_labels(
         touched.setdefault(label.task, set()).add(label.candidate)
     for task, names in touched.items():
         refresh_routing_state(store.engine, task, sorted(names))
-    return written
+    return LabelImport(written.written, written.unchanged, written.replaced, blank)
 
 
 @dataclass(frozen=True)
@@ -198,19 +216,20 @@ def label_status(
     for case in store.case_labels(task=task, candidate=candidate):
         by_group.setdefault((case.task, case.candidate), []).append(case)
     rows = store.counts(task=task, candidate=candidate)
+    labelled = {key: {case.case_id for case in cases} for key, cases in by_group.items()}
+    # Per (task, candidate), per judge: decided, chosen, chosen and labelled (one pass per task).
+    progress: dict[tuple[str, str], dict[str, list[int]]] = {}
     sampling = SamplingStore(store.engine)
-    decided = {t: sampling.decided(t) for t in dict.fromkeys(r.task for r in rows)}
+    for t in dict.fromkeys(r.task for r in rows):
+        for (cand, gid, case_id), (_, _, chosen) in sampling.decided(t).items():
+            row = progress.setdefault((t, cand), {}).setdefault(gid, [0, 0, 0])
+            row[0] += 1
+            row[1] += chosen
+            row[2] += chosen and case_id in labelled.get((t, cand), ())
     out = []
     for counts in rows:
         agreed = agreement(by_group.get((counts.task, counts.candidate), []))
-        labelled = {case.case_id for case in by_group.get((counts.task, counts.candidate), [])}
-        progress: dict[str, list[int]] = {}
-        for (cand, gid, case_id), (_, _, chosen) in decided[counts.task].items():
-            if cand == counts.candidate:
-                row = progress.setdefault(gid, [0, 0, 0])
-                row[0] += 1
-                row[1] += chosen
-                row[2] += chosen and case_id in labelled
+        mine = progress.get((counts.task, counts.candidate), {})
         out.append(
             LabelStatus(
                 task=counts.task,
@@ -225,7 +244,7 @@ def label_status(
                 observed_agreement=agreed.observed,
                 sampling=tuple(
                     SamplingProgress(gid, n, chosen, done, chosen - done)
-                    for gid, (n, chosen, done) in sorted(progress.items())
+                    for gid, (n, chosen, done) in sorted(mine.items())
                 ),
             )
         )

@@ -24,7 +24,7 @@ from llm_connect.errors import LabelError
 from llm_connect.labels._sheet import SHEET_FIELDS, sheet_preference
 from llm_connect.values import LABEL_FIELDS, HumanLabel
 
-__all__ = ["FORMATS", "blank_sheet_rows", "detect_format", "read_label_lines", "read_labels", "write_labels"]
+__all__ = ["FORMATS", "detect_format", "read_label_file", "read_label_lines", "read_labels", "write_labels"]
 
 #: The formats a labels file may have.
 FORMATS: tuple[str, ...] = ("jsonl", "csv")
@@ -51,26 +51,27 @@ def read_label_lines(
             ``field`` name it): a missing or unknown field, an unknown preference, a score that
             is not a number from 0 to 1, no annotator on the line and none given.
     """
+    return read_label_file(path, annotator=annotator, format=format)[0]
+
+
+def read_label_file(
+    path: str | Path, *, annotator: str | None = None, format: str | None = None
+) -> tuple[list[tuple[int, HumanLabel]], int]:
+    """:func:`read_label_lines`, and how many rows of a labelling sheet have no ``better`` yet
+    (0 for a plain labels file), from one read of the file."""
     name = str(path)
     out = []
+    waiting = 0
     for line, record in _records(path, format):
         try:
             label = _label(record, annotator)
         except LabelError as exc:
             raise exc.located(name, line) from None
-        if label is not None:
+        if label is None:
+            waiting += 1
+        else:
             out.append((line, label))
-    return out
-
-
-def blank_sheet_rows(path: str | Path, *, format: str | None = None) -> int:
-    """How many rows of the labelling sheet at ``path`` have no ``better`` yet (0 for a plain
-    labels file)."""
-    return sum(1 for _, r in _records(path, format) if "better" in r and _blank(r.get("better")))
-
-
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+    return out, waiting
 
 
 def _records(path: str | Path, format: str | None) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -16,7 +16,7 @@ import hashlib
 
 from llm_connect.errors import LabelError
 
-__all__ = ["BETTER", "BLIND_SEED", "CONTEXT_FIELDS", "SHEET_FIELDS", "candidate_first", "sheet_preference"]
+__all__ = ["BETTER", "BLIND_SEED", "SHEET_FIELDS", "candidate_first", "sheet_preference"]
 
 BLIND_SEED = "llm-connect-label-v1"
 """The default seed of the blind order (:func:`candidate_first`)."""
@@ -34,9 +34,6 @@ SHEET_FIELDS: tuple[str, ...] = (
     "run_id",
 )
 """A sheet's fields, in the order they are written."""
-
-CONTEXT_FIELDS: tuple[str, ...] = ("prompt", "answer_1", "answer_2")
-"""What a sheet shows the annotator; read back, it is ignored."""
 
 BETTER: tuple[str, ...] = ("1", "2", "tie")
 """What ``better`` may hold: the first answer, the second, or neither."""
