@@ -12,18 +12,19 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, func, select
+from sqlalchemy import Connection, Table, and_, distinct, func, literal_column, select
 
 from llm_connect.errors import LedgerError
 from llm_connect.ledger._cases import TOTALS_COLUMNS, fetch, fetch_together, match, series_query, totals_row
 from llm_connect.ledger._convert import INSERT_COLUMNS, KEY, conflict_error, differences, stored_ids
 from llm_connect.ledger._engine import Store, driver_cursor, ledger_errors, reading, write
-from llm_connect.ledger._models import GROUP_KEY, Grade, GradeStats
+from llm_connect.ledger._models import GROUP_KEY, CaseStats, Grade, GradeStats
 from llm_connect.ledger._rows import CaseSeries, GradeRow, GradeTotals, SummaryRow, grade_row
-from llm_connect.ledger._stats import mean_std, t_interval
+from llm_connect.ledger._stats import mean_std
 
 _G = cast(Table, Grade.__table__)
 _S = cast(Table, GradeStats.__table__)
+_C = cast(Table, CaseStats.__table__)
 GRADE_COLUMNS = tuple(GradeRow.__dataclass_fields__)
 Filter = str | Sequence[str] | None
 Key = tuple[Any, ...]
@@ -212,34 +213,51 @@ class GradeStore(Store):
         grader_id: Filter = None,
         since: datetime | None = None,
         until: datetime | None = None,
-        confidence: float = 0.95,
     ) -> list[SummaryRow]:
-        """One :class:`SummaryRow` per (task, baseline model, candidate model, grader id), with a
-        Student t-interval for the mean quality; from the running totals unless ``since``/``until``."""
-        if not 0.0 < confidence < 1.0:
-            raise ValueError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
+        """One :class:`SummaryRow` per (task, baseline model, candidate model, grader id): grades,
+        distinct cases, mean and standard deviation over grades, mean costs and latencies; no
+        interval (routing's bounds count cases: :mod:`llm_connect.routing`). One statement: the
+        running totals (cases from ``case_stats``) unless ``since``/``until``, else the grades."""
         sides = [(s, w) for w in ("cost", "latency") for s in ("baseline", "candidate")]
+        filters = (task, baseline_model, candidate_model, grader_id)
         if since is None and until is None:  # the running totals: a few rows however many grades
-            table, t = _S, _S.c
+            t, c = _S.c, _C.c
+            per_case = (  # one case_stats row per case
+                select(*(c[k] for k in _KEYS), func.count().label("cases"))
+                .where(*_where(_C, *filters))
+                .group_by(*(c[k] for k in _KEYS))
+                .subquery()
+            )
+            on = and_(*(t[k] == per_case.c[k] for k in _KEYS))
             means = [t[f"{s}_{w}_sum"] / func.nullif(t[f"{s}_{w}_n"], 0) for s, w in sides]
-            stmt = select(*(t[k] for k in _KEYS), t.n, t.sum_quality, t.sum_quality_sq, *means)
-            stmt = stmt.add_columns(t.first_at, t.last_at)
+            stmt = select(
+                *(t[k] for k in _KEYS),
+                t.n,
+                func.coalesce(per_case.c.cases, 0),
+                t.sum_quality,
+                t.sum_quality_sq,
+                *means,
+            )
+            stmt = stmt.add_columns(t.first_at, t.last_at).select_from(_S.outerjoin(per_case, on))
+            where = _where(_S, *filters)
         else:
-            table, t, q = _G, _G.c, _G.c.quality_score
+            t, q = _G.c, _G.c.quality_score
+            cases = func.count(distinct(literal_column(_CASE_KEY)))  # a case as case_stats keys it
             avgs = [func.avg(t[f"{s}_{_SUMMED_COLUMN[w]}"]) for s, w in sides]
             at = (func.min(t.created_at), func.max(t.created_at))
-            stmt = select(*(t[k] for k in _KEYS), func.count(), func.sum(q), func.sum(q * q), *avgs, *at)
+            stmt = select(
+                *(t[k] for k in _KEYS), func.count(), cases, func.sum(q), func.sum(q * q), *avgs, *at
+            )
             stmt = stmt.group_by(*(t[k] for k in _KEYS))
-        where = _where(table, task, baseline_model, candidate_model, grader_id, since, until)
+            where = _where(_G, *filters, since, until)
         with reading(self.engine, "summarising grades") as conn:
             records = conn.execute(stmt.where(*where).order_by(*(t[k] for k in _KEYS))).all()
         out = []
         for r in records:
             n = int(r[4])
-            mean, std = mean_std(n, float(r[5]), float(r[6]))
-            low, high = t_interval(n, mean, std, confidence)
-            avg = [None if v is None else float(v) for v in r[7:11]]
-            row = (*r[:4], n, mean or 0.0, std, low, high, confidence, *avg, *r[11:13])
+            mean, std = mean_std(n, float(r[6]), float(r[7]))
+            avg = [None if v is None else float(v) for v in r[8:12]]
+            row = (*r[:4], n, int(r[5]), mean or 0.0, std, *avg, *r[12:14])
             out.append(SummaryRow(*row))
         return out
 

@@ -170,18 +170,24 @@ def grade_row(mapping: Mapping[Any, Any]) -> GradeRow:
 
 @dataclass(frozen=True)
 class SummaryRow:
-    """Aggregate of the grades of one (task, baseline model, candidate model, grader id)."""
+    """Descriptive figures of the grades of one (task, baseline model, candidate model, grader id).
+
+    ``n`` counts grades and ``cases`` the distinct cases they grade (a case graded in 5 runs is 5
+    grades, 1 case); ``mean`` and ``std`` (sample standard deviation, ``None`` under 2 grades) are
+    over grades. No interval: grades of one case are not independent, so an interval over grades
+    is too narrow. The bounds that decide routing come from :mod:`llm_connect.routing`
+    (``Router.decide``, ``gather``) and ``llm-connect ledger summary``, which count cases and are
+    anytime-valid.
+    """
 
     task: str
     baseline_model: str
     candidate_model: str
     grader_id: str
     n: int
+    cases: int
     mean: float
     std: float | None
-    ci_low: float | None
-    ci_high: float | None
-    confidence: float
     baseline_mean_cost_usd: float | None
     candidate_mean_cost_usd: float | None
     baseline_mean_latency_ms: float | None

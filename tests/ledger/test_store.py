@@ -6,6 +6,7 @@ import csv
 import json
 import os
 from collections.abc import Callable
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -222,7 +223,7 @@ def test_results_filters(ledger: QualityLedger, make_result: MakeResult) -> None
     assert list(ledger.results(until=now - timedelta(minutes=5))) == []
 
 
-def test_summary_mean_std_and_t_interval(ledger: QualityLedger, make_result: MakeResult) -> None:
+def test_summary_gives_grades_mean_and_std(ledger: QualityLedger, make_result: MakeResult) -> None:
     from scipy import stats
 
     scores = [0.5, 0.7, 0.9, 1.0, 0.8]
@@ -231,23 +232,44 @@ def test_summary_mean_std_and_t_interval(ledger: QualityLedger, make_result: Mak
     rows = {r.candidate_model: r for r in ledger.summary(task="t")}
     row = rows["gpt-4o-mini"]
     mean = sum(scores) / len(scores)
-    low, high = stats.t.interval(0.95, len(scores) - 1, loc=mean, scale=stats.sem(scores))
     assert row.n == 5 and row.mean == pytest.approx(mean)
     assert row.std == pytest.approx(stats.tstd(scores))
-    assert (row.ci_low, row.ci_high) == (pytest.approx(max(0.0, low)), pytest.approx(min(1.0, high)))
     assert row.candidate_mean_cost_usd == pytest.approx(0.001)
     assert row.baseline_mean_latency_ms == pytest.approx(800.0)
     assert row.first_at <= row.last_at and row.first_at.tzinfo is not None
     solo = rows["solo"]
-    assert solo.n == 1 and solo.std is None and solo.ci_low is None and solo.ci_high is None
+    assert solo.n == 1 and solo.std is None
 
 
-def test_summary_of_constant_scores_has_zero_width_interval(
-    ledger: QualityLedger, make_result: MakeResult
-) -> None:
+def test_summary_of_constant_scores_has_zero_std(ledger: QualityLedger, make_result: MakeResult) -> None:
     ledger.record_many([make_result(0.95) for _ in range(40)], task="t")
     (row,) = ledger.summary()
-    assert row.std == 0.0 and row.ci_low == pytest.approx(0.95) and row.ci_high == pytest.approx(0.95)
+    assert row.std == 0.0 and row.mean == pytest.approx(0.95)
+
+
+def test_summary_counts_cases_and_gives_no_interval_over_grades(
+    ledger: QualityLedger, make_result: MakeResult
+) -> None:
+    # 10 cases graded in 5 runs: 50 grades, 10 cases. Routing's bounds count cases; the summary
+    # gives none of its own (an interval over the 50 grades would be about 4 times too narrow).
+    def grade(run: int, case: int) -> RecordItem:
+        return RecordItem(
+            make_result(0.2 + 0.06 * case + 0.01 * run), "t", run_id=f"r{run}", case_id=f"c{case}"
+        )
+
+    ledger.record_batch([grade(r, c) for r in range(5) for c in range(10)])
+    since = datetime(2000, 1, 1, tzinfo=UTC)
+    for (row,) in (ledger.summary(), ledger.summary(task="t", since=since)):  # totals, grades
+        assert (row.n, row.cases) == (50, 10) and row.mean == pytest.approx(0.2 + 0.06 * 4.5 + 0.01 * 2)
+        assert {f.name for f in fields(row)}.isdisjoint({"ci_low", "ci_high", "confidence"})
+    middle = datetime.now(UTC)
+    ledger.record_batch([grade(5, c) for c in range(3)])  # a sixth run of three known cases
+    ledger.record_many([make_result(0.5), make_result(0.5)], task="t")  # no case id: one case, its prompt
+    for (row,) in (ledger.summary(task="t"), ledger.summary(until=datetime.now(UTC) + timedelta(days=1))):
+        assert (row.n, row.cases) == (55, 11)
+    (row,) = ledger.summary(since=middle)
+    assert (row.n, row.cases) == (5, 4)
+    assert ledger.summary(until=since) == []
 
 
 def test_summary_with_unknown_costs_reports_none(ledger: QualityLedger, make_result: MakeResult) -> None:
