@@ -27,14 +27,12 @@ def write_artifacts(
     stats: list[Any],
     report: Any,
     ledger: Any,
-    threshold: float,
-    min_samples: int,
-    route_on: list[str] | None = None,
+    policy: Any,
     gate: Any = None,
-    target: str = "judge",
 ) -> None:
     """Write the JUnit XML and the HTML report of the run just made (each only when asked).
 
+    The report decides under ``policy`` (the run's ``RoutingPolicy``), as the run's routing did.
     A failure to write one is reported on stderr and does not lose the run's grades
     (they are committed already) nor stop the other file.
     """
@@ -53,10 +51,7 @@ def write_artifacts(
                 ledger,
                 report_path,
                 run_ids=[str(report.run_id)],
-                min_quality=threshold,
-                min_samples=min_samples,
-                route_on=route_on or (),
-                target=target,
+                policy=policy,
                 gate=None
                 if gate is None
                 else {"outcome": gate.outcome, "min_quality": gate.min_quality, "lines": gate.lines()},

@@ -53,14 +53,14 @@ def exit_code(report: Any, gate: Any, *, allow_unsettled: bool) -> int:
     return EXIT_OK
 
 
-def _gate_items(stats: list[Any], decisions: list[Any], target: str | None) -> list[tuple[str, str, Any]]:
-    """The (task, candidate, evidence) the gate judges: the run's routing judges' evidence, or
-    with ``target="human"`` each routing decision's human-target evidence (none when routing
-    failed, which leaves the gate not settled)."""
-    if target != "human":
-        return [(s.task, s.candidate, s.evidence) for s in stats if s.routes]
+def _gate_items(decisions: list[Any], stats: list[Any]) -> list[tuple[str, str, Any]]:
+    """The (task, candidate, evidence) the gate judges: each routing decision's evidence on its
+    usable routing judges (the judges' own figures, or with ``target="human"`` what people would
+    say), each candidate named by its spec as the run's table names it. None when routing
+    failed, which leaves the gate not settled."""
+    spec = {(s.task, s.candidate_model): s.candidate for s in stats}
     return [
-        (d.task, c.model, ev)
+        (d.task, spec.get((d.task, c.model), c.model), ev)
         for d in decisions
         for c in d.candidates
         for ev in c.graders
@@ -74,10 +74,8 @@ def conclude(opts: Any, outcome: Any, *, allow_unsettled: bool) -> Conclusion:
     from llm_connect.routing import quality_gate
 
     report = outcome.report
-    threshold, needed = opts.min_quality, opts.min_samples
-    stats = _report.run_stats(
-        outcome.rows, outcome.ledger, threshold=threshold, min_samples=needed, routing_ids=outcome.gating_ids
-    )
+    policy = opts.policy(outcome.gating_ids)
+    stats = _report.run_stats(outcome.rows, outcome.ledger, policy=policy, routing_ids=outcome.gating_ids)
     sessions = _sessions.session_report(
         report.results,
         outcome.suite.cases,
@@ -90,22 +88,23 @@ def conclude(opts: Any, outcome: Any, *, allow_unsettled: bool) -> Conclusion:
     if not report.interrupted and stats:
         try:
             decisions = outcome.route(
-                threshold=threshold,
-                min_samples=needed,
-                allow_uncalibrated=opts.allow_uncalibrated,
-                target=opts.target,
+                policy,
                 label_rate=opts.label_rate,
                 label_strategy=opts.label_strategy,
                 label_seed=opts.seed,
             )
         except Exception as exc:  # routing is advice: a failure there does not lose the grades
             routing_error = f"{type(exc).__name__}: {exc}"
-    # The gate reads the statuses the evidence module computed: passed only when every candidate
-    # is proven on every routing judge, failed when one is ruled out, not settled otherwise.
-    # With --target human the gate reads what people would say (the routing decisions' human
-    # evidence), never the judge's own figures: no human labels yet is not settled, not passed.
+    # The gate reads the routing decisions (one decision function, one policy): passed only when
+    # every candidate is proven on every usable routing judge, failed when one is ruled out, not
+    # settled otherwise. An LLM judge the decision ignored (no passing calibration) is not counted.
+    # With --target human the gate reads what people would say (the decisions' human evidence),
+    # never the judge's own figures: no human labels yet is not settled, not passed.
+    ignored = [g.why for d in decisions for g in d.ignored_graders]
     gate = (
-        quality_gate(_gate_items(stats, decisions, opts.target), min_quality=threshold) if opts.gate else None
+        quality_gate(_gate_items(decisions, stats), min_quality=policy.min_quality, ignored=ignored)
+        if opts.gate
+        else None
     )
     return Conclusion(
         stats=stats,

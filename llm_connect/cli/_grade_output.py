@@ -48,6 +48,7 @@ def print_human(
     verbose: bool = False,
     allow_unsettled: bool = False,
     formats: dict[str, Any] | None = None,
+    confidence: float,
 ) -> None:
     """The grade report for a person: per-case lines (asked, or one prompt), the statistics,
     one short routing line per task (the full reason with ``verbose``), the quality gate."""
@@ -78,10 +79,10 @@ def print_human(
     parts.append(f"{report.elapsed_s:.1f}s")
     title = " · ".join(parts)
     if out.console is not None:
-        out.console.print(_report.stats_table(stats, title=title, confidence=0.95))
+        out.console.print(_report.stats_table(stats, title=title, confidence=confidence))
     else:
         out.line((title, None))
-        for text in _report.stats_lines(stats, confidence=0.95):
+        for text in _report.stats_lines(stats, confidence=confidence):
             out.line((text, None))
     if stats:
         out.line((_report.CASES_NOTE, "dim"))
@@ -123,12 +124,6 @@ def print_human(
         out.line((f"routing skipped: {routing_error}", None))
     if gate is not None:
         _print_gate(out, gate, allow_unsettled)
-        if not gate.by_people:
-            # The gate reads every routing judge's grades; routing leaves out an LLM judge until a
-            # calibration passes. Say so where both are on one screen and could seem to disagree.
-            for gid in dict.fromkeys(i.grader_id for d in decisions for i in d.ignored_graders):
-                out.line((f"note: the gate counts {gid}'s grades; routing ignores them until a calibration "
-                          f"passes (llm-connect calibrate --judge {gid} --against ...)", "dim"))  # fmt: skip
 
 
 def _print_decisions(out: _Out, decisions: list[Any], verbose: bool) -> None:
@@ -303,8 +298,7 @@ def emit(
     report, c = outcome.report, conclusion
     write_artifacts(
         junit=junit, report_path=report_file, stats=c.stats, report=report, ledger=outcome.ledger,
-        threshold=opts.min_quality, min_samples=opts.min_samples, route_on=list(outcome.gating_ids),
-        gate=c.gate, target=opts.target,
+        policy=opts.policy(outcome.gating_ids), gate=c.gate,
     )  # fmt: skip
     formats = response_formats(outcome)
     hint = resume_hint(opts, str(report.run_id))
@@ -319,6 +313,7 @@ def emit(
         print_human(
             outcome, c.stats, c.decisions, c.routing_error, c.gate, cases, opts.prompt is not None,
             sessions=c.sessions, verbose=verbose, allow_unsettled=allow_unsettled, formats=formats,
+            confidence=opts.confidence,
         )  # fmt: skip
     if report.interrupted:
         echo_err(f"interrupted: {report.cases_done - report.cases_skipped} case(s) committed.")

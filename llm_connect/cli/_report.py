@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_connect.values import RoutingPolicy
 
 __all__ = ["CASES_NOTE", "RunStats", "run_stats", "task_sides"]
 
@@ -118,12 +121,11 @@ def run_stats(
     rows: Sequence[Any],
     ledger: Any,
     *,
-    threshold: float,
-    min_samples: int,
+    policy: RoutingPolicy,
     routing_ids: Sequence[str],
-    confidence: float = 0.95,
 ) -> list[RunStats]:
-    """One :class:`RunStats` per (task, candidate adapter id, grader id) of the run's grade ``rows``."""
+    """One :class:`RunStats` per (task, candidate adapter id, grader id) of the run's grade ``rows``,
+    with the evidence module's figures under ``policy`` (its threshold, cases and confidence)."""
     from llm_connect.routing import gather
 
     groups: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
@@ -138,9 +140,10 @@ def run_stats(
             baseline=baseline,
             candidates=candidates,
             grader_ids=graders,
-            min_quality=threshold,
-            confidence=confidence,
-            min_samples=min_samples,
+            min_quality=policy.min_quality,
+            confidence=policy.confidence,
+            min_samples=policy.min_samples,
+            fixed_n=policy.fixed_n,
         )
         for (model, gid), found_ev in found.items():
             evidence[(task, model, gid)] = found_ev

@@ -17,8 +17,12 @@ from typing import Any
 from llm_connect.adapters._loop import run as run_in_own_loop
 from llm_connect.cli._common import fail
 from llm_connect.errors import ConfigurationError
+from llm_connect.values._policy import RoutingPolicy
 
 __all__ = ["GradeOptions", "Outcome", "execute"]
+
+_POLICY = RoutingPolicy()
+"""The policy's defaults: a run's routing settings start from them."""
 
 
 @dataclass
@@ -58,12 +62,14 @@ class GradeOptions:
     """The seed of that order."""
     samples: int = 1
     """Answers per case and side; a case's grade is the mean over its samples."""
-    min_quality: float = 0.9
-    min_samples: int = 30
-    confidence: float = 0.95
-    allow_uncalibrated: bool = False
-    target: str = "judge"
-    """``judge`` or ``human``: what routing bounds (``Router.decide(target=...)``)."""
+    min_quality: float = _POLICY.min_quality
+    min_samples: int = _POLICY.min_samples
+    confidence: float = _POLICY.confidence
+    allow_uncalibrated: bool = _POLICY.allow_uncalibrated
+    target: str = _POLICY.target
+    """``judge`` or ``human``: what routing bounds (``RoutingPolicy.target``)."""
+    min_stability: str | None = _POLICY.min_stability
+    prefer: str = _POLICY.prefer
     label_rate: float | None = None
     """After grading, send this share of newly graded cases to people (``choose_for_labels``)."""
     label_strategy: str = "uniform"
@@ -100,6 +106,20 @@ class GradeOptions:
             "tpm": self.tpm,
         }
 
+    def policy(self, route_on: list[str] | None = None) -> RoutingPolicy:
+        """The run's :class:`RoutingPolicy` (``route_on``: the resolved routing grader ids);
+        routing, the gate, ``--until-decided``, JUnit and the report all decide under it."""
+        return RoutingPolicy(
+            min_quality=self.min_quality,
+            confidence=self.confidence,
+            min_samples=self.min_samples,
+            target=self.target,
+            route_on=tuple(route_on or ()),
+            allow_uncalibrated=self.allow_uncalibrated,
+            min_stability=self.min_stability,
+            prefer=self.prefer,
+        )
+
 
 @dataclass
 class Outcome:
@@ -122,23 +142,21 @@ class Outcome:
 
     def route(
         self,
+        policy: RoutingPolicy,
         *,
-        threshold: float,
-        min_samples: int,
-        allow_uncalibrated: bool,
-        target: str = "judge",
         label_rate: float | None = None,
         label_strategy: str = "uniform",
         label_seed: int | None = None,
     ) -> list[Any]:
-        """One routing decision per task of the run (stored in the ledger).
+        """One routing decision per task of the run under ``policy`` (stored in the ledger).
 
-        ``min_samples`` (distinct cases) is used as given, never lowered to the
-        size of a small suite: below it the evidence says "insufficient". With
-        ``label_rate``, the label sampler first decides the newly graded cases of
-        each task x candidate x routing judge (``choose_for_labels``). Routing on the
-        judge also brings the stored state of routing on what people would say up to date
-        (``refresh_routing_state``), since the run's grades may have changed sampled cases.
+        ``policy.min_samples`` (distinct cases) is used as given, never lowered to the
+        size of a small suite: below it the evidence says "insufficient". The routing judges
+        are the run's gating judges graded on the task. With ``label_rate``, the label
+        sampler first decides the newly graded cases of each task x candidate x routing judge
+        (``choose_for_labels``). Routing on the judge also brings the stored state of routing
+        on what people would say up to date (``refresh_routing_state``), since the run's
+        grades may have changed sampled cases.
         """
         from llm_connect.cli._report import task_sides
         from llm_connect.routing import Router
@@ -160,23 +178,17 @@ class Outcome:
                             {"task": task, "candidate": cand, "judge": gid, "rate": label_rate,
                              "strategy": label_strategy, "cases": waiting}
                         )  # fmt: skip
-            if target != "human":
+            if policy.target != "human":
                 # New grades of sampled cases leave the human target's stored state behind: bring
                 # it up to date now, so that a later decide(target="human") does not read every
                 # sampled case (a decision on people's labels does that itself, and stores it).
                 from llm_connect.labels import refresh_routing_state
 
                 refresh_routing_state(self.ledger.engine, task, candidates, sorted(graders))
+            # The run's routing judges graded on this task, as the report narrows them.
             decisions.append(
                 router.decide(
-                    task,
-                    baseline=baseline,
-                    candidates=candidates,
-                    grader_id=[g for g in self.gating_ids if g in graders],
-                    min_quality=threshold,
-                    min_samples=min_samples,
-                    allow_uncalibrated=allow_uncalibrated,
-                    target=target,
+                    task, baseline=baseline, candidates=candidates, policy=policy.for_judges(graders)
                 )
             )
         return decisions
@@ -187,22 +199,19 @@ def settled_check(
     tasks: list[str],
     baseline_model: str,
     candidates: list[tuple[str, str]],
-    routing_ids: list[str],
-    *,
-    min_quality: float,
-    min_samples: int,
-    confidence: float,
-    allow_uncalibrated: bool = False,
+    policy: RoutingPolicy,
 ) -> Callable[[], set[tuple[str, str]]]:
     """What ``--until-decided`` asks after each committed batch: the (task, candidate spec) pairs
-    whose decision is settled on the ledger's evidence (proven on every routing judge, or ruled
-    out on one), by the same rule, candidates and ``min_samples`` as the report and the router.
+    whose decision under ``policy`` (narrowed to the task's judges, ``RoutingPolicy.for_judges``,
+    as routing after the run does) is settled (``Router.evaluate``, the one decision function:
+    proven on every usable routing judge, or ruled out on one; with ``target="human"``, on what
+    people would say).
 
     Stopping there keeps the guarantee because the bounds are anytime-valid: looking after every
     batch is allowed.
     """
-    from llm_connect.routing import Router, gather
-    from llm_connect.values._decision import SETTLED, combined_status
+    from llm_connect.routing import Router
+    from llm_connect.values._decision import SETTLED
 
     models = [model for _, model in candidates]
     router = Router(ledger)
@@ -210,22 +219,13 @@ def settled_check(
     def check() -> set[tuple[str, str]]:
         done: set[tuple[str, str]] = set()
         for task in tasks:
-            used, _ = router.usable_graders(task, routing_ids, allow_uncalibrated=allow_uncalibrated)
-            if not used:
+            totals = ledger.grade_totals(task=task, baseline_model=baseline_model, candidate_model=models)
+            narrowed = policy.for_judges([t.grader_id for t in totals])
+            decision = router.evaluate(task, baseline=baseline_model, candidates=models, policy=narrowed)
+            if not decision.used_grader_ids:
                 continue  # nothing can settle a candidate: grade everything
-            found = gather(
-                ledger,
-                task,
-                baseline=baseline_model,
-                candidates=models,
-                grader_ids=used,
-                min_quality=min_quality,
-                confidence=confidence,
-                min_samples=min_samples,
-            )
-            for spec, model in candidates:
-                if combined_status([found[(model, gid)].status for gid in used]) in SETTLED:
-                    done.add((task, spec))
+            status = {c.model: c.status for c in decision.candidates}
+            done.update((task, spec) for spec, model in candidates if status.get(model) in SETTLED)
         return done
 
     return check
@@ -388,11 +388,7 @@ def execute(
                 sorted({c.task for c in suite.cases}),
                 baseline.model,
                 [(side.spec, side.model) for side in candidates],
-                gating_ids,
-                min_quality=opts.min_quality,
-                min_samples=opts.min_samples,
-                confidence=opts.confidence,
-                allow_uncalibrated=opts.allow_uncalibrated,
+                opts.policy(gating_ids),
             ),
         }
     bar, update = _progress(len(suite.cases)) if progress else (None, None)

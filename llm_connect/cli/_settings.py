@@ -7,7 +7,9 @@ them. Two kinds of setting:
 
 * **pinned** settings change what is asked, what is graded or how it is
   decided (suite, sides, judges, temperature, max tokens, seed, system prompt,
-  samples, prices, base URL, routing settings). Giving a different value on
+  samples, prices, base URL, and every routing policy setting: ``--min-quality``,
+  ``--confidence``, ``--min-samples``, ``--target``, ``--route-on``,
+  ``--allow-uncalibrated``, ``--min-stability``, ``--prefer``). Giving a different value on
   resume is refused naming the option (exit 2), before any model call: start a
   new run to change them.
 * **free** settings only change how fast or how patiently the work is done
@@ -58,8 +60,11 @@ PINNED: dict[str, str] = {
     "route_on": "--route-on",
     "min_quality": "--min-quality",
     "min_samples": "--min-samples",
+    "confidence": "--confidence",
     "allow_uncalibrated": "--allow-uncalibrated",
     "target": "--target",
+    "min_stability": "--min-stability",
+    "prefer": "--prefer",
     "label_rate": "--label-rate",
     "label_strategy": "--label-strategy",
     "until_decided": "--until-decided",
@@ -193,6 +198,7 @@ _GIVEN = {
     "prompt_file": ("prompt",), "system_prompt": ("system_prompt",), "concurrency": ("concurrency",),
     "rpm": ("rpm",), "tpm": ("tpm",), "min_quality": ("min_quality", "gate"), "min_samples": ("min_samples",),
     "route_on": ("route_on",), "allow_uncalibrated": ("allow_uncalibrated",), "target": ("target",),
+    "confidence": ("confidence",), "min_stability": ("min_stability",), "prefer": ("prefer",),
     "label_rate": ("label_rate",), "label_strategy": ("label_strategy",), "no_cache": ("use_cache",),
     "until_decided": ("until_decided",), "order_seed": ("order_seed",), "samples": ("samples",),
     "price": ("pricing",), "temperature": ("temperature",), "max_tokens": ("max_tokens",), "seed": ("seed",),

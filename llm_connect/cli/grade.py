@@ -24,17 +24,25 @@ from llm_connect.cli._common import (
     handle_errors,
     stdout_is_tty,
 )
+from llm_connect.cli._policy import (
+    AllowUncalibrated,
+    Confidence,
+    MinSamples,
+    MinStability,
+    Prefer,
+    RouteOn,
+    Target,
+    build_policy,
+)
 from llm_connect.cli._settings import given_fields
+from llm_connect.values._policy import RoutingPolicy
 
 __all__ = ["DEFAULT_JUDGE", "DEFAULT_MIN_QUALITY", "grade"]
 
 DEFAULT_JUDGE = "exact"
 """The judge used when no ``--judge`` is given."""
-DEFAULT_MIN_QUALITY = 0.9
-"""The quality threshold of verdicts and routing when ``--min-quality`` is not given."""
-DEFAULT_MIN_SAMPLES = 30
-"""Distinct cases routing needs per candidate and judge unless ``--min-samples`` says otherwise
-(never lowered to the size of a small suite: below it the verdict is "insufficient")."""
+DEFAULT_MIN_QUALITY = RoutingPolicy().min_quality
+"""The quality threshold of verdicts and routing when ``--min-quality`` is not given (the policy's)."""
 
 _SPEC_HELP = "provider:model (openai:gpt-4o-mini) or recorded:NAME (responses recorded in the suite)"
 
@@ -256,57 +264,21 @@ def grade(
         float | None,
         typer.Option(
             "--min-quality",
-            min=0.0,
-            max=1.0,
             help="Quality gate on the routing judges: passed (exit 0) only when every candidate is proven, "
             "FAILED (exit 1) when one is ruled out, else NOT SETTLED (exit 5; see --allow-unsettled). Also "
             f"the routing and verdict threshold (default {DEFAULT_MIN_QUALITY}).",
             show_default=False,
             metavar="Q",
-            rich_help_panel="Judges and the gate",
+            rich_help_panel="Routing policy",
         ),
     ] = None,
-    min_samples: Annotated[
-        int | None,
-        typer.Option(
-            "--min-samples",
-            min=2,
-            help="Distinct cases routing needs per candidate and judge "
-            f"(default {DEFAULT_MIN_SAMPLES}; a smaller suite is reported as insufficient evidence).",
-            show_default=False,
-            metavar="N",
-            rich_help_panel="Judges and the gate",
-        ),
-    ] = None,
-    route_on: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--route-on",
-            help="Judge whose grades decide routing and the quality gate (repeatable; a judge name, "
-            "its --judge spec or grader id). Default: every judge; the others are then diagnostics.",
-            show_default=False,
-            metavar="JUDGE",
-            rich_help_panel="Judges and the gate",
-        ),
-    ] = None,
-    allow_uncalibrated: Annotated[
-        bool,
-        typer.Option(
-            "--allow-uncalibrated",
-            help="Let routing use LLM judges without a passing calibration (--target human needs none).",
-            rich_help_panel="Judges and the gate",
-        ),
-    ] = False,
-    target: Annotated[
-        str,
-        typer.Option(
-            "--target",
-            help="What routing bounds: judge (the judges' mean grade) or human (what people would say: "
-            "the judges' grades corrected by people's labels of the cases the sampler chose).",
-            metavar="judge|human",
-            rich_help_panel="Judges and the gate",
-        ),
-    ] = "judge",
+    min_samples: MinSamples = None,
+    confidence: Confidence = None,
+    route_on: RouteOn = None,
+    allow_uncalibrated: AllowUncalibrated = None,
+    target: Target = None,
+    min_stability: MinStability = None,
+    prefer: Prefer = None,
     label_rate: Annotated[
         float | None,
         typer.Option(
@@ -482,9 +454,12 @@ def _options(ctx: typer.Context) -> Any:
     check_output_path(p["report_file"], "--report")
     if run_id is not None and resume is not None and run_id != resume:
         fail("--run-id and --resume name different runs")
-    min_quality, min_samples = p["min_quality"], p["min_samples"]
-    if p["target"] not in ("judge", "human"):
-        fail(f"--target must be judge or human, not {p['target']!r}")
+    # Every routing setting is checked here, once, by the policy (exit 2 naming the option).
+    policy = build_policy(
+        min_quality=p["min_quality"], confidence=p["confidence"], min_samples=p["min_samples"],
+        target=p["target"], allow_uncalibrated=p["allow_uncalibrated"], min_stability=p["min_stability"],
+        prefer=p["prefer"],
+    )  # fmt: skip
     if p["label_strategy"] not in ("uniform", "active"):
         fail(f"--label-strategy must be uniform or active, not {p['label_strategy']!r}")
     if p["label_rate"] is not None and not 0.0 < p["label_rate"] <= 1.0:
@@ -519,12 +494,15 @@ def _options(ctx: typer.Context) -> Any:
         until_decided=p["until_decided"],
         order_seed=p["order_seed"],
         samples=p["samples"],
-        allow_uncalibrated=p["allow_uncalibrated"],
-        target=p["target"],
+        allow_uncalibrated=policy.allow_uncalibrated,
+        target=policy.target,
         label_rate=p["label_rate"],
         label_strategy=p["label_strategy"],
-        min_quality=DEFAULT_MIN_QUALITY if min_quality is None else min_quality,
-        min_samples=DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
-        gate=min_quality is not None,
+        min_quality=policy.min_quality,
+        min_samples=policy.min_samples,
+        confidence=policy.confidence,
+        min_stability=policy.min_stability,
+        prefer=policy.prefer,
+        gate=p["min_quality"] is not None,
         given=given_fields(ctx),
     )

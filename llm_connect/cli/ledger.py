@@ -18,6 +18,7 @@ from llm_connect.cli._common import (
     handle_errors,
     stdout_is_tty,
 )
+from llm_connect.cli._policy import Confidence, MinQuality, MinSamples, build_policy
 
 __all__ = ["app"]
 
@@ -97,22 +98,9 @@ def summary(
     baseline: list[str] | None = _BaseOpt,
     candidate: list[str] | None = _CandOpt,
     grader_id: list[str] | None = _GraderOpt,
-    confidence: Annotated[
-        float,
-        typer.Option(
-            "--confidence",
-            min=0.5,
-            max=0.9999,
-            metavar="LEVEL",
-            help="Confidence per decision (split over the candidates, Bonferroni).",
-        ),
-    ] = 0.95,
-    min_quality: Annotated[
-        float, typer.Option("--min-quality", min=0.0, max=1.0, metavar="Q", help="The verdict's threshold.")
-    ] = 0.9,
-    min_samples: Annotated[
-        int, typer.Option("--min-samples", min=2, metavar="N", help="Distinct cases a verdict needs.")
-    ] = 30,
+    confidence: Confidence = None,
+    min_quality: MinQuality = None,
+    min_samples: MinSamples = None,
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -126,6 +114,8 @@ def summary(
     from llm_connect.cli._common import open_ledger
     from llm_connect.routing import gather
 
+    policy = build_policy(min_quality=min_quality, confidence=confidence, min_samples=min_samples)
+    min_quality, confidence = policy.min_quality, policy.confidence
     ledger = open_ledger(db)
     rows = ledger.summary(
         task=_f(task), baseline_model=_f(baseline), candidate_model=_f(candidate), grader_id=_f(grader_id)
@@ -144,9 +134,9 @@ def summary(
             baseline=base,
             candidates=sorted(everyone | {m.candidate_model for m in members}),
             grader_ids=list(dict.fromkeys(m.grader_id for m in members)),
-            min_quality=min_quality,
-            confidence=confidence,
-            min_samples=min_samples,
+            min_quality=policy.min_quality,
+            confidence=policy.confidence,
+            min_samples=policy.min_samples,
         )
         out += [(m, found[(m.candidate_model, m.grader_id)]) for m in members]
     if json_out:

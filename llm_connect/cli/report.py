@@ -14,41 +14,22 @@ from typing import Annotated, Any
 import typer
 
 from llm_connect.cli._common import DbOption, FastHelpCommand, fail, handle_errors
+from llm_connect.cli._policy import (
+    AllowUncalibrated,
+    Confidence,
+    MinQuality,
+    MinSamples,
+    MinStability,
+    Prefer,
+    RouteOn,
+    Target,
+    build_policy,
+)
 
 __all__ = ["app", "view_app"]
 
 app = typer.Typer(rich_markup_mode=None, add_completion=False)
 view_app = typer.Typer(rich_markup_mode=None, add_completion=False)
-
-_MinQuality: Any = typer.Option(
-    "--min-quality", min=0.0, max=1.0, metavar="Q", help="Quality a candidate must prove (default 0.9)."
-)
-_MinSamples: Any = typer.Option("--min-samples", min=2, metavar="N", help="Distinct cases a verdict needs.")
-_Confidence: Any = typer.Option(
-    "--confidence", min=0.5, max=0.9999, metavar="LEVEL", help="Confidence per decision (Bonferroni)."
-)
-_RouteOn: Any = typer.Option(
-    None,
-    "--route-on",
-    metavar="JUDGE",
-    show_default=False,
-    help="Grader id that decides routing (repeatable; default: every judge of the task).",
-)
-
-
-_Target: Any = typer.Option(
-    "--target",
-    metavar="judge|human",
-    help="What the decision per task bounds: judge (the judges' mean grade) or human (what people "
-    "would say: the judges' grades corrected by people's labels of the sampled cases, as route "
-    "--target human).",
-)
-
-
-def _target(value: str) -> str:
-    if value not in ("judge", "human"):
-        fail(f"--target must be judge or human, not {value!r}")
-    return value
 
 
 def _open(db: str | None) -> Any:
@@ -79,9 +60,12 @@ def report(
             "--since", metavar="ISO", show_default=False, help="Only grades from this time on (UTC)."
         ),
     ] = None,
-    min_quality: Annotated[float, _MinQuality] = 0.9,
-    min_samples: Annotated[int, _MinSamples] = 30,
-    confidence: Annotated[float, _Confidence] = 0.95,
+    min_quality: MinQuality = None,
+    min_samples: MinSamples = None,
+    confidence: Confidence = None,
+    allow_uncalibrated: AllowUncalibrated = None,
+    min_stability: MinStability = None,
+    prefer: Prefer = None,
     max_cases: Annotated[
         int | None,
         typer.Option(
@@ -93,8 +77,8 @@ def report(
             "task, candidate and judge).",
         ),
     ] = None,
-    route_on: list[str] | None = _RouteOn,
-    target: Annotated[str, _Target] = "judge",
+    route_on: RouteOn = None,
+    target: Target = None,
     db: str | None = DbOption,
 ) -> None:
     """Write one self-contained HTML report (inline CSS, JS and SVG; opens offline).
@@ -107,6 +91,10 @@ def report(
     """
     from llm_connect.report import write_report
 
+    policy = build_policy(
+        min_quality=min_quality, confidence=confidence, min_samples=min_samples, target=target,
+        route_on=route_on, allow_uncalibrated=allow_uncalibrated, min_stability=min_stability, prefer=prefer,
+    )  # fmt: skip
     if output.is_dir():
         fail(f"-o {output} is a directory; name the HTML file to write")
     info = write_report(
@@ -115,12 +103,8 @@ def report(
         run_ids=list(run or []),
         tasks=list(task or []),
         since=since,
-        min_quality=min_quality,
-        min_samples=min_samples,
-        confidence=confidence,
+        policy=policy,
         max_cases=max_cases,
-        route_on=list(route_on or []),
-        target=_target(target),
     )
     typer.echo(str(info.path))
     held = f"{info.cases_embedded} of {info.grades} grades in the case browser" + (
@@ -139,11 +123,14 @@ def view(
         int, typer.Option("--port", min=0, max=65535, metavar="PORT", help="0: any free port.")
     ] = 8765,
     host: Annotated[str, typer.Option("--host", metavar="HOST", help="Address to listen on.")] = "127.0.0.1",
-    min_quality: Annotated[float, _MinQuality] = 0.9,
-    min_samples: Annotated[int, _MinSamples] = 30,
-    confidence: Annotated[float, _Confidence] = 0.95,
-    route_on: list[str] | None = _RouteOn,
-    target: Annotated[str, _Target] = "judge",
+    min_quality: MinQuality = None,
+    min_samples: MinSamples = None,
+    confidence: Confidence = None,
+    allow_uncalibrated: AllowUncalibrated = None,
+    min_stability: MinStability = None,
+    prefer: Prefer = None,
+    route_on: RouteOn = None,
+    target: Target = None,
     no_label: Annotated[
         bool,
         typer.Option(
@@ -164,6 +151,10 @@ def view(
 
     from llm_connect.report import serve
 
+    policy = build_policy(
+        min_quality=min_quality, confidence=confidence, min_samples=min_samples, target=target,
+        route_on=route_on, allow_uncalibrated=allow_uncalibrated, min_stability=min_stability, prefer=prefer,
+    )  # fmt: skip
     if host not in ("127.0.0.1", "localhost", "::1"):
         if not no_label:
             fail(f"the labelling page listens on 127.0.0.1 only, not on {host}: add --no-label")
@@ -172,11 +163,7 @@ def view(
         _open(db),
         host=host,
         port=port,
-        min_quality=min_quality,
-        min_samples=min_samples,
-        confidence=confidence,
-        route_on=list(route_on or []),
-        target=_target(target),
+        policy=policy,
         quiet=True,
         warm=True,
         label=not no_label,

@@ -8,6 +8,16 @@ from typing import Annotated
 import typer
 
 from llm_connect.cli._common import DbOption, JsonOption, fail, handle_errors, stdout_is_tty
+from llm_connect.cli._policy import (
+    AllowUncalibrated,
+    Confidence,
+    MinQuality,
+    MinSamples,
+    MinStability,
+    Prefer,
+    Target,
+    build_policy,
+)
 
 __all__ = ["route"]
 
@@ -33,66 +43,20 @@ def route(
             metavar="JUDGE",
         ),
     ] = None,
-    min_quality: Annotated[
-        float,
-        typer.Option(
-            "--min-quality",
-            min=0.0,
-            max=1.0,
-            metavar="Q",
-            help="Quality a candidate must be proven to reach.",
-        ),
-    ] = 0.9,
-    min_samples: Annotated[
-        int,
-        typer.Option(
-            "--min-samples", min=2, metavar="N", help="Distinct cases needed per candidate and judge."
-        ),
-    ] = 30,
-    confidence: Annotated[
-        float,
-        typer.Option(
-            "--confidence",
-            min=0.5,
-            max=0.9999,
-            metavar="LEVEL",
-            help="Confidence per decision (split over the candidates, Bonferroni).",
-        ),
-    ] = 0.95,
-    allow_uncalibrated: Annotated[
-        bool,
-        typer.Option(
-            "--allow-uncalibrated",
-            help="Use LLM judges' grades without a passing calibration (--target human needs none).",
-        ),
-    ] = False,
-    min_stability: Annotated[
-        str | None,
-        typer.Option(
-            "--min-stability",
-            help="Also require the newest stored stability analysis (llm-connect stability --task) "
-            "of a candidate on the task to be SAFE (or RISKY or better).",
-            metavar="SAFE|RISKY",
-            show_default=False,
-        ),
-    ] = None,
-    target: Annotated[
-        str,
-        typer.Option(
-            "--target",
-            help="judge: bound the judges' mean grade; human: bound what people would say, from the "
-            "judges' grades corrected by people's labels of the cases the sampler chose "
-            "(llm-connect labels queue).",
-            metavar="judge|human",
-        ),
-    ] = "judge",
+    min_quality: MinQuality = None,
+    min_samples: MinSamples = None,
+    confidence: Confidence = None,
+    allow_uncalibrated: AllowUncalibrated = None,
+    min_stability: MinStability = None,
+    target: Target = None,
+    prefer: Prefer = None,
     db: str | None = DbOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Decide which model serves a task, from the grades in the ledger.
 
-    Picks the cheapest candidate whose lower confidence bound of mean quality
-    reaches --min-quality with at least --min-samples grades on every judge;
+    Picks the cheapest candidate whose anytime-valid lower bound of mean per-case
+    quality reaches --min-quality with at least --min-samples cases on every judge;
     otherwise keeps the baseline. The decision is stored in the ledger. The
     first output line is the chosen model.
     """
@@ -102,24 +66,21 @@ def route(
 
     if not grader_id:
         fail("give at least one --judge GRADER_ID (see `llm-connect ledger summary`)")
-    if min_stability is not None and min_stability.upper() not in ("SAFE", "RISKY"):
-        fail(f"--min-stability must be SAFE or RISKY, not {min_stability!r}")
+    policy = build_policy(
+        min_quality=min_quality,
+        confidence=confidence,
+        min_samples=min_samples,
+        target=target,
+        route_on=grader_id,
+        allow_uncalibrated=allow_uncalibrated,
+        min_stability=min_stability,
+        prefer=prefer,
+    )
     with open_ledger(db) as ledger:
         # Routing code may ask about a candidate not graded yet; a person more likely mistyped it.
         for line in ungraded(ledger, task, baseline=baseline, candidates=candidate, graders=grader_id):
             echo_err(f"note: {line}")
-        decision = Router(ledger).decide(
-            task,
-            baseline=baseline,
-            candidates=candidate,
-            grader_id=grader_id,
-            min_quality=min_quality,
-            confidence=confidence,
-            min_samples=min_samples,
-            allow_uncalibrated=allow_uncalibrated,
-            min_stability=None if min_stability is None else min_stability.upper(),
-            target=target,
-        )
+        decision = Router(ledger).decide(task, baseline=baseline, candidates=candidate, policy=policy)
     if json_out:
         out = decision.to_dict()
         out["decision_id"] = decision.decision_id

@@ -1,14 +1,12 @@
 """Per task: the routing decision and every candidate x judge figure, from the evidence module.
 
-Nothing here computes a statistic of its own: each candidate x judge figure is
-:func:`llm_connect.routing.assess` over the ledger's per-case totals (the
-function ``Router.decide``, the ``grade`` table and ``ledger summary`` use, with
-the same ``min_quality`` / ``min_samples`` / ``confidence`` and the Bonferroni
-share ``alpha = (1 - confidence) / k``), and the choice is the router's rule:
-the cheapest candidate proven on every usable routing judge (an LLM judge only
-after a passing calibration, :meth:`Router.usable_graders`), else the baseline.
-The decision is built as a :class:`~llm_connect.routing.RoutingDecision` but
-never stored: a report does not write to the ledger.
+Nothing here decides or computes a statistic of its own. The decision is
+``Router.evaluate`` under the caller's :class:`~llm_connect.routing.RoutingPolicy`
+(the one decision function ``route``, ``grade`` and the gate use; never stored:
+a report does not write to the ledger). Each candidate x judge figure is
+:func:`llm_connect.routing.assess` over the ledger's per-case totals, with the
+policy's ``min_quality`` / ``min_samples`` / ``confidence`` and the Bonferroni
+share ``alpha = (1 - confidence) / k``.
 """
 
 from __future__ import annotations
@@ -17,14 +15,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.errors import ConfigurationError
-from llm_connect.values import CandidateEvidence, GraderEvidence, RoutingDecision
-from llm_connect.values._decision import TARGETS
+from llm_connect.values import GraderEvidence, RoutingDecision, RoutingPolicy
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
+    from llm_connect.routing import Router
 
-__all__ = ["BINS", "GroupFigures", "TaskReport", "check_settings", "decide_task", "task_sides"]
+__all__ = ["BINS", "GroupFigures", "TaskReport", "decide_task", "task_sides"]
 
 BINS = 10
 """Bins of the score distributions (0.0-0.1, ..., 0.9-1.0)."""
@@ -76,16 +73,6 @@ class TaskReport:
         return self.decision.task
 
 
-def check_settings(min_quality: float, min_samples: int, confidence: float) -> None:
-    """Raise :class:`ConfigurationError` for settings the router would refuse."""
-    if not 0.0 <= min_quality <= 1.0:
-        raise ConfigurationError(f"min_quality must lie in 0..1, not {min_quality!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ConfigurationError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
-    if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 2:
-        raise ConfigurationError(f"min_samples must be an int >= 2, not {min_samples!r}")
-
-
 def task_sides(
     keys: Iterable[tuple[str, str, str, str, int]],
 ) -> dict[str, tuple[str, list[str], list[str]]]:
@@ -107,14 +94,6 @@ def task_sides(
             list(dict.fromkeys(g for _, g in mine)),
         )
     return out
-
-
-def _weighted(pairs: Sequence[tuple[float | None, int]]) -> float | None:
-    """Mean of per-group means weighted by their counts of known values (as the router does)."""
-    total = sum(c for m, c in pairs if m is not None and c)
-    if total == 0:
-        return None
-    return sum(float(m) * c for m, c in pairs if m is not None and c) / total
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
@@ -146,32 +125,23 @@ def decide_task(
     baseline: str,
     candidates: Sequence[str],
     grader_ids: Sequence[str],
-    route_on: Sequence[str] = (),
-    min_quality: float,
-    confidence: float,
-    min_samples: int,
-    target: str = "judge",
+    policy: RoutingPolicy,
+    router: Router | None = None,
 ) -> TaskReport:
     """The decision and the figures of every candidate x judge of ``task`` (reads only).
 
-    ``route_on`` narrows the judges that decide (default: every judge given);
-    the others are shown as diagnostic. ``target="human"`` decides on what people would say,
-    as ``Router.decide(target="human")`` does (each routing judge's grades corrected by
-    people's labels of the sampled cases; an LLM judge needs no calibration there); the
-    figures per candidate x judge stay the judges', with people's estimate beside them.
+    The decision is ``Router.evaluate`` under ``policy.for_judges(grader_ids)`` (the one
+    decision function; nothing is stored): the task's judges that ``policy.route_on`` names
+    decide (every judge of the task when it names none); the others are shown as diagnostics. The
+    figures per candidate x judge are the judges' own (:func:`llm_connect.routing.assess`),
+    with people's estimate beside them once the sampler or people have touched the group.
     """
-    from llm_connect.routing import Router, assess, candidate_alpha, cheapest_proven, explain_decision
+    from llm_connect.routing import Router, assess, candidate_alpha
 
     cands = list(dict.fromkeys(candidates))
     graders = list(dict.fromkeys(grader_ids))
-    routing = [g for g in graders if not route_on or g in route_on]
-    if target not in TARGETS:
-        raise ConfigurationError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
-    on_people = target == "human"
-    # The router's rule: people's labels correct an LLM judge's bias, so the human target
-    # needs no calibration (``Router.decide`` passes the same).
-    used, ignored = (
-        Router(ledger).usable_graders(task, routing, allow_uncalibrated=on_people) if cands else (routing, [])
+    decision = (router or Router(ledger)).evaluate(
+        task, baseline=baseline, candidates=cands, policy=policy.for_judges(graders)
     )
     totals = (
         ledger.grade_totals(task=task, baseline_model=baseline, candidate_model=cands, grader_id=graders)
@@ -189,72 +159,18 @@ def decide_task(
         if cands and graders
         else {}
     )
-    alpha = candidate_alpha(confidence, len(cands))
+    alpha = candidate_alpha(policy.confidence, len(cands))
     people = _people(
-        ledger, task, baseline, cands, graders, min_quality=min_quality, min_samples=min_samples, alpha=alpha
+        ledger,
+        task,
+        baseline,
+        cands,
+        graders,
+        min_quality=policy.min_quality,
+        min_samples=policy.min_samples,
+        alpha=alpha,
     )
-    evidence = {
-        (m, g): assess(
-            series.get((m, g)),
-            g,
-            min_quality=min_quality,
-            min_samples=min_samples,
-            alpha=alpha,
-            confidence=confidence,
-        )
-        for m in cands
-        for g in graders
-    }
-    usable = set(used)
-    records = [t for t in totals if t.grader_id in usable]
-    base_cost = _weighted([(r.baseline_mean_cost_usd, r.baseline_cost_n) for r in records])
-    base_latency = _weighted([(r.baseline_mean_latency_ms, r.baseline_latency_n) for r in records])
-    found: list[CandidateEvidence] = []
-    for model in cands:
-        mine = [by_key[(model, g)] for g in used if (model, g) in by_key]
-        cost = _weighted([(r.candidate_mean_cost_usd, r.candidate_cost_n) for r in mine])
-        latency = _weighted([(r.candidate_mean_latency_ms, r.candidate_latency_n) for r in mine])
-        evs = tuple(people[(model, g)] if on_people else evidence[(model, g)] for g in used)
-        found.append(
-            CandidateEvidence(
-                model=model,
-                graders=evs,
-                passed=bool(evs) and all(e.passed for e in evs),
-                mean_cost_usd=cost,
-                mean_latency_ms=latency,
-                cost_ratio=_ratio(cost, base_cost),
-                latency_ratio=_ratio(latency, base_latency),
-            )
-        )
-    chosen = cheapest_proven(found, cands)
-    decision = RoutingDecision(
-        model=baseline if chosen is None else chosen.model,
-        reason=explain_decision(
-            chosen,
-            task,
-            baseline,
-            found,
-            used,
-            ignored,
-            min_quality=min_quality,
-            min_samples=min_samples,
-            alpha=alpha,
-            target=target,
-        ),
-        task=task,
-        baseline=baseline,
-        candidates=tuple(found),
-        grader_ids=tuple(routing),
-        used_grader_ids=tuple(used),
-        ignored_graders=tuple(ignored),
-        min_quality=float(min_quality),
-        confidence=float(confidence),
-        min_samples=min_samples,
-        allow_uncalibrated=False,
-        baseline_mean_cost_usd=base_cost,
-        baseline_mean_latency_ms=base_latency,
-        target=target,
-    )
+    usable = set(decision.used_grader_ids)
     groups = []
     for model in cands:
         for g in graders:
@@ -265,7 +181,15 @@ def decide_task(
                 GroupFigures(
                     candidate=model,
                     grader_id=g,
-                    evidence=evidence[(model, g)],
+                    evidence=assess(
+                        series.get((model, g)),
+                        g,
+                        min_quality=policy.min_quality,
+                        min_samples=policy.min_samples,
+                        alpha=alpha,
+                        confidence=policy.confidence,
+                        fixed_n=policy.fixed_n,
+                    ),
                     routes=g in usable,
                     mean_cost_usd=cost,
                     mean_latency_ms=latency,

@@ -27,7 +27,7 @@ from llm_connect.report._cases import (
     pack_cases,
     truncate,
 )
-from llm_connect.report._decide import TaskReport, check_settings, decide_task, task_sides
+from llm_connect.report._decide import TaskReport, decide_task, task_sides
 from llm_connect.report._people import human_rows, labels_status
 from llm_connect.report._select import Selection, select
 from llm_connect.report._summary import check_gate, decision_sentence, failures, more_cases
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from jinja2 import Environment
 
     from llm_connect.ledger import GradeRow, QualityLedger
-    from llm_connect.values import RoutingDecision
+    from llm_connect.values import RoutingDecision, RoutingPolicy
 
 __all__ = ["ReportInfo", "render_report", "render_view_page", "write_report"]
 
@@ -122,15 +122,11 @@ def _row_values(row: GradeRow) -> dict[str, Any]:
 
 
 def _reports(
-    ledger: QualityLedger,
-    keys: Iterable[tuple[str, str, str, str, int]],
-    *,
-    route_on: Sequence[str],
-    min_quality: float,
-    confidence: float,
-    min_samples: int,
-    target: str = "judge",
+    ledger: QualityLedger, keys: Iterable[tuple[str, str, str, str, int]], policy: RoutingPolicy
 ) -> list[TaskReport]:
+    from llm_connect.routing import Router
+
+    router = Router(ledger)
     return [
         decide_task(
             ledger,
@@ -138,14 +134,25 @@ def _reports(
             baseline=baseline,
             candidates=cands,
             grader_ids=graders,
-            route_on=route_on,
-            min_quality=min_quality,
-            confidence=confidence,
-            min_samples=min_samples,
-            target=target,
+            policy=policy,
+            router=router,
         )
         for task, (baseline, cands, graders) in sorted(task_sides(keys).items())
     ]
+
+
+def policy_of(policy: RoutingPolicy | None, **settings: Any) -> RoutingPolicy:
+    """``policy`` (default: :class:`RoutingPolicy`'s defaults) with the keyword settings given
+    (not ``None``) applied: the report functions' keyword form, validated the same way."""
+    from llm_connect.values import RoutingPolicy
+
+    return RoutingPolicy.of(policy, **settings)
+
+
+def decisions_json(reports: Sequence[TaskReport]) -> str:
+    """The decisions the page shows, each as ``route --json`` prints it (``decision_id`` null:
+    nothing is stored), for ``<script type="application/json" id="decisions">``."""
+    return embed_json([r.decision.to_dict() | {"decision_id": None} for r in reports])
 
 
 def _figure(data: Mapping[str, Any] | None, key: str) -> float | None:
@@ -264,9 +271,7 @@ def _render(
     selection: str,
     n_grades: int,
     tasks_filter: Sequence[str] | None,
-    min_quality: float,
-    min_samples: int,
-    confidence: float,
+    policy: RoutingPolicy,
     case_json: str | None,
     truncated: bool,
     cases_embedded: int,
@@ -297,10 +302,11 @@ def _render(
             n_grades=n_grades,
             generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             ledger_url=ledger.url,
-            min_quality=float(min_quality),
-            min_samples=min_samples,
-            confidence_pct=f"{100 * confidence:.4g}%",
-            target=reports[0].decision.target if reports else "judge",
+            min_quality=policy.min_quality,
+            min_samples=policy.min_samples,
+            confidence_pct=f"{100 * policy.confidence:.4g}%",
+            target=policy.target,
+            decisions_json=Markup(decisions_json(reports)),
             calibrations=_calibrations(ledger, None if tasks_filter is None else set(tasks_filter)),
             stability=_stability(ledger, tasks_filter),
             labels=labels_status(ledger, tasks_filter),
@@ -327,22 +333,17 @@ def _build(
     run_ids: Sequence[str],
     tasks: Sequence[str],
     since: datetime | str | None,
-    min_quality: float,
-    min_samples: int,
-    confidence: float,
+    policy: RoutingPolicy,
     max_cases: int | None,
-    route_on: Sequence[str],
     gate: Mapping[str, Any] | None = None,
-    target: str = "judge",
 ) -> _Built:
-    check_settings(min_quality, min_samples, confidence)
     check_gate(gate)
     limit = DEFAULT_MAX_CASES if max_cases is None else max_cases
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ConfigurationError(f"max_cases must be a positive int, not {max_cases!r}")
     sel, _ = select(ledger, run_ids=run_ids, tasks=tasks, since=since)
     rows = [
-        case_row(_row_values(r), min_quality=min_quality, diff=False)
+        case_row(_row_values(r), min_quality=policy.min_quality, diff=False)
         for r in ledger.results(
             run_id=list(sel.run_ids) or None, task=list(sel.tasks) or None, since=sel.since
         )
@@ -353,15 +354,7 @@ def _build(
     for row in rows:
         key = (row["task"], row["base"], row["cand"], row["judge"])
         weights[key] = weights.get(key, 0) + 1
-    reports = _reports(
-        ledger,
-        [(*k, n) for k, n in weights.items()],
-        route_on=route_on,
-        min_quality=min_quality,
-        confidence=confidence,
-        min_samples=min_samples,
-        target=target,
-    )
+    reports = _reports(ledger, [(*k, n) for k, n in weights.items()], policy)
     kept, truncated = truncate(rows, limit)
     packed = embed_json(pack_cases(kept))
     while (size := len(packed.encode("utf-8"))) > BYTE_BUDGET and len(kept) > 1:
@@ -377,9 +370,7 @@ def _build(
         selection=_describe(sel),
         n_grades=len(rows),
         tasks_filter=[r.task for r in reports],
-        min_quality=min_quality,
-        min_samples=min_samples,
-        confidence=confidence,
+        policy=policy,
         case_json=packed,
         truncated=truncated,
         cases_embedded=len(kept),
@@ -401,13 +392,10 @@ def render_report(
     run_ids: Sequence[str] = (),
     tasks: Sequence[str] = (),
     since: datetime | str | None = None,
-    min_quality: float = 0.9,
-    min_samples: int = 30,
-    confidence: float = 0.95,
+    policy: RoutingPolicy | None = None,
     max_cases: int | None = None,
-    route_on: Sequence[str] = (),
     gate: Mapping[str, Any] | None = None,
-    target: str = "judge",
+    **settings: Any,
 ) -> str:
     """The self-contained HTML report of the selected grades, as a string (see :func:`write_report`)."""
     return _build(
@@ -415,13 +403,9 @@ def render_report(
         run_ids=run_ids,
         tasks=tasks,
         since=since,
-        min_quality=min_quality,
-        min_samples=min_samples,
-        confidence=confidence,
+        policy=policy_of(policy, **settings),
         max_cases=max_cases,
-        route_on=route_on,
         gate=gate,
-        target=target,
     ).html
 
 
@@ -432,13 +416,10 @@ def write_report(
     run_ids: Sequence[str] = (),
     tasks: Sequence[str] = (),
     since: datetime | str | None = None,
-    min_quality: float = 0.9,
-    min_samples: int = 30,
-    confidence: float = 0.95,
+    policy: RoutingPolicy | None = None,
     max_cases: int | None = None,
-    route_on: Sequence[str] = (),
     gate: Mapping[str, Any] | None = None,
-    target: str = "judge",
+    **settings: Any,
 ) -> ReportInfo:
     """Write one self-contained HTML report of the selected grades to ``path``.
 
@@ -466,13 +447,9 @@ def write_report(
         run_ids=run_ids,
         tasks=tasks,
         since=since,
-        min_quality=min_quality,
-        min_samples=min_samples,
-        confidence=confidence,
+        policy=policy_of(policy, **settings),
         max_cases=max_cases,
-        route_on=route_on,
         gate=gate,
-        target=target,
     )
     data = built.html.encode("utf-8")
     directory = out.parent if str(out.parent) else Path(".")
@@ -505,26 +482,17 @@ def write_report(
 def render_view_page(
     ledger: QualityLedger,
     *,
-    min_quality: float = 0.9,
-    min_samples: int = 30,
-    confidence: float = 0.95,
-    route_on: Sequence[str] = (),
+    policy: RoutingPolicy | None = None,
     label_link: bool = False,
-    target: str = "judge",
+    **settings: Any,
 ) -> str:
     """The ``view`` server's page over the whole ledger: figures from the running totals, no
     embedded cases (the page's case browser pages them from ``/api/cases``); ``label_link``
     adds the nav link to the labelling page (``view`` with labelling on)."""
-    check_settings(min_quality, min_samples, confidence)
+    policy = policy_of(policy, **settings)
     totals = ledger.grade_totals()
     reports = _reports(
-        ledger,
-        [(t.task, t.baseline_model, t.candidate_model, t.grader_id, t.n) for t in totals],
-        route_on=route_on,
-        min_quality=min_quality,
-        confidence=confidence,
-        min_samples=min_samples,
-        target=target,
+        ledger, [(t.task, t.baseline_model, t.candidate_model, t.grader_id, t.n) for t in totals], policy
     )
     return _render(
         ledger,
@@ -533,9 +501,7 @@ def render_view_page(
         selection="the whole ledger",
         n_grades=sum(t.n for t in totals),
         tasks_filter=None,
-        min_quality=min_quality,
-        min_samples=min_samples,
-        confidence=confidence,
+        policy=policy,
         case_json=None,
         truncated=False,
         cases_embedded=0,

@@ -28,11 +28,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from llm_connect.errors import ConfigurationError, LLMConnectError
 from llm_connect.report._cases import case_row
-from llm_connect.report._decide import check_settings
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
     from llm_connect.report._label import LabelDesk
+    from llm_connect.values import RoutingPolicy
 
 __all__ = ["MAX_PAGE", "ReportServer", "page_cases", "serve"]
 
@@ -204,23 +204,14 @@ class ReportServer(ThreadingHTTPServer):
         host: str,
         port: int,
         *,
-        min_quality: float,
-        min_samples: int,
-        confidence: float,
-        route_on: Sequence[str],
+        policy: RoutingPolicy,
         quiet: bool,
         label: bool = False,
-        target: str = "judge",
     ) -> None:
         super().__init__((host, port), _Handler)
         self.ledger = ledger
-        self.settings: dict[str, Any] = {
-            "min_quality": min_quality,
-            "min_samples": min_samples,
-            "confidence": confidence,
-            "route_on": tuple(route_on),
-            "target": target,
-        }
+        self.policy = policy
+        """The policy every decision on the page is made under (``Router.evaluate``)."""
         self.quiet = quiet
         self._page: tuple[Any, bytes] | None = None
         self._lock = threading.Lock()
@@ -260,15 +251,8 @@ class ReportServer(ThreadingHTTPServer):
         with self._lock:
             if self._page is not None and self._page[0] == version:
                 return self._page[1]
-            settings = dict(self.settings)
             body = render_view_page(
-                self.ledger,
-                min_quality=settings["min_quality"],
-                min_samples=settings["min_samples"],
-                confidence=settings["confidence"],
-                route_on=settings["route_on"],
-                label_link=self.labels is not None,
-                target=settings["target"],
+                self.ledger, policy=self.policy, label_link=self.labels is not None
             ).encode("utf-8")
             self._page = (version, body)
             return body
@@ -347,7 +331,7 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def _cases(self, query: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-        minq = float(self.server.settings["min_quality"])
+        minq = self.server.policy.min_quality
         offset = int(_number(query, "offset", 0))
         limit = int(_number(query, "limit", 100))
         total, rows = page_cases(
@@ -420,14 +404,11 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 8765,
-    min_quality: float = 0.9,
-    min_samples: int = 30,
-    confidence: float = 0.95,
-    route_on: Sequence[str] = (),
+    policy: RoutingPolicy | None = None,
     quiet: bool = True,
     warm: bool = False,
     label: bool = False,
-    target: str = "judge",
+    **settings: Any,
 ) -> ReportServer:
     """Start serving ``ledger``'s report on ``host:port`` (``port=0``: a free port) in a daemon
     thread; returns the started :class:`ReportServer` (``.url``, ``.shutdown()``).
@@ -435,14 +416,18 @@ def serve(
     ``warm=True`` renders the page once before returning (matplotlib's import and the
     figures), so the first request is answered at once.
 
-    ``target="human"`` decides each task on what people would say (as ``route --target human``).
+    Every decision on the page is ``Router.evaluate`` under ``policy`` (a
+    :class:`~llm_connect.routing.RoutingPolicy`); keyword settings (``min_quality=0.8``,
+    ``target="human"``, ...) replace those fields of it, validated before the server starts.
 
     ``label=True`` adds the labelling page and its one write route (``_label``): only on a
     loopback host (127.0.0.1, localhost, ::1; else ``ConfigurationError``), writes only with
     the per-start token in :attr:`ReportServer.label_url` and the server's own Origin.
     """
-    check_settings(min_quality, min_samples, confidence)
     from llm_connect.report._label import LOOPBACK
+    from llm_connect.values import RoutingPolicy
+
+    chosen = RoutingPolicy.of(policy, **settings)
 
     if label and host not in LOOPBACK:
         raise ConfigurationError(
@@ -453,13 +438,9 @@ def serve(
             ledger,
             host,
             port,
-            min_quality=min_quality,
-            min_samples=min_samples,
-            confidence=confidence,
-            route_on=route_on,
+            policy=chosen,
             quiet=quiet,
             label=label,
-            target=target,
         )
     except OSError as exc:
         raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

@@ -1,6 +1,7 @@
 """Routing: choose which model serves a task from the evidence in the ledger.
 
-:class:`Router` picks the cheapest candidate whose anytime-valid lower
+:class:`Router` decides under one :class:`RoutingPolicy` (every setting that changes a
+decision, validated when built). It picks the cheapest candidate whose anytime-valid lower
 confidence bound of mean per-case quality clears a threshold with enough
 cases, otherwise the baseline, and stores every :class:`RoutingDecision` in
 the ledger for audit. :func:`gather` / :func:`assess` (``routing/_evidence.py``)
@@ -29,6 +30,7 @@ from llm_connect.routing._gate import (
     quality_gate,
 )
 from llm_connect.routing._router import Router
+from llm_connect.values._policy import PolicyError, RoutingPolicy
 
 __all__ = [
     "GATE_FAILED",
@@ -40,8 +42,10 @@ __all__ = [
     "GateResult",
     "GraderEvidence",
     "IgnoredGrader",
+    "PolicyError",
     "Router",
     "RoutingDecision",
+    "RoutingPolicy",
     "assess",
     "candidate_alpha",
     "cheapest_proven",

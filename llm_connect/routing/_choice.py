@@ -28,18 +28,21 @@ STABILITY_ORDER = STABILITY_VERDICTS
 """Stability verdicts, best first (``min_stability="RISKY"`` accepts SAFE and RISKY)."""
 
 
-def cheapest_proven(evidence: Sequence[CandidateEvidence], order: Sequence[str]) -> CandidateEvidence | None:
-    """The passing candidate with the lowest mean cost (unknown costs last, then the order given)."""
+def cheapest_proven(
+    evidence: Sequence[CandidateEvidence], order: Sequence[str], *, prefer: str = "cost"
+) -> CandidateEvidence | None:
+    """The passing candidate with the lowest mean cost (``prefer="latency"``: mean latency);
+    unknown figures last, then the order given."""
     passing = [c for c in evidence if c.passed]
     if not passing:
         return None
+
+    def figure(c: CandidateEvidence) -> float | None:
+        return c.mean_latency_ms if prefer == "latency" else c.mean_cost_usd
+
     return min(
         passing,
-        key=lambda c: (
-            c.mean_cost_usd is None,
-            c.mean_cost_usd if c.mean_cost_usd is not None else 0.0,
-            list(order).index(c.model),
-        ),
+        key=lambda c: (figure(c) is None, figure(c) or 0.0, list(order).index(c.model)),
     )
 
 
@@ -70,6 +73,7 @@ def explain_decision(
     fixed_n: bool = False,
     min_stability: str | None = None,
     target: str = "judge",
+    prefer: str = "cost",
 ) -> str:
     """The decision in a sentence: the rule, each candidate's evidence (its own ``why``), the cost.
 
@@ -99,10 +103,13 @@ def explain_decision(
             for c in evidence
         )
         return f"Kept the baseline {baseline}: no candidate is proven ({rule}). {failures}.{notes}"
+    fast = prefer == "latency"
+    ratio = chosen.latency_ratio if fast else chosen.cost_ratio
+    figure = "latency" if fast else "cost"
     cost = (
-        f"mean cost {chosen.cost_ratio:.2f}x the baseline's"
-        if chosen.cost_ratio is not None
-        else "cost unknown, first qualifying candidate in the order given"
+        f"mean {figure} {ratio:.2f}x the baseline's"
+        if ratio is not None
+        else f"{figure} unknown, first qualifying candidate in the order given"
     )
     others = [c.model for c in evidence if c.passed and c is not chosen]
     also = f" Also qualified: {', '.join(others)}." if others else ""
@@ -110,7 +117,8 @@ def explain_decision(
     if min_stability is not None:
         proof += f"; stability {chosen.stability} on {task}"
     return (
-        f"Routed to {chosen.model} instead of {baseline}: the cheapest proven candidate ({rule}): "
+        f"Routed to {chosen.model} instead of {baseline}: the {'fastest' if fast else 'cheapest'} "
+        f"proven candidate ({rule}): "
         f"{proof}; {cost}.{also}{notes}"
     )
 

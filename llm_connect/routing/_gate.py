@@ -111,6 +111,9 @@ class GateResult:
     proven: tuple[GateItem, ...] = ()
     checked: int = field(default=0)
     """How many (task, candidate, routing judge) items were looked at."""
+    ignored: tuple[str, ...] = ()
+    """Why routing judges were left out of the decisions the gate reads (an LLM judge with no
+    passing calibration), one line each."""
 
     @property
     def by_people(self) -> bool:
@@ -124,6 +127,8 @@ class GateResult:
 
     def lines(self) -> list[str]:
         """One line per item that keeps the gate from passing (ruled out first)."""
+        if self.checked == 0 and self.ignored:
+            return [f"no routing judge is usable: {why}" for why in self.ignored]
         if self.checked == 0:
             return ["no routing judge has grades for any candidate: nothing proves the threshold"]
         return [item.describe(self.min_quality) for item in (*self.ruled_out, *self.unsettled)]
@@ -173,8 +178,11 @@ class GateResult:
         }
 
 
-def quality_gate(items: Iterable[tuple[str, str, GraderEvidence]], *, min_quality: float) -> GateResult:
-    """The gate over ``(task, candidate, evidence)`` of every routing judge.
+def quality_gate(
+    items: Iterable[tuple[str, str, GraderEvidence]], *, min_quality: float, ignored: Iterable[str] = ()
+) -> GateResult:
+    """The gate over ``(task, candidate, evidence)`` of every usable routing judge (``ignored``:
+    why the decisions left other routing judges out, shown when nothing else is checked).
 
     ``failed`` when any item is ruled out; ``passed`` when there is at least one
     item and every one is proven; ``not settled`` otherwise (including when no
@@ -197,4 +205,5 @@ def quality_gate(items: Iterable[tuple[str, str, GraderEvidence]], *, min_qualit
         unsettled=unsettled,
         proven=proven,
         checked=len(found),
+        ignored=tuple(dict.fromkeys(ignored)),
     )

@@ -16,12 +16,18 @@ from llm_connect.routing._evidence import (
 )
 from llm_connect.routing._human_cache import human_evidence
 from llm_connect.routing._series import CachedSeries
-from llm_connect.values._decision import TARGETS
+from llm_connect.values._policy import RoutingPolicy
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
 
 __all__ = ["Router"]
+
+_SETTINGS = frozenset(
+    {"min_quality", "confidence", "min_samples", "allow_uncalibrated", "fixed_n", "min_stability", "target",
+     "prefer", "route_on"}
+)  # fmt: skip
+"""The keyword settings ``decide``/``evaluate`` accept as a shim over :class:`RoutingPolicy`."""
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
@@ -150,56 +156,90 @@ class Router:
         *,
         baseline: str,
         candidates: Sequence[str],
-        grader_id: str | Sequence[str],
-        min_quality: float = 0.9,
-        confidence: float = 0.95,
-        min_samples: int = 30,
-        allow_uncalibrated: bool = False,
-        fixed_n: bool = False,
-        min_stability: str | None = None,
-        target: str = "judge",
+        policy: RoutingPolicy | None = None,
+        grader_id: str | Sequence[str] | None = None,
+        **settings: Any,
     ) -> RoutingDecision:
-        """Choose the model for ``task`` and store the decision in the ledger.
+        """Choose the model for ``task`` under ``policy`` and store the decision in the ledger.
 
         ``baseline`` and ``candidates`` are model names as they were asked for
         (``openai:gpt-4o-mini`` graded against a server that reports
-        ``gpt-4o-mini-2024-07-18`` is ``"gpt-4o-mini"``); ``grader_id`` is one grader id or several (a
-        candidate must qualify on each usable one). ``min_samples`` counts distinct
-        cases. ``fixed_n=True`` replaces the anytime-valid bounds by single-look
-        intervals, valid only when the decision is asked once at a sample size
-        fixed in advance. ``min_stability`` (``"SAFE"`` or ``"RISKY"``) also requires
-        the newest stability analysis stored for the candidate on ``task``
-        (``llm-connect stability --task``) to have at least that verdict; a
-        candidate without one is not routed to, and the reason says so.
-        ``target="human"`` bounds the mean of what *people* would say instead of the
-        judge's mean grade: from each routing judge's grades on the cases the label
-        sampler decided (``llm_connect.labels.choose_for_labels``) and people's labels of
-        the chosen ones, prediction-powered and anytime-valid, with the same Bonferroni
-        split and ``min_samples`` (``routing/_human.py``); without a usable label a
-        candidate's status is ``"no human labels yet"``. An LLM judge needs no calibration
-        there (people's labels correct its bias). Returns the stored
-        :class:`RoutingDecision` (with ``decision_id`` set).
+        ``gpt-4o-mini-2024-07-18`` is ``"gpt-4o-mini"``). The judges that decide are
+        ``grader_id`` (one grader id or several) when given, else ``policy.route_on``, else
+        every judge graded on the task against ``baseline``; a candidate must qualify on
+        each usable one. The keyword settings (``min_quality=``, ``confidence=``,
+        ``min_samples=``, ``allow_uncalibrated=``, ``fixed_n=``, ``min_stability=``,
+        ``target=``, ``prefer=``) are a shim: they replace those fields of ``policy`` (or of
+        the default :class:`RoutingPolicy`), validated the same way.
+
+        ``min_samples`` counts distinct cases. ``fixed_n=True`` replaces the anytime-valid
+        bounds by single-look intervals, valid only when the decision is asked once at a
+        sample size fixed in advance. ``min_stability`` (``"SAFE"`` or ``"RISKY"``) also
+        requires the newest stability analysis stored for the candidate on ``task``
+        (``llm-connect stability --task``) to have at least that verdict; a candidate
+        without one is not routed to, and the reason says so. ``target="human"`` bounds the
+        mean of what *people* would say instead of the judge's mean grade: from each
+        routing judge's grades on the cases the label sampler decided
+        (``llm_connect.labels.choose_for_labels``) and people's labels of the chosen ones,
+        prediction-powered and anytime-valid, with the same Bonferroni split and
+        ``min_samples`` (``routing/_human.py``); without a usable label a candidate's status
+        is ``"no human labels yet"``. An LLM judge needs no calibration there (people's
+        labels correct its bias). Returns the stored :class:`RoutingDecision` (with
+        ``decision_id`` set); :meth:`evaluate` makes the same decision without storing it.
         """
-        grader_ids = (grader_id,) if isinstance(grader_id, str) else tuple(grader_id)
-        cands = list(dict.fromkeys(candidates))
+        decision, snapshots, snapshot_keys = self._decide(
+            task, baseline, candidates, policy, grader_id, settings
+        )
+        return decision.with_id(
+            self.ledger.record_decision(
+                decision, evidence_snapshots=snapshots, snapshot_settings=snapshot_keys
+            )
+        )
+
+    def evaluate(
+        self,
+        task: str,
+        *,
+        baseline: str,
+        candidates: Sequence[str],
+        policy: RoutingPolicy | None = None,
+        grader_id: str | Sequence[str] | None = None,
+        **settings: Any,
+    ) -> RoutingDecision:
+        """The decision :meth:`decide` would take, without storing it (``decision_id`` is
+        ``None``): what the report, ``view`` and ``grade --until-decided`` read."""
+        return self._decide(task, baseline, candidates, policy, grader_id, settings)[0]
+
+    def _decide(
+        self,
+        task: str,
+        baseline: str,
+        candidates: Sequence[str],
+        policy: RoutingPolicy | None,
+        grader_id: str | Sequence[str] | None,
+        settings: dict[str, Any],
+    ) -> tuple[RoutingDecision, list[tuple[str, str, Any, dict[str, Any]]], dict[str, Any]]:
+        unknown = sorted(set(settings) - _SETTINGS)
+        if unknown:
+            raise TypeError(f"Router.decide() got an unexpected keyword argument {unknown[0]!r}")
         if isinstance(candidates, str):
             raise ConfigurationError("candidates must be a sequence of model names, not one string")
-        if not grader_ids or not all(isinstance(g, str) and g for g in grader_ids):
-            raise ConfigurationError(f"grader_id must name at least one grader, not {grader_id!r}")
-        if not 0.0 <= min_quality <= 1.0:
-            raise ConfigurationError(f"min_quality must lie in 0..1, not {min_quality!r}")
-        if not 0.0 < confidence < 1.0:
-            raise ConfigurationError(f"confidence must lie strictly between 0 and 1, not {confidence!r}")
-        if isinstance(min_samples, bool) or not isinstance(min_samples, int) or min_samples < 2:
-            raise ConfigurationError(f"min_samples must be an int >= 2, not {min_samples!r}")
-        if target not in TARGETS:
-            raise ConfigurationError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
-        if target == "human" and fixed_n:
-            raise ConfigurationError("target='human' has anytime-valid bounds only; fixed_n must be False")
-        if min_stability is not None and min_stability not in STABILITY_ORDER:
+        cands = list(dict.fromkeys(candidates))
+        if grader_id is not None:
+            given = (grader_id,) if isinstance(grader_id, str) else tuple(grader_id)
+            if not given or not all(isinstance(g, str) and g for g in given):
+                raise ConfigurationError(f"grader_id must name at least one grader, not {grader_id!r}")
+            settings = {**settings, "route_on": given}
+        policy = RoutingPolicy.of(policy, **settings)
+        grader_ids = policy.route_on or self._graded(task, baseline, cands)
+        if not grader_ids:
             raise ConfigurationError(
-                f"min_stability must be one of {', '.join(STABILITY_ORDER)} or None, not {min_stability!r}"
+                f"no judge has graded task {task!r} against {baseline!r}: name the judges "
+                "(RoutingPolicy.route_on or grader_id=)"
             )
+        min_quality, confidence, min_samples = policy.min_quality, policy.confidence, policy.min_samples
+        allow_uncalibrated, fixed_n, target = policy.allow_uncalibrated, policy.fixed_n, policy.target
+        min_stability = policy.min_stability
 
         # While grades arrive for this task, the new cases of the groups this Router read before
         # are read together with the totals (one round trip on PostgreSQL), so a changed group
@@ -236,7 +276,7 @@ class Router:
         base_latency = _weighted([(r.baseline_mean_latency_ms, r.baseline_latency_n) for r in records])
 
         alpha = candidate_alpha(confidence, len(cands))
-        settings = snapshot_settings(
+        snapshot_keys = snapshot_settings(
             min_quality=min_quality,
             confidence=confidence,
             min_samples=min_samples,
@@ -271,7 +311,7 @@ class Router:
                 versions=versions,
                 cache=self._evidence,
                 stored=lambda: self.ledger.evidence_snapshots(
-                    task=task, baseline_model=baseline, settings=settings
+                    task=task, baseline_model=baseline, settings=snapshot_keys
                 ),
                 computed=computed,
                 totals={(r.candidate_model, r.grader_id): (r.n, r.sum_quality) for r in records},
@@ -307,7 +347,7 @@ class Router:
                 )
             )
 
-        chosen = cheapest_proven(evidence, cands)
+        chosen = cheapest_proven(evidence, cands, prefer=policy.prefer)
         reason = explain_decision(
             chosen,
             task,
@@ -321,6 +361,7 @@ class Router:
             fixed_n=fixed_n,
             min_stability=min_stability,
             target=target,
+            prefer=policy.prefer,
         )
         decision = RoutingDecision(
             model=baseline if chosen is None else chosen.model,
@@ -338,6 +379,7 @@ class Router:
             fixed_n=bool(fixed_n),
             min_stability=min_stability,
             target=target,
+            prefer=policy.prefer,
             baseline_mean_cost_usd=base_cost,
             baseline_mean_latency_ms=base_latency,
         )
@@ -347,9 +389,14 @@ class Router:
             for model, gid in computed
             if (model, gid) in versions
         ]
-        return decision.with_id(
-            self.ledger.record_decision(decision, evidence_snapshots=snapshots, snapshot_settings=settings)
+        return decision, snapshots, snapshot_keys
+
+    def _graded(self, task: str, baseline: str, candidates: Sequence[str]) -> tuple[str, ...]:
+        """Every judge graded on ``task`` against ``baseline`` (for ``candidates``), in id order."""
+        totals = self.ledger.grade_totals(
+            task=task, baseline_model=baseline, candidate_model=list(candidates)
         )
+        return tuple(sorted({t.grader_id for t in totals}))
 
     def _stability(self, task: str, model: str, min_stability: str | None) -> tuple[str | None, bool]:
         """``(verdict of the newest stored analysis, whether it meets min_stability)``."""

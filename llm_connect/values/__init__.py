@@ -6,7 +6,8 @@ all three (``llm_connect.types`` < ``llm_connect.values`` < ``ledger`` <
 
 * :class:`GradingResult` — one validated grade (re-exported by :mod:`llm_connect.grading`).
 * :class:`NotApplicable` — a (case, judge) pair the judge had no data for.
-* :class:`RoutingDecision` and its evidence (re-exported by :mod:`llm_connect.routing`).
+* :class:`RoutingDecision` and its evidence, and the :class:`RoutingPolicy` a decision is
+  made under (re-exported by :mod:`llm_connect.routing`).
 * :class:`HumanLabel` and :class:`CaseLabels` — what people said (re-exported by :mod:`llm_connect.labels`).
 """
 
@@ -29,6 +30,7 @@ from llm_connect.values._labels import (
     score_verdict,
 )
 from llm_connect.values._outcomes import NotApplicable
+from llm_connect.values._policy import PolicyError, RoutingPolicy
 from llm_connect.values._result import GradingResult, validate_quality_score
 
 __all__ = [
@@ -43,7 +45,9 @@ __all__ = [
     "HumanLabel",
     "IgnoredGrader",
     "NotApplicable",
+    "PolicyError",
     "RoutingDecision",
+    "RoutingPolicy",
     "human_value",
     "score_verdict",
     "validate_quality_score",

@@ -8,9 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from llm_connect.types import utcnow
-
-STABILITY_VERDICTS = ("SAFE", "RISKY", "DO_NOT_SHIP")
-"""Stability verdicts, best first: what the ledger accepts and ``min_stability`` compares."""
+from llm_connect.values._policy import STABILITY_VERDICTS, TARGETS, RoutingPolicy
 
 __all__ = [
     "HUMAN_FIELDS",
@@ -37,8 +35,6 @@ INSUFFICIENT = "insufficient"
 NO_GRADES = "no grades"
 NO_HUMAN_LABELS = "no human labels yet"
 """The status of a candidate routed on what people would say before any usable label."""
-TARGETS = ("judge", "human")
-"""What a decision bounds: the judge's mean grade, or the mean of what people would say."""
 HUMAN_FIELDS = (
     "target",
     "judge_mean",
@@ -266,6 +262,23 @@ class RoutingDecision:
     target: str = "judge"
     """``judge`` (the judges' mean grades) or ``human`` (what people would say: the judges'
     grades corrected by people's labels of sampled cases)."""
+    prefer: str = "cost"
+    """Among proven candidates, the lowest mean ``cost`` or ``latency`` was chosen."""
+
+    @property
+    def policy(self) -> RoutingPolicy:
+        """The :class:`RoutingPolicy` this decision was made under (``route_on``: the judges asked)."""
+        return RoutingPolicy(
+            min_quality=self.min_quality,
+            confidence=self.confidence,
+            min_samples=self.min_samples,
+            target=self.target,
+            route_on=self.grader_ids,
+            allow_uncalibrated=self.allow_uncalibrated,
+            min_stability=self.min_stability,
+            fixed_n=self.fixed_n,
+            prefer=self.prefer,
+        )
 
     @property
     def routed(self) -> bool:
@@ -315,7 +328,8 @@ class RoutingDecision:
                 "fixed_n": self.fixed_n,
                 "min_stability": self.min_stability,
             }
-            | ({"target": self.target} if self.target != "judge" else {}),
+            | ({"target": self.target} if self.target != "judge" else {})
+            | ({"prefer": self.prefer} if self.prefer != "cost" else {}),
             "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
             "baseline_mean_latency_ms": self.baseline_mean_latency_ms,
             "created_at": self.created_at.isoformat(),
@@ -354,6 +368,7 @@ class RoutingDecision:
             fixed_n=bool(params.get("fixed_n", False)),
             min_stability=params.get("min_stability"),
             target=params.get("target", "judge"),
+            prefer=params.get("prefer", "cost"),
             baseline_mean_cost_usd=data["baseline_mean_cost_usd"],
             baseline_mean_latency_ms=data["baseline_mean_latency_ms"],
             created_at=datetime.fromisoformat(data["created_at"]),

@@ -44,7 +44,7 @@ def test_grade_queue_label_and_route_on_what_people_would_say(tmp_path: Path, le
     assert "small on exact: judge alone 0.850 | no human labels yet" in out
     assert "keep baseline big" in out
     assert "quality gate NOT SETTLED (min 0.5)" in out and "more labels would settle it" in out
-    assert "small on exact in qa, by what people would say: no human labels yet" in out
+    assert "recorded:candidate on exact in qa, by what people would say: no human labels yet" in out
     assert "label the queued cases" in out
 
     # The sampler decided every graded case once and chose about RATE of them.
@@ -247,16 +247,18 @@ def test_an_uncalibrated_pairwise_llm_judge_routes_on_peoples_labels(
     on_judge = json.loads(invoke("route", "-t", "qa", "-b", "big", "-c", "small", "-j", grader, *common,
                                  "--json").stdout)  # fmt: skip
     assert on_judge["model"] == "big" and "no stored calibration" in on_judge["ignored_graders"][0]["why"]
-    # grade on the judge: its gate reads the LLM judge's grades, routing does not; the output says so.
+    # grade on the judge: the gate reads the decision, which ignores the uncalibrated LLM judge, so
+    # nothing is proven: not settled, and the gate says why (before issue 33 it passed on grades
+    # routing ignored).
     regraded = invoke(
         "grade", str(suite), "-b", "openai:big", "-c", "openai:small", "--judge", "pairwise:openai:house-judge",
         "--base-url", openai_server.base_url, "--api-key", "sk-test-0123456789abcdef", "--run-id", "again",
         *common,
     )  # fmt: skip
-    assert regraded.exit_code == 0 and "quality gate passed" in regraded.stdout, regraded.output
-    assert f"note: the gate counts {grader}'s grades; routing ignores them" in regraded.stdout, (
-        regraded.output
-    )
+    assert regraded.exit_code == 5 and "quality gate NOT SETTLED" in regraded.stdout, regraded.output
+    assert f"no routing judge is usable: {grader} is an LLM judge with no stored calibration" in (
+        regraded.stdout
+    ), regraded.output
     queued = invoke("labels", "queue", "-t", "qa", "-c", "small", "-j", grader, "--rate", "0.5",
                     "--db", ledger_url, "--json")  # fmt: skip
     cases = json.loads(queued.stdout)["cases"]

@@ -29,7 +29,7 @@ def test_report_writes_the_file_and_says_what_it_holds(tmp_path: Path) -> None:
     assert "16 of 160 grades" in result.output and "truncated" in result.output
     assert "support: keep the baseline gpt-4o" in result.output or "support: route to" in result.output
     html = out.read_text(encoding="utf-8")
-    assert '<section id="decisions">' in html and 'id="truncated"' in html
+    assert '<section id="routing">' in html and 'id="truncated"' in html
     with QualityLedger(url) as ledger:
         assert table_counts(ledger) == before
 

@@ -36,7 +36,7 @@ from tests.report.conftest import (
 
 pytestmark = pytest.mark.browser
 
-SECTIONS = ("decisions", "evidence", "charts", "distributions", "calibration", "stability", "cases")
+SECTIONS = ("routing", "evidence", "charts", "distributions", "calibration", "stability", "cases")
 TOTAL = len(TASKS) * 2 * len(JUDGES) * 80  # grades in the report ledger
 
 
@@ -223,7 +223,7 @@ def test_the_file_opens_offline_with_every_section_and_no_console_error(
     assert int(by_css(page, "#case-total").text) == TOTAL
     assert len(rows) == case_count(page) <= TOTAL
     assert not page.find_elements("css selector", "#truncated")
-    decisions = by_css(page, "#decisions").text
+    decisions = by_css(page, "section#routing").text
     for task in TASKS:
         assert re.search(rf"{task}: route to {re.escape(GOOD)}", decisions), decisions
     check_sections(page, tmp_path, "file")
@@ -245,7 +245,7 @@ def test_the_summary_is_in_the_static_html(
     drain_logs(driver)
 
     url = open_file(driver, report_file)
-    decisions = by_css(driver, "section#decisions")
+    decisions = by_css(driver, "section#routing")
     assert decisions.is_displayed() and f"route to {GOOD}" in decisions.text
     # one sentence per decision; the long reason is behind a closed disclosure that opens without JS
     sentences = decisions.find_elements("css selector", "p.sentence")
@@ -262,14 +262,14 @@ def test_the_summary_is_in_the_static_html(
         assert by_css(driver, f"section#{name}").text.strip(), f"section#{name} is empty without JavaScript"
     assert not visible_rows(driver)  # the case browser is the only part that needs JavaScript
     assert "needs JavaScript" in by_css(driver, "section#cases").text
-    screenshot(driver, tmp_path, "nojs-decisions", "section#decisions")
+    screenshot(driver, tmp_path, "nojs-decisions", "section#routing")
     assert_no_console_errors(driver)
     assert_offline(driver, [url])
 
     # And in the bytes: the decision's words without any script having run.
     raw = report_file.read_text("utf-8")
     static = html.unescape(
-        re.sub(r"<[^>]+>", " ", raw.split('<section id="decisions">', 1)[1].split("</section>")[0])
+        re.sub(r"<[^>]+>", " ", raw.split('<section id="routing">', 1)[1].split("</section>")[0])
     )
     assert "route to" in static and GOOD in static and "ruled out" in static
 
@@ -387,7 +387,7 @@ def test_a_truncated_file_says_so_and_omits_sections_without_data(
     rows = rows_settled(page, lambda rows: True)
     assert len(rows) <= info.cases_embedded < TOTAL
     assert not page.find_elements("css selector", "#calibration, #stability")
-    check_sections(page, tmp_path, "truncated", ("decisions", "evidence", "charts", "distributions", "cases"))
+    check_sections(page, tmp_path, "truncated", ("routing", "evidence", "charts", "distributions", "cases"))
     assert_no_console_errors(page)
     assert_offline(page, [url])
 

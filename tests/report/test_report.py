@@ -85,7 +85,7 @@ def test_the_file_is_self_contained(filled: QualityLedger, tmp_path: Path) -> No
     assert not re.search(r"url\(\s*['\"]?(?:https?:)?//", html, re.I)
     assert not re.search(r"<(?:img|image|iframe|object|embed)\b", html, re.I)
     assert "Content-Security-Policy" in html  # and the page forbids any request anyway
-    for section in ("decisions", "evidence", "charts", "distributions", "cases"):
+    for section in ("routing", "evidence", "charts", "distributions", "cases"):
         assert f'<section id="{section}"' in html
     assert 'id="calibration"' not in html and 'id="stability"' not in html and 'id="truncated"' not in html
     for control in (
@@ -109,8 +109,9 @@ def test_texts_are_escaped_and_cannot_break_out(filled: QualityLedger) -> None:
     html = render_report(filled)
     assert "<script>alert(1)" not in html and "</script><script>" not in html
     assert "<b>bold</b>" not in html and "<i>x</i>" not in html
-    # exactly two script elements: the case data and the page's own code
-    assert len(re.findall(r"<script\b", html)) == 2
+    # exactly three script elements: the decisions, the case data and the page's own code
+    assert len(re.findall(r"<script\b", html)) == 3
+    assert len(re.findall(r'<script type="application/json"', html)) == 2
     data = case_data(html)
     texts = ["".join(seg[1] for seg in diff if seg[0] != "-") for diff in data["diffs"]]
     assert EVIL in texts  # the answer comes back intact from the JSON, as text
@@ -178,7 +179,7 @@ def test_truncation_keeps_every_aggregate_and_says_so(filled: QualityLedger, tmp
         assert found is not None
         return found.group(1)
 
-    for name in ("decisions", "evidence", "distributions"):
+    for name in ("routing", "evidence", "distributions"):
         assert section(a, name) == section(b, name)
     assert 'id="truncated"' in b and "16 of 320 grades" in b
     rows = case_data(b)["rows"]

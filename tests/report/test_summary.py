@@ -43,10 +43,11 @@ def _text(fragment: str) -> str:
 
 def _decision(ledger: QualityLedger, candidates: list[str]) -> Any:
     from llm_connect.report._decide import decide_task
+    from llm_connect.routing import RoutingPolicy
 
     return decide_task(
         ledger, "support", baseline="gpt-4o", candidates=candidates, grader_ids=["embedding", "vrty"],
-        min_quality=0.9, confidence=0.95, min_samples=30,
+        policy=RoutingPolicy(),
     )  # fmt: skip
 
 
@@ -63,7 +64,7 @@ def test_an_unsettled_decision_is_one_sentence_with_the_detail_behind_a_disclosu
 ) -> None:
     _fill(ledger, {"mini": 0.99, "llama": 0.2}, cases=12)
     page = render_report(ledger)
-    decisions = _section(page, "decisions")
+    decisions = _section(page, "routing")
     sentences = re.findall(r'<p class="sentence">(.*?)</p>', decisions, re.S)
     assert len(sentences) == 1
     sentence = htmllib.unescape(sentences[0])
@@ -80,7 +81,9 @@ def test_an_unsettled_decision_is_one_sentence_with_the_detail_behind_a_disclosu
     assert len(details) == 1 and details[0][0] == "Why, judge by judge"
     reason = _decision(ledger, ["mini", "llama"]).decision.reason
     assert _text(details[0][1]).startswith(reason[:60])
-    assert page.count(htmllib.escape(reason[:60], quote=False)) == 1
+    # shown once (the embedded decisions JSON, for programs, aside)
+    shown = re.sub(r'<script type="application/json" id="decisions">.*?</script>', "", page, flags=re.S)
+    assert shown.count(htmllib.escape(reason[:60], quote=False)) == 1
 
 
 def test_a_routed_decision_names_the_model_the_judges_and_the_cost(ledger: QualityLedger) -> None:
@@ -162,7 +165,7 @@ def test_the_gate_banner_shows_exactly_the_outcome_given(
     assert text.startswith(f"Quality gate: {head} (min_quality 0.9)") and lines[0] in text
     assert "&lt;i&gt;" in banner.group(3)
     assert ("passed" in text) == (outcome == "passed")  # never "passed" for another outcome
-    assert page.index('id="gate"') < page.index('id="decisions"')
+    assert page.index('id="gate"') < page.index('id="routing"')
 
 
 def test_without_a_gate_there_is_no_banner_and_a_bad_gate_writes_nothing(

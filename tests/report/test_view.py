@@ -49,7 +49,7 @@ def test_the_page_is_the_report_without_embedded_cases(served: tuple[QualityLedg
     html = body.decode("utf-8")
     assert status == 200 and headers["Content-Type"].startswith("text/html")
     assert "default-src 'none'" in headers["Content-Security-Policy"]
-    for section in ("decisions", "evidence", "charts", "distributions", "cases"):
+    for section in ("routing", "evidence", "charts", "distributions", "cases"):
         assert f'<section id="{section}"' in html
     assert 'id="case-data"' not in html and 'id="truncated"' not in html
     assert "280 grades" in html

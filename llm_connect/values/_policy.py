@@ -1,0 +1,168 @@
+"""RoutingPolicy: every setting that changes a routing decision, in one validated value.
+
+``Router.decide``, ``grade`` (its printed lines, ``--json``, the ``--min-quality`` gate,
+``--until-decided``, JUnit), ``route``, the report file, ``llm-connect view`` and the
+Label page all decide with one policy, so a figure cannot differ between them because
+one surface forgot a setting. The defaults live here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from llm_connect.errors import ConfigurationError
+
+__all__ = ["PREFER", "STABILITY_VERDICTS", "TARGETS", "PolicyError", "RoutingPolicy"]
+
+STABILITY_VERDICTS = ("SAFE", "RISKY", "DO_NOT_SHIP")
+"""Stability verdicts, best first: what the ledger accepts and ``min_stability`` compares."""
+TARGETS = ("judge", "human")
+"""What a decision bounds: the judge's mean grade, or the mean of what people would say."""
+PREFER = ("cost", "latency")
+"""Among proven candidates, the one with the lowest mean cost or the lowest mean latency."""
+
+
+class PolicyError(ConfigurationError):
+    """A :class:`RoutingPolicy` field holds a value the router cannot decide with.
+
+    ``field`` names the field (``min_quality``), so a caller can point at its own input
+    (the CLI names the option that set it).
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"RoutingPolicy.{field} {message}")
+        self.field = field
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise PolicyError(name, f"must be a finite number, not {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class RoutingPolicy:
+    """How a routing decision is made: the threshold, the confidence, the evidence it needs.
+
+    A candidate is *proven* when, on every routing judge, at least ``min_samples`` distinct
+    cases are graded and the anytime-valid lower bound of its mean per-case quality at
+    ``confidence`` (split evenly over the candidates) is at least ``min_quality``; among the
+    proven candidates the one preferred by ``prefer`` serves the task, else the baseline.
+    Every field is checked when the policy is built (:class:`PolicyError` names the field),
+    before any call or write.
+
+    Example::
+
+        policy = RoutingPolicy(min_quality=0.85, route_on=("embedding:all-MiniLM-L6-v2",))
+        decision = Router(ledger).decide("support", policy=policy, baseline="gpt-4o",
+                                         candidates=["gpt-4o-mini"])
+    """
+
+    min_quality: float = 0.9
+    """The least mean per-case quality (0..1) a candidate must be shown to reach."""
+    confidence: float = 0.95
+    """The chance (strictly between 0 and 1) that no candidate below ``min_quality`` is routed to."""
+    min_samples: int = 30
+    """The least number of distinct graded cases, per routing judge, before a candidate can pass."""
+    target: str = "judge"
+    """``judge``: bound the judges' mean grade; ``human``: bound what people would say (the
+    judges' grades corrected by people's labels of sampled cases)."""
+    route_on: tuple[str, ...] = ()
+    """The grader ids that decide (every other judge is a diagnostic); empty: every judge asked."""
+    allow_uncalibrated: bool = False
+    """Let an LLM judge decide without a passing calibration (``target="human"`` never needs one)."""
+    min_stability: str | None = None
+    """The least stability verdict (``SAFE`` or ``RISKY``) a candidate needs; ``None``: not asked."""
+    fixed_n: bool = False
+    """Single-look intervals instead of anytime-valid bounds: valid only when the decision is
+    asked once, at a number of cases fixed in advance."""
+    prefer: str = "cost"
+    """Among proven candidates: ``cost`` (lowest mean cost) or ``latency`` (lowest mean latency);
+    unknown figures come last, then the order the candidates were given."""
+
+    def __post_init__(self) -> None:
+        quality = _number("min_quality", self.min_quality)
+        if not 0.0 <= quality <= 1.0:
+            raise PolicyError("min_quality", f"must lie in 0..1, not {self.min_quality!r}")
+        confidence = _number("confidence", self.confidence)
+        if not 0.0 < confidence < 1.0:
+            raise PolicyError("confidence", f"must lie strictly between 0 and 1, not {self.confidence!r}")
+        n = self.min_samples
+        if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+            raise PolicyError("min_samples", f"must be an int >= 2, not {n!r}")
+        if self.target not in TARGETS:
+            raise PolicyError("target", f"must be one of {', '.join(TARGETS)}, not {self.target!r}")
+        if isinstance(self.route_on, str):
+            raise PolicyError(
+                "route_on", f"must be a sequence of grader ids, not one string {self.route_on!r}"
+            )
+        route_on = tuple(dict.fromkeys(self.route_on))
+        if not all(isinstance(g, str) and g for g in route_on):
+            raise PolicyError("route_on", f"must hold non-empty grader ids, not {self.route_on!r}")
+        for name in ("allow_uncalibrated", "fixed_n"):
+            if not isinstance(getattr(self, name), bool):
+                raise PolicyError(name, f"must be True or False, not {getattr(self, name)!r}")
+        if self.min_stability is not None and self.min_stability not in STABILITY_VERDICTS[:2]:
+            raise PolicyError("min_stability", f"must be SAFE, RISKY or None, not {self.min_stability!r}")
+        if self.prefer not in PREFER:
+            raise PolicyError("prefer", f"must be one of {', '.join(PREFER)}, not {self.prefer!r}")
+        if self.target == "human" and self.fixed_n:
+            raise PolicyError(
+                "fixed_n", "must be False with target='human' (its bounds are anytime-valid only)"
+            )
+        object.__setattr__(self, "min_quality", quality)
+        object.__setattr__(self, "confidence", confidence)
+        object.__setattr__(self, "route_on", route_on)
+
+    def replace(self, **changes: Any) -> RoutingPolicy:
+        """A copy with ``changes`` (validated again)."""
+        return replace(self, **changes)
+
+    def for_judges(self, graded: Sequence[str]) -> RoutingPolicy:
+        """This policy for a task whose judges are ``graded``: ``route_on`` narrowed to the judges
+        graded there (kept whole when it names none of them, so each says "no grades"), or every
+        graded judge, in id order, when ``route_on`` is empty. The report and ``grade`` decide
+        each task of a run under it; ``Router.decide`` takes ``route_on`` as given."""
+        if not self.route_on:
+            return replace(self, route_on=tuple(sorted(set(graded))))
+        narrowed = tuple(g for g in self.route_on if g in set(graded))
+        return replace(self, route_on=narrowed or self.route_on)
+
+    def alpha(self, n_candidates: int) -> float:
+        """Each candidate's share of ``1 - confidence`` (Bonferroni over ``n_candidates``)."""
+        return (1.0 - self.confidence) / max(1, n_candidates)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (what a run and a stored decision keep); :meth:`from_dict` reverses it."""
+        data = asdict(self)
+        data["route_on"] = list(self.route_on)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RoutingPolicy:
+        """The policy in ``data`` (keys it does not know are refused, missing ones take defaults)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise PolicyError(unknown[0], "is not a routing policy setting")
+        values = dict(data)
+        if "route_on" in values and isinstance(values["route_on"], list):
+            values["route_on"] = tuple(values["route_on"])
+        return cls(**values)
+
+    def differences(self, other: RoutingPolicy) -> list[str]:
+        """The fields whose values differ from ``other``'s, in field order."""
+        return [f.name for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)]
+
+    @classmethod
+    def of(cls, policy: RoutingPolicy | None = None, /, **settings: Any) -> RoutingPolicy:
+        """``policy`` with the keyword settings that are not ``None`` applied (a fresh default
+        policy when ``policy`` is ``None``): how the keyword forms build their policy."""
+        given = {k: v for k, v in settings.items() if v is not None}
+        if "route_on" in given and not isinstance(given["route_on"], str):
+            given["route_on"] = tuple(given["route_on"])
+        base = cls() if policy is None else policy
+        return replace(base, **given) if given else base
