@@ -1,0 +1,75 @@
+"""The routing policy on the command line: one set of options, refused values named, kept by a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli._util import invoke, pair_suite
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+BAD = [
+    (["--min-quality", "1.5"], "--min-quality: must lie in 0..1, not 1.5"),
+    (["--confidence", "1"], "--confidence: must lie strictly between 0 and 1"),
+    (["--min-samples", "1"], "--min-samples: must be an int >= 2, not 1"),
+    (["--target", "people"], "--target: must be one of judge, human, not 'people'"),
+    (["--min-stability", "maybe"], "--min-stability: must be SAFE, RISKY or None"),
+    (["--prefer", "speed"], "--prefer: must be one of cost, latency, not 'speed'"),
+]
+CASES = [
+    (command, args, named)
+    for command in ("route", "report", "grade", "ledger summary")
+    for args, named in BAD
+    # ledger summary takes the bound's settings only
+    if command != "ledger summary" or args[0] in ("--min-quality", "--confidence", "--min-samples")
+]
+
+
+@pytest.mark.parametrize(("command", "args", "named"), CASES)
+def test_a_bad_policy_option_is_a_usage_error_naming_it(
+    tmp_path: Path, db: str, command: str, args: list[str], named: str
+) -> None:
+    extra = {
+        "route": ["-t", "qa", "-b", "big", "-c", "small", "-j", "exact"],
+        "report": ["-o", str(tmp_path / "r.html")],
+        "grade": [str(pair_suite(tmp_path / "s.jsonl", 3, same=2))],
+        "ledger summary": [],
+    }[command]
+    result = invoke(*command.split(), *extra, *args, "--db", db)
+    assert result.exit_code == 2, result.output
+    assert f"error: {named}" in result.output
+    assert not (tmp_path / "ledger.db").exists() or command != "grade"  # refused before the ledger
+
+
+def test_resume_refuses_a_different_policy_setting_and_restores_it(tmp_path: Path, db: str) -> None:
+    suite = pair_suite(tmp_path / "s.jsonl", 40, same=40)
+    first = invoke(
+        "grade",
+        str(suite),
+        "--db",
+        db,
+        "--run-id",
+        "r1",
+        "--confidence",
+        "0.9",
+        "--prefer",
+        "latency",
+        "--json",
+    )
+    assert first.exit_code == 0, first.output
+    (decision,) = json.loads(first.stdout)["routing"]
+    assert decision["parameters"]["confidence"] == 0.9 and decision["parameters"]["prefer"] == "latency"
+    changed = invoke("grade", "--resume", "r1", "--db", db, "--confidence", "0.95")
+    assert changed.exit_code == 2
+    assert "--confidence 0.95 differs from the run's 0.9" in changed.output
+    again = invoke("grade", "--resume", "r1", "--db", db, "--json")
+    assert again.exit_code == 0, again.output
+    (resumed,) = json.loads(again.stdout)["routing"]
+    assert resumed["parameters"]["confidence"] == 0.9 and resumed["parameters"]["prefer"] == "latency"
