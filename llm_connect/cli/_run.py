@@ -154,9 +154,7 @@ class Outcome:
         size of a small suite: below it the evidence says "insufficient". The routing judges
         are the run's gating judges graded on the task. With ``label_rate``, the label
         sampler first decides the newly graded cases of each task x candidate x routing judge
-        (``choose_for_labels``). Routing on the judge also brings the stored state of routing
-        on what people would say up to date (``refresh_routing_state``), since the run's
-        grades may have changed sampled cases.
+        (``choose_for_labels``).
         """
         from llm_connect.cli._report import task_sides
         from llm_connect.routing import Router
@@ -178,13 +176,6 @@ class Outcome:
                             {"task": task, "candidate": cand, "judge": gid, "rate": label_rate,
                              "strategy": label_strategy, "cases": waiting}
                         )  # fmt: skip
-            if policy.target != "human":
-                # New grades of sampled cases leave the human target's stored state behind: bring
-                # it up to date now, so that a later decide(target="human") does not read every
-                # sampled case (a decision on people's labels does that itself, and stores it).
-                from llm_connect.labels import refresh_routing_state
-
-                refresh_routing_state(self.ledger.engine, task, candidates, sorted(graders))
             # The run's routing judges graded on this task, as the report narrows them.
             decisions.append(
                 router.decide(

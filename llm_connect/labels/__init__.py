@@ -48,7 +48,6 @@ from llm_connect.labels._sampler import (
     choose_for_labels,
     plan_uniform_sample,
     record_uniform_sample,
-    refresh_routing_state,
 )
 from llm_connect.ledger import LabelCounts, LabelStore, LabelWrite, QualityLedger, SamplingStore
 from llm_connect.values import LABEL_FIELDS, PREFERENCES, CaseLabels, HumanLabel, score_verdict
@@ -81,7 +80,6 @@ __all__ = [
     "read_label_lines",
     "read_labels",
     "record_uniform_sample",
-    "refresh_routing_state",
     "score_verdict",
     "write_labels",
 ]
@@ -124,12 +122,6 @@ def import_labels(
     chosen, so routing on what people would say can use these labels
     (:func:`plan_uniform_sample`). Refused, before anything is written, when a labelled case
     was decided by the sampler already.
-
-    After the write it brings the stored state of routing on what people would say up to date
-    for the file's candidates (every baseline and judge they were graded with:
-    :func:`~llm_connect.routing._human_cache.refresh_stored`), so that the first
-    ``Router.decide(target="human")`` after an import continues the running sums from there
-    instead of over every case.
     """
     lines, blank = read_label_file(path, annotator=annotator, format=format)
     name = str(path)
@@ -153,11 +145,6 @@ def import_labels(
         raise exc.located(name, lines[exc.index][0]) from None
     if plan is not None:
         record_uniform_sample(sampling, plan)
-    touched: dict[str, set[str]] = {}
-    for _, label in lines:
-        touched.setdefault(label.task, set()).add(label.candidate)
-    for task, names in touched.items():
-        refresh_routing_state(store.engine, task, sorted(names))
     return LabelImport(written.written, written.unchanged, written.replaced, blank)
 
 

@@ -30,12 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from llm_connect.errors import ConfigurationError, LabelError, LedgerError
+from llm_connect.errors import ConfigurationError, LabelError
 from llm_connect.ledger import QualityLedger, SampledCase, SamplingStore
 from llm_connect.values import HumanLabel
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    pass
 
 __all__ = [
     "STRATEGIES",
@@ -44,7 +44,6 @@ __all__ = [
     "choose_for_labels",
     "plan_uniform_sample",
     "record_uniform_sample",
-    "refresh_routing_state",
 ]
 
 STRATEGIES = ("uniform", "active")
@@ -68,33 +67,6 @@ def _draw(seed: int, task: str, candidate: str, case_id: str) -> float:
     """A uniform number in [0, 1) from the seed and the case (not the judge, not the label)."""
     digest = hashlib.sha256(f"{seed}\0{task}\0{candidate}\0{case_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / _UNIT
-
-
-def refresh_routing_state(
-    engine: Engine,
-    task: str,
-    candidates: Sequence[str],
-    grader_ids: Sequence[str] | None = None,
-) -> None:
-    """Bring the stored state of routing on what people would say up to date after a write that
-    is committed (:func:`~llm_connect.routing._human_cache.refresh_stored`). A database error
-    here is logged, not raised: what was written stands, and a decision reads in full instead.
-
-    ``choose_for_labels``, ``import_labels``, the labelling page and ``grade`` call it after
-    their writes. Code that writes labels or grades itself (``QualityLedger.record_labels``,
-    ``record_many``) calls it once after its batch, so that the next
-    ``Router.decide(target="human")`` in any process restores the state instead of reading
-    every sampled case (the decision's figures are the same either way)::
-
-        ledger.record_labels(labels)
-        refresh_routing_state(ledger.engine, "qa", ["small"])
-    """
-    from llm_connect.routing._human_cache import refresh_stored
-
-    try:
-        refresh_stored(engine, task, candidates, grader_ids)
-    except LedgerError as exc:
-        log.warning("routing state not refreshed after the write (the next decision reads in full): %s", exc)
 
 
 def _store(ledger: QualityLedger | SamplingStore) -> SamplingStore:
@@ -126,12 +98,6 @@ def choose_for_labels(
     every judge of the candidate chooses the same cases, and one label serves them all. Cases
     decided earlier keep their decision whatever the arguments now. Raises
     :class:`ConfigurationError` naming a bad argument.
-
-    After storing new decisions it brings the stored state of routing on what people would say
-    up to date for every baseline the candidate was graded against with ``grader_id``
-    (:func:`~llm_connect.routing._human_cache.refresh_stored`), so that the next
-    ``Router.decide(target="human")``, in this process or another, reads only what arrives
-    after it instead of every sampled case.
     """
     rate = check_rate(rate)
     if strategy not in STRATEGIES:
@@ -181,7 +147,6 @@ def choose_for_labels(
             floor=low,
             seed=seed,
         )
-        refresh_routing_state(store.engine, task, [candidate], [grader_id])
     return store.queue(task, candidate, grader_id)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from llm_connect.ledger._design import DesignMark, DesignReader, DesignRows, join_rows
 from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
 from llm_connect.ledger._fleet import FleetStatus, FleetWorkerRow
 from llm_connect.ledger._labels import LabelCounts, LabelStore, LabelWrite
@@ -26,6 +27,9 @@ __all__ = [
     "ENV_VAR",
     "CalibrationRow",
     "CaseSeries",
+    "DesignMark",
+    "DesignReader",
+    "DesignRows",
     "FailureRow",
     "FleetStatus",
     "FleetWorkerRow",
@@ -45,5 +49,6 @@ __all__ = [
     "SummaryRow",
     "current_revision",
     "head_revision",
+    "join_rows",
     "upgrade",
 ]

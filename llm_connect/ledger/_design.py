@@ -91,15 +91,6 @@ _LABEL_VERSION = (
     f"SELECT COUNT(*), SUM(id * {PREFERENCE_CODE}), SUM(score * id) FROM human_labels "
     "WHERE task = %s AND candidate = %s AND id <= %s"
 )
-_GROUPS = (
-    "SELECT candidate_model, baseline_model, grader_id FROM grade_stats WHERE task = %s "
-    "AND candidate_model IN ({}) ORDER BY candidate_model, baseline_model, grader_id"
-)
-_BY_ADAPTER = "SELECT DISTINCT candidate_model FROM grades WHERE task = %s AND candidate_adapter_id IN ({})"
-_CHOSEN = (
-    "SELECT case_id, position FROM label_sampling WHERE task = %s AND candidate = %s "
-    "AND grader_id = %s AND position >= %s AND chosen"
-)
 _LABELS = (
     "SELECT id, case_id, preference, score FROM human_labels "
     "WHERE task = %s AND candidate = %s AND id > %s ORDER BY id"
@@ -279,29 +270,6 @@ class DesignReader(Store):
                     (str(c), int(p)) for c, p in _fetch(conn, sql, (*part, task, candidate, grader_id))
                 )
         return out
-
-    def groups(self, task: str, candidates: Sequence[str]) -> list[tuple[str, str, str]]:
-        """``(candidate, baseline, grader_id)`` of every group of ``task`` with grades (``grade_stats``)
-        whose candidate model is one of ``candidates``, or is graded under that adapter id."""
-        names = list(dict.fromkeys(candidates))
-        if not names:
-            return []
-        marks = ", ".join(["%s"] * len(names))
-        with reading(self.engine, "reading graded groups") as conn:
-            found = [tuple(map(str, r)) for r in _fetch(conn, _GROUPS.format(marks), (task, *names))]
-            missing = set(names) - {r[0] for r in found}
-            if missing:
-                more = [str(r[0]) for r in _fetch(conn, _BY_ADAPTER.format(marks), (task, *names))]
-                if more:
-                    extra = ", ".join(["%s"] * len(more))
-                    found += [tuple(map(str, r)) for r in _fetch(conn, _GROUPS.format(extra), (task, *more))]
-        return sorted(set(found))  # type: ignore[arg-type]
-
-    def chosen_from(self, task: str, candidate: str, grader_id: str, position: int) -> dict[str, int]:
-        """The case ids of the group's chosen cases at ``position`` or later, with their positions."""
-        with reading(self.engine, "reading label sampling") as conn:
-            rows = _fetch(conn, _CHOSEN, (task, candidate, grader_id, position))
-        return {str(case_id): int(pos) for case_id, pos in rows}
 
     def labels_since(
         self, task: str, candidate: str, last_id: int | None, version: tuple[Any, ...]

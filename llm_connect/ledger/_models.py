@@ -257,20 +257,6 @@ class Calibration(Base):
     llm_connect_version: Mapped[str] = mapped_column(String(50), default=__version__)
 
 
-class EvidenceSnapshot(_GroupKey, Base):
-    """The evidence routing last computed for one group under one set of settings, with the
-    version of the group's running totals it was computed at (``n``, ``Σ``, ``Σ²`` of
-    ``grade_stats``)."""
-
-    __tablename__ = "evidence_snapshots"
-    settings: Mapped[str] = mapped_column(String(300), primary_key=True)
-    version_n: Mapped[int] = mapped_column(Integer)
-    version_sum: Mapped[float] = mapped_column(Float)
-    version_sum_sq: Mapped[float] = mapped_column(Float)
-    evidence: Mapped[dict[str, Any]] = mapped_column()
-    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
 class RoutingDecisionRecord(Base):
     """One :class:`~llm_connect.routing.RoutingDecision`, kept for audit."""
 
@@ -303,10 +289,6 @@ SELECT task,
        MAX(created_at) AS last_at
 FROM grades
 GROUP BY task, baseline_model, candidate_model, grader_id"""
-
-
-SNAPSHOT_KEY = ("task", "baseline_model", "grader_id", "candidate_model", "settings")
-SNAPSHOT_VALUES = ("version_n", "version_sum", "version_sum_sq", "evidence", "updated_at")
 
 
 class ConversationRecord(Base):

@@ -305,13 +305,6 @@ class LabelDesk:
             return 409, {"error": "you labelled this case differently before (labels import --replace)"}
         except LabelError as exc:
             return 400, {"error": str(exc)}
-        if done.written or done.replaced:
-            # As after `labels import`: the stored state of routing on what people would say is
-            # brought up to the new label, so the next decision continues from it instead of
-            # over every case (a failure is logged; the label stands).
-            from llm_connect.labels._sampler import refresh_routing_state
-
-            refresh_routing_state(self.ledger.engine, label.task, [label.candidate])
         return 200, {"saved": True, "written": done.written, "replaced": done.replaced}
 
 

@@ -23,7 +23,7 @@ single-look interval, for one look at a sample size fixed in advance.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, MutableMapping, Sequence
+from collections.abc import Hashable, Mapping, MutableMapping, Sequence
 from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, cast
 
@@ -46,7 +46,6 @@ __all__ = [
     "candidate_alpha",
     "gather",
     "method_name",
-    "snapshot_settings",
 ]
 
 
@@ -365,7 +364,6 @@ def gather(
     n_candidates: int | None = None,
     versions: Mapping[tuple[str, str], Hashable] | None = None,
     cache: MutableMapping[Hashable, tuple[Hashable, GraderEvidence]] | None = None,
-    stored: Callable[[], Mapping[tuple[str, str], tuple[Hashable, Mapping[str, Any]]]] | None = None,
     computed: list[tuple[str, str]] | None = None,
     totals: Mapping[tuple[str, str], tuple[int, float]] | None = None,
     series_cache: MutableMapping[Hashable, CachedSeries] | None = None,
@@ -377,10 +375,8 @@ def gather(
     number of candidates given). With ``versions`` (a value per (candidate,
     grader) that changes whenever its grades change, e.g. the running totals'
     count and sums) and a ``cache`` mapping, groups whose version is unchanged
-    since the last call are not read or computed again; ``stored`` (called only
-    when a group is not in the cache at all) gives evidence stored by an earlier
-    decision, used when its version matches. The pairs computed afresh are
-    appended to ``computed``.
+    since the last call are not read or computed again. The pairs computed afresh
+    are appended to ``computed``.
 
     With ``series_cache`` (kept by the caller between calls) and ``totals`` (each
     group's current count of grades and Σ quality, from the running totals), a group
@@ -403,27 +399,6 @@ def gather(
             out[pair] = hit[1]
         else:
             missing.append(pair)
-    # Stored evidence is asked for only when a group is new to this cache: a group the cache
-    # holds at an older version changed since this process computed it (new grades), and
-    # routing code asking after every batch would pay a round trip for a snapshot that is
-    # almost never there. (If another process did store it, the group is computed again.)
-    if (
-        missing
-        and stored is not None
-        and versions is not None
-        and (cache is None or any((*settings, *pair) not in cache for pair in missing))
-    ):
-        snapshots = stored()
-        still: list[tuple[str, str]] = []
-        for pair in missing:
-            snap = snapshots.get(pair)
-            if snap is not None and snap[0] == versions.get(pair):
-                out[pair] = GraderEvidence.from_dict(snap[1])
-                if cache is not None:
-                    cache[(*settings, *pair)] = (snap[0], out[pair])
-            else:
-                still.append(pair)
-        missing = still
     series = (
         read_series(ledger, task, baseline, missing, totals, series_cache, new_cases or {}) if missing else {}
     )
@@ -454,17 +429,3 @@ def gather(
         if cache is not None and version is not None:
             cache[(*settings, *pair)] = (version, ev)
     return {pair: out[pair] for pair in ((m, g) for m in cands for g in graders)}
-
-
-RULE_VERSION = 1
-"""Bumped whenever the statistics change, so evidence stored under an older rule is not reused."""
-
-
-def snapshot_settings(
-    *, min_quality: float, confidence: float, min_samples: int, fixed_n: bool, alpha: float
-) -> str:
-    """The key stored evidence is filed under: every parameter the evidence depends on."""
-    return (
-        f"rule={RULE_VERSION};q={min_quality!r};conf={confidence!r};alpha={alpha!r};"
-        f"min={min_samples};fixed_n={int(fixed_n)}"
-    )

@@ -9,11 +9,7 @@ from llm_connect.errors import ConfigurationError
 from llm_connect.routing._calibration_gate import gating_calibration
 from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, explain_decision
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
-from llm_connect.routing._evidence import (
-    candidate_alpha,
-    gather,
-    snapshot_settings,
-)
+from llm_connect.routing._evidence import candidate_alpha, gather
 from llm_connect.routing._human_cache import human_evidence
 from llm_connect.routing._series import CachedSeries
 from llm_connect.values._policy import RoutingPolicy
@@ -187,14 +183,8 @@ class Router:
         labels correct its bias). Returns the stored :class:`RoutingDecision` (with
         ``decision_id`` set); :meth:`evaluate` makes the same decision without storing it.
         """
-        decision, snapshots, snapshot_keys = self._decide(
-            task, baseline, candidates, policy, grader_id, settings
-        )
-        return decision.with_id(
-            self.ledger.record_decision(
-                decision, evidence_snapshots=snapshots, snapshot_settings=snapshot_keys
-            )
-        )
+        decision = self._decide(task, baseline, candidates, policy, grader_id, settings)
+        return decision.with_id(self.ledger.record_decision(decision))
 
     def evaluate(
         self,
@@ -208,7 +198,7 @@ class Router:
     ) -> RoutingDecision:
         """The decision :meth:`decide` would take, without storing it (``decision_id`` is
         ``None``): what the report, ``view`` and ``grade --until-decided`` read."""
-        return self._decide(task, baseline, candidates, policy, grader_id, settings)[0]
+        return self._decide(task, baseline, candidates, policy, grader_id, settings)
 
     def _decide(
         self,
@@ -218,7 +208,7 @@ class Router:
         policy: RoutingPolicy | None,
         grader_id: str | Sequence[str] | None,
         settings: dict[str, Any],
-    ) -> tuple[RoutingDecision, list[tuple[str, str, Any, dict[str, Any]]], dict[str, Any]]:
+    ) -> RoutingDecision:
         unknown = sorted(set(settings) - _SETTINGS)
         if unknown:
             raise TypeError(f"Router.decide() got an unexpected keyword argument {unknown[0]!r}")
@@ -276,13 +266,6 @@ class Router:
         base_latency = _weighted([(r.baseline_mean_latency_ms, r.baseline_latency_n) for r in records])
 
         alpha = candidate_alpha(confidence, len(cands))
-        snapshot_keys = snapshot_settings(
-            min_quality=min_quality,
-            confidence=confidence,
-            min_samples=min_samples,
-            fixed_n=fixed_n,
-            alpha=alpha,
-        )
         versions = {(r.candidate_model, r.grader_id): _version(r) for r in records}
         computed: list[tuple[str, str]] = []
         found = (
@@ -310,9 +293,6 @@ class Router:
                 fixed_n=fixed_n,
                 versions=versions,
                 cache=self._evidence,
-                stored=lambda: self.ledger.evidence_snapshots(
-                    task=task, baseline_model=baseline, settings=snapshot_keys
-                ),
                 computed=computed,
                 totals={(r.candidate_model, r.grader_id): (r.n, r.sum_quality) for r in records},
                 series_cache=self._series,
@@ -383,13 +363,7 @@ class Router:
             baseline_mean_cost_usd=base_cost,
             baseline_mean_latency_ms=base_latency,
         )
-        # Evidence computed afresh is stored with the decision, for the next router in any process.
-        snapshots = [
-            (model, gid, versions[(model, gid)], found[(model, gid)].to_dict())
-            for model, gid in computed
-            if (model, gid) in versions
-        ]
-        return decision, snapshots, snapshot_keys
+        return decision
 
     def _graded(self, task: str, baseline: str, candidates: Sequence[str]) -> tuple[str, ...]:
         """Every judge graded on ``task`` against ``baseline`` (for ``candidates``), in id order."""

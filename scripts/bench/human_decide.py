@@ -7,11 +7,12 @@ Timed in one process, alternating, ``--rounds`` times each:
 
 * **judge**: ``Router.decide(..., target="judge")``, a new Router each time (the case rows read
   and the bounds computed, or the evidence stored by an earlier decision reused);
-* **human first-ever**: ``target="human"`` with a new Router and no stored state (the rows
-  ``human-design:*`` of ``evidence_snapshots`` deleted first): the sampled cases joined to their
-  grades, the labels read, the prediction-powered bound computed, the group's state stored;
+* **human first-ever**: ``target="human"`` with a new Router and no stored state (before issue
+  33, which retired the stored state, the rows ``human-design:*`` of ``evidence_snapshots`` are
+  deleted first): the sampled cases joined to their grades, the labels read, the
+  prediction-powered bound computed;
 * **human new Router**: ``target="human"`` with another new Router after that decision, nothing
-  new: the stored arrays and running sums restored, the checks that nothing before them changed;
+  new (before issue 33: the stored arrays and running sums restored; since: a full read);
 * **human warm**: the same Router again, nothing changed (the checks, the evidence reused);
 * **new Router after a batch**: ``--loop`` times, ``--batch`` new cases graded, decided by the
   sampler and the chosen labelled, then a decision from a new Router (a new process): the stored
@@ -41,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 
 from llm_connect.grading import GradingResult
 from llm_connect.labels import HumanLabel, choose_for_labels, import_labels, write_labels
@@ -146,11 +147,13 @@ def main() -> None:
             cpu[name].append(time.process_time() - c)
             return decision
 
+        stored_state = "evidence_snapshots" in inspect(ledger.engine).get_table_names()
         last = None
         for _ in range(args.rounds):
             timed("judge", Router(ledger), "judge")
-            with ledger.engine.begin() as conn:
-                conn.execute(text("DELETE FROM evidence_snapshots WHERE settings LIKE 'human-design:%'"))
+            if stored_state:  # before issue 33: the stored state deleted, for a first-ever read
+                with ledger.engine.begin() as conn:
+                    conn.execute(text("DELETE FROM evidence_snapshots WHERE settings LIKE 'human-design:%'"))
             first = timed("human first-ever", Router(ledger), "human")
             router = Router(ledger)
             last = timed("human new Router", router, "human")

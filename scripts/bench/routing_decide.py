@@ -12,8 +12,9 @@ Timed in the same run:
   call also stores its decision): median and p95 over ``--calls`` calls, on one
   Router (which reuses a group's evidence while its running totals are
   unchanged, as when routing code asks again before new grades arrive);
-* the same on a new Router per call (as a new process would): it uses the evidence earlier
-  decisions stored (``evidence_snapshots``) while the group's totals are unchanged;
+* the same on a new Router per call (as a new process would): before issue 33 it used the
+  evidence earlier decisions stored (``evidence_snapshots``) while the group's totals were
+  unchanged; since, nothing is stored and it reads every case row (as "cold");
 * the same with the stored evidence deleted before each call (outside the timing), as after
   new grades everywhere: every case row read and computed ("cold");
 * one Router deciding one task after each batch of 10 new cases in each of its 10 groups
@@ -52,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from _pg import pg_schema, raw_connect
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 
 from llm_connect.ledger import QualityLedger, upgrade
 from llm_connect.ledger._convert import INSERT_COLUMNS
@@ -237,9 +238,12 @@ def measure(url: str, calls: int) -> dict[str, float]:
         def decide_new() -> Any:  # a new Router (as a new process): evidence stored by earlier decisions
             return decide_on(Router(ledger))
 
+        stored = "evidence_snapshots" in inspect(ledger.engine).get_table_names()  # before issue 33
+
         def forget() -> None:  # outside the timing: as if new grades had arrived everywhere
-            with ledger.engine.begin() as conn:
-                conn.execute(text("DELETE FROM evidence_snapshots"))
+            if stored:
+                with ledger.engine.begin() as conn:
+                    conn.execute(text("DELETE FROM evidence_snapshots"))
 
         loop_router, loop_task, arrived = Router(ledger), TASKS[0], [0]
         loop_prefix = f"loop {time.time_ns()}"  # new cases in every round, never replicates

@@ -12,13 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-from sqlalchemy import text
-
-from llm_connect.labels import HumanLabel
 from llm_connect.ledger import QualityLedger, SamplingStore
-from llm_connect.ledger._design import DesignReader
-from llm_connect.routing import Router
 from tests.cli._util import invoke, pair_suite
 
 N, SAME, RATE = 400, 340, 0.2
@@ -152,58 +146,6 @@ def test_grade_queue_label_and_route_on_what_people_would_say(tmp_path: Path, le
         "--json",
     )
     assert json.loads(requeued.stdout)["cases"] == []
-
-
-def test_a_regrade_keeps_the_human_targets_stored_state_current(
-    tmp_path: Path, ledger_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``grade`` routing on the judge after a re-grade brings the stored state of routing on what
-    people would say up to date: the next ``decide(target="human")`` from a new Router (a new
-    process) reads no group in full, and its evidence is that of a full read."""
-    suite = pair_suite(tmp_path / "suite.jsonl", N, same=SAME)
-    code, _ = _grade(suite, ledger_url, "--run-id", "r1")
-    assert code == 5
-    with QualityLedger(ledger_url) as ledger:
-        queue = SamplingStore(ledger.engine).queue("qa", "small", "exact")
-        ledger.record_labels(
-            HumanLabel("qa", c, "small", "ana", score=HUMAN_SAME if int(c[1:]) < SAME else 0.0) for c in queue
-        )
-    # A second run over the same cases where the candidate now differs on 40 more of them: the
-    # judge's mean grade changes on cases sampled long ago, so the stored sums no longer hold.
-    regraded = pair_suite(tmp_path / "regraded.jsonl", N, same=SAME - 40)
-    result = invoke(
-        "grade",
-        str(regraded),
-        "--judge",
-        "exact",
-        "--db",
-        ledger_url,
-        "--run-id",
-        "r2",
-        "--min-quality",
-        "0.5",
-    )
-    assert result.exit_code in (0, 5), result.output
-
-    full_reads: list[tuple[str, ...]] = []
-    design = DesignReader.design
-
-    def counted(reader: DesignReader, *args: str) -> Any:
-        full_reads.append(args)
-        return design(reader, *args)
-
-    monkeypatch.setattr(DesignReader, "design", counted)
-    with QualityLedger(ledger_url) as ledger:
-        kwargs: dict[str, Any] = {"baseline": "big", "candidates": ["small"], "grader_id": "exact"}
-        restored = Router(ledger).decide("qa", min_quality=0.5, target="human", **kwargs)
-        assert full_reads == []
-        with ledger.engine.begin() as conn:  # the same decision without any stored state
-            conn.execute(text("DELETE FROM evidence_snapshots"))
-        fresh = Router(ledger).decide("qa", min_quality=0.5, target="human", **kwargs)
-    assert len(full_reads) == 1
-    got, want = restored.candidates[0].graders[0], fresh.candidates[0].graders[0]
-    assert got.labels_used == len(queue) and 0.75 < got.judge_mean < 0.85  # the re-grade's cases count
-    assert got.to_dict() == want.to_dict()
 
 
 def test_an_uncalibrated_pairwise_llm_judge_routes_on_peoples_labels(

@@ -23,7 +23,6 @@ TABLES = {
     "embedding_cache",
     "stability_responses",
     "stability_runs",
-    "evidence_snapshots",
     "fleet_workers",
     "grades",
     "human_labels",

@@ -401,40 +401,6 @@ def test_a_write_needs_the_token_and_the_servers_own_origin(
     assert next_case(server, query="&task=qa&candidate=mini")["left"] == 2
 
 
-def test_a_saved_label_brings_the_human_targets_stored_state_up_to_date(
-    label_server: ReportServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Like `labels import`, a label saved from the page refreshes the state a decision with
-    # --target human restores (routing/_human_cache.refresh_stored); a label that changes
-    # nothing does not.
-    from llm_connect.routing import _human_cache
-
-    calls: list[tuple[str, list[str]]] = []
-    real = _human_cache.refresh_stored
-
-    def recorded(engine: Any, task: str, candidates: Any, grader_ids: Any = None) -> None:
-        calls.append((task, list(candidates)))
-        real(engine, task, candidates, grader_ids)
-
-    monkeypatch.setattr(_human_cache, "refresh_stored", recorded)
-    server = label_server
-    assert server.labels is not None
-    case = next_case(server, query="&task=qa&candidate=mini")["case"]
-    write = {"ref": case["ref"], "choice": "first", "annotator": "ana"}
-    assert request(server, "POST", "/api/label", write, own(server, server.labels.token))[0] == 200
-    assert calls == [("qa", ["mini"])]
-    assert request(server, "POST", "/api/label", write, own(server, server.labels.token)) == (
-        200,
-        {"saved": True, "written": 0, "replaced": 0},
-    )
-    assert calls == [("qa", ["mini"])]
-    changed = {**write, "choice": "tie", "replace": True}  # a changed label refreshes too
-    assert (
-        request(server, "POST", "/api/label", changed, own(server, server.labels.token))[1]["replaced"] == 1
-    )
-    assert calls == [("qa", ["mini"])] * 2
-
-
 def test_bad_writes_are_refused_and_reads_stay_open(label_server: ReportServer) -> None:
     server = label_server
     assert server.labels is not None

@@ -239,28 +239,6 @@ def test_one_router_sees_grades_recorded_after_its_last_decision(
     assert not stricter.routed  # other settings are computed afresh, not taken from the cache
 
 
-def test_a_new_router_reuses_evidence_stored_at_the_same_version(
-    ledger: QualityLedger, make_result: MakeResult
-) -> None:
-    from sqlalchemy import text
-
-    _record(ledger, make_result, "m", [1.0] * 80)
-    first = Router(ledger).decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact")
-    # Behind the ledger's back: the case rows vanish, the running totals (the version) stay.
-    with ledger.engine.begin() as conn:
-        conn.execute(text("DELETE FROM case_stats"))
-    again = Router(ledger).decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact")
-    assert again.evidence_for("m") == first.evidence_for("m") and again.routed  # stored, not recomputed
-    other = Router(ledger).decide(
-        "support", baseline="gpt-4o", candidates=["m"], grader_id="exact", min_quality=0.95
-    )
-    assert other.evidence_for("m").n == 0  # other settings: computed from the (now empty) case rows
-    ledger.rebuild_stats()
-    _record(ledger, make_result, "m", [1.0], first_case=80)  # a new grade: a new version
-    fresh = Router(ledger).decide("support", baseline="gpt-4o", candidates=["m"], grader_id="exact")
-    assert fresh.evidence_for("m").n == 81
-
-
 def test_usable_graders_says_what_decide_would_use(ledger: QualityLedger, make_result: MakeResult) -> None:
     _record(ledger, make_result, "m", [1.0] * 5)  # exact: asks no LLM
     ledger.record_many(

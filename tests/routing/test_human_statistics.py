@@ -18,7 +18,6 @@ from llm_connect.grading import GradingResult
 from llm_connect.labels import choose_for_labels
 from llm_connect.ledger import QualityLedger, RecordItem
 from llm_connect.ledger._design import DesignReader
-from llm_connect.routing import _human_cache
 from tests.routing._human_group import BASE, CAND, GRADER
 
 _ESTIMATES = text(
@@ -37,8 +36,6 @@ def _estimates(ledger: QualityLedger) -> dict[str, tuple[float, int]]:
 def test_a_full_read_analyzes_tables_whose_statistics_lag_their_rows(
     postgres_url: str, make_result: Callable[..., GradingResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The sampler's own refresh of the routing state reads in full (and so analyzes): off here.
-    monkeypatch.setattr(_human_cache, "refresh_stored", lambda *args, **kwargs: 0)
     with QualityLedger(postgres_url) as ledger:
         items = [
             RecordItem(make_result(float(i % 2), candidate_model=CAND, baseline_model=BASE, grader_id=GRADER),

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 
 from llm_connect.grading import GradingResult
 from llm_connect.ledger import CaseSeries, QualityLedger
@@ -27,9 +26,7 @@ def _decide(router: Router) -> RoutingDecision:
 
 
 def _fresh(ledger: QualityLedger) -> RoutingDecision:
-    """What a new process computes from every case row (no stored evidence to reuse)."""
-    with ledger.engine.begin() as conn:
-        conn.execute(text("DELETE FROM evidence_snapshots"))
+    """What a new process computes from every case row."""
     return _decide(Router(ledger))
 
 
