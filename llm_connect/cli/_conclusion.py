@@ -95,6 +95,13 @@ def conclude(opts: Any, outcome: Any, *, allow_unsettled: bool) -> Conclusion:
             )
         except Exception as exc:  # routing is advice: a failure there does not lose the grades
             routing_error = f"{type(exc).__name__}: {exc}"
+    if decisions:
+        # A judge routes when the decision used it (an LLM judge without a passing calibration
+        # is left out there), so the table, --json and JUnit mark the judges the decision used.
+        from dataclasses import replace
+
+        used = {d.task: set(d.used_grader_ids) for d in decisions}
+        stats = [replace(s, routes=s.grader_id in used.get(s.task, set())) for s in stats]
     # The gate reads the routing decisions (one decision function, one policy): passed only when
     # every candidate is proven on every usable routing judge, failed when one is ruled out, not
     # settled otherwise. An LLM judge the decision ignored (no passing calibration) is not counted.

@@ -201,6 +201,16 @@ def test_an_uncalibrated_pairwise_llm_judge_routes_on_peoples_labels(
     assert f"no routing judge is usable: {grader} is an LLM judge with no stored calibration" in (
         regraded.stdout
     ), regraded.output
+    # --json and JUnit say the same: the judge the decision ignored does not route.
+    xml = tmp_path / "r.xml"
+    as_json = invoke(
+        "grade", str(suite), "-b", "openai:big", "-c", "openai:small", "--judge", "pairwise:openai:house-judge",
+        "--base-url", openai_server.base_url, "--api-key", "sk-test-0123456789abcdef", "--run-id", "again",
+        "--resume", "again", "--json", "--junit", str(xml), *common,
+    )  # fmt: skip
+    data = json.loads(as_json.stdout)
+    assert [s["routes"] for s in data["stats"]] == [False] and data["gate"] == "not settled"
+    assert data["routing"][0]["used_grader_ids"] == [] and 'tests="0"' in xml.read_text(encoding="utf-8")
     queued = invoke("labels", "queue", "-t", "qa", "-c", "small", "-j", grader, "--rate", "0.5",
                     "--db", ledger_url, "--json")  # fmt: skip
     cases = json.loads(queued.stdout)["cases"]
