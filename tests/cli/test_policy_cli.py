@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.cli._util import invoke, pair_suite
+from tests.cli._util import invoke, live_suite, pair_suite
+from tests.fixtures.structured_output import judge_responder
 
 
 @pytest.fixture
@@ -73,3 +76,28 @@ def test_resume_refuses_a_different_policy_setting_and_restores_it(tmp_path: Pat
     assert again.exit_code == 0, again.output
     (resumed,) = json.loads(again.stdout)["routing"]
     assert resumed["parameters"]["confidence"] == 0.9 and resumed["parameters"]["prefer"] == "latency"
+
+
+def test_the_report_a_grade_writes_decides_as_the_grade_did(
+    tmp_path: Path, db: str, openai_server: Any
+) -> None:
+    """The issue's case, as a new user ran it: 60 cases, an uncalibrated LLM judge answering 1.0,
+    --allow-uncalibrated --min-quality 0.5 --report --json. Before, the JSON routed to the
+    candidate while the report of the same command said no routing judge was usable."""
+    openai_server.responder = judge_responder(1.0, lambda body: f"answer from {body['model']}")
+    report = tmp_path / "r.html"
+    result = invoke(
+        "grade", str(live_suite(tmp_path / "s.jsonl", 60)), "-b", "openai:big", "-c", "openai:small",
+        "--judge", "llm:openai:judge", "--allow-uncalibrated", "--min-quality", "0.5", "--report", str(report),
+        "--json", "--db", db, "--base-url", openai_server.base_url, "--api-key", "sk-test-0123456789abcdef",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (decision,) = json.loads(result.stdout)["routing"]
+    assert decision["model"] == "small"
+    html = report.read_text(encoding="utf-8")
+    found = re.search(r'<script type="application/json" id="decisions">(.*?)</script>', html, re.S)
+    assert found is not None
+    (shown,) = json.loads(found.group(1))
+    keys = ("task", "model", "reason", "candidates", "used_grader_ids", "parameters")
+    assert {k: shown[k] for k in keys} == {k: decision[k] for k in keys}
+    assert "no routing judge is usable" not in html and "small" in html
