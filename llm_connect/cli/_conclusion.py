@@ -6,7 +6,7 @@ reads the run's grades back through the evidence module and decides, and nothing
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from llm_connect.cli._common import (
@@ -36,6 +36,9 @@ class Conclusion:
     """The ``GateResult`` when ``--min-quality`` was given, else ``None``."""
     code: int
     """The exit code."""
+    verdicts: list[Any] = field(default_factory=list)
+    """``stats`` with each routing judge's evidence as the decision judged it (with ``--target
+    human``, what people would say): what JUnit writes, as the gate reads it."""
 
 
 def exit_code(report: Any, gate: Any, *, allow_unsettled: bool) -> int:
@@ -95,13 +98,19 @@ def conclude(opts: Any, outcome: Any, *, allow_unsettled: bool) -> Conclusion:
             )
         except Exception as exc:  # routing is advice: a failure there does not lose the grades
             routing_error = f"{type(exc).__name__}: {exc}"
+    verdicts = stats
     if decisions:
         # A judge routes when the decision used it (an LLM judge without a passing calibration
         # is left out there), so the table, --json and JUnit mark the judges the decision used.
-        from dataclasses import replace
-
         used = {d.task: set(d.used_grader_ids) for d in decisions}
         stats = [replace(s, routes=s.grader_id in used.get(s.task, set())) for s in stats]
+        judged = {
+            (d.task, c.model, ev.grader_id): ev for d in decisions for c in d.candidates for ev in c.graders
+        }
+        verdicts = [
+            replace(s, evidence=judged.get((s.task, s.candidate_model, s.grader_id), s.evidence))
+            for s in stats
+        ]
     # The gate reads the routing decisions (one decision function, one policy): passed only when
     # every candidate is proven on every usable routing judge, failed when one is ruled out, not
     # settled otherwise. An LLM judge the decision ignored (no passing calibration) is not counted.
@@ -120,4 +129,5 @@ def conclude(opts: Any, outcome: Any, *, allow_unsettled: bool) -> Conclusion:
         routing_error=routing_error,
         gate=gate,
         code=exit_code(report, gate, allow_unsettled=allow_unsettled),
+        verdicts=verdicts,
     )

@@ -297,7 +297,7 @@ def emit(
 
     report, c = outcome.report, conclusion
     write_artifacts(
-        junit=junit, report_path=report_file, stats=c.stats, report=report, ledger=outcome.ledger,
+        junit=junit, report_path=report_file, stats=c.verdicts, report=report, ledger=outcome.ledger,
         policy=opts.policy(outcome.gating_ids), gate=c.gate,
     )  # fmt: skip
     formats = response_formats(outcome)

@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree as ET
 
 from llm_connect.ledger import QualityLedger, SamplingStore
 from tests.cli._util import invoke, pair_suite
@@ -253,3 +254,17 @@ def test_two_judges_of_a_candidate_choose_the_same_cases_and_share_one_line(
     assert f"{len(exact)} chosen case(s) of small on qa (judges exact, {vrty}) await a label" in lines[0]
     assert "llm-connect labels queue -t qa -c small -j exact --rate 0.3 --db " in lines[0]
     assert "or add --sheet FILE to that command for a sheet to fill" in result.stdout
+
+
+def test_junit_judges_what_people_would_say_as_the_gate_does(tmp_path: Path) -> None:
+    """With --target human a JUnit test case is the decision's verdict on people's evidence (no
+    labels yet: skipped), not the judge's own (proven at 0.85), as the gate and --json say."""
+    xml = tmp_path / "r.xml"
+    suite = pair_suite(tmp_path / "suite.jsonl", N, same=SAME)
+    code, out = _grade(suite, f"sqlite:///{tmp_path / 'l.db'}", "--junit", str(xml))
+    assert code == 5 and "quality gate NOT SETTLED" in out, out
+    root = ET.parse(xml).getroot()
+    (case,) = [c for c in root.iter("testcase") if c.get("name") == "qa / recorded:candidate / exact"]
+    skipped = case.find("skipped")
+    assert skipped is not None and "no human labels yet" in (skipped.get("message") or "")
+    assert {p.get("name"): p.get("value") for p in root.iter("property")}["gate"] == "not settled"
