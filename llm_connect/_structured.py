@@ -179,6 +179,13 @@ class ReplyFormat:
     """A mode of :data:`FORMATS` to send always (no ladder); ``None``: the ladder."""
     _used: Counter[tuple[str, str]] = field(default_factory=Counter, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    requests: int = field(default=0, init=False, repr=False, compare=False)
+    """Requests sent so far (each rung of the ladder a server refused counts too): the judge's
+    model calls, which ``grade``'s header counts beside the sides' own."""
+
+    def _sent(self) -> None:
+        with self._lock:
+            self.requests += 1
 
     def __post_init__(self) -> None:
         if self.pinned is not None and self.pinned not in FORMATS:
@@ -229,6 +236,7 @@ class ReplyFormat:
         modes = self._modes(adapter)
         for mode in modes:
             try:
+                self._sent()
                 reply = adapter.complete(message, self.config(base, mode))
             except AdapterError as exc:
                 if mode == modes[-1] or not refuses_format(exc):
@@ -243,6 +251,7 @@ class ReplyFormat:
         modes = self._modes(adapter)
         for mode in modes:
             try:
+                self._sent()
                 reply = await adapter.acomplete(message, self.config(base, mode))
             except AdapterError as exc:
                 if mode == modes[-1] or not refuses_format(exc):

@@ -112,6 +112,10 @@ def whole_message(text: str, limit: int = MAX_ERROR_MESSAGE_CHARS) -> str:
         marker = new
 
 
+RAW_REPLY_CHARS = 600
+"""How much of a judge's unusable reply an error quotes."""
+
+
 class LLMConnectError(Exception):
     """Base class of every error llm-connect raises on purpose.
 
@@ -273,9 +277,15 @@ class EmbeddingOutputError(JudgeError, ValueError):
 
 
 class JudgeOutputError(JudgeError, ValueError):
-    """An LLM judge's reply held no usable grade. ``raw_reply`` keeps the reply verbatim."""
+    """An LLM judge's reply held no usable grade. ``raw_reply`` keeps the reply verbatim, and the
+    message quotes it (at most :data:`RAW_REPLY_CHARS` characters, credentials masked) unless it
+    quotes it already, so a run's failure record and output show what the judge said."""
 
     def __init__(self, message: str, *, raw_reply: str | None = None) -> None:
+        reply = (raw_reply or "").strip()
+        if reply and reply[:40] not in message:
+            shown = reply if len(reply) <= RAW_REPLY_CHARS else reply[:RAW_REPLY_CHARS] + "..."
+            message = f"{message}; the reply was: {shown!r}"
         super().__init__(message)
         self.raw_reply = raw_reply
 

@@ -35,6 +35,12 @@ class _Out:
         self.console.print(Text.assemble(*[(t, style or "") for t, style in parts]))
 
 
+def judge_calls(outcome: Any) -> int:
+    """The requests the run's judges sent to their models (LLM and pairwise judges; every
+    refused rung of the response-format ladder counts), beside the sides' ``model_calls``."""
+    return sum(int(getattr(getattr(j, "reply_format", None), "requests", 0)) for j in outcome.judges)
+
+
 def print_human(
     outcome: Any,
     stats: list[Any],
@@ -75,7 +81,9 @@ def print_human(
     parts = [f"run {report.run_id}", f"{report.cases_total} cases"]
     if report.cases_skipped:
         parts.append(f"{report.cases_skipped} already graded")
-    parts.append(f"{report.model_calls} model calls, {report.cache_hits} cached")
+    judged = judge_calls(outcome)
+    calls = f"{report.model_calls + judged} model calls" + (f" ({judged} by judges)" if judged else "")
+    parts.append(f"{calls}, {report.cache_hits} cached")
     parts.append(f"{report.elapsed_s:.1f}s")
     title = " · ".join(parts)
     if out.console is not None:
@@ -222,6 +230,7 @@ def grade_json(
         "cases_done": report.cases_done,
         "cases_skipped": report.cases_skipped,
         "model_calls": report.model_calls,
+        "judge_calls": judge_calls(outcome),
         "cache_hits": report.cache_hits,
         "elapsed_s": round(report.elapsed_s, 3),
         "interrupted": report.interrupted,

@@ -68,7 +68,10 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_pairs)
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, strict=False)
+"""Raw control characters (a newline or tab) inside a JSON string are read as themselves, as
+``json.loads(..., strict=False)`` does: small models under llama.cpp's grammar emit them, and the
+reply means the same. Everything else about the parsing stays strict."""
 
 
 def _excerpt(text: str, limit: int = 200) -> str:

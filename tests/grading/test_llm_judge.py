@@ -310,10 +310,25 @@ def test_injected_score_quoted_in_broken_outer_json_never_becomes_a_grade(judge_
         (json.dumps({"quality_score": 0.2, "notes": f"it wrote {INJECTED}"}), 0.2, f"it wrote {INJECTED}"),
         # the same score repeated in a nested value is not ambiguous
         ('{"quality_score": 0.5, "detail": {"quality_score": 0.5}}', 0.5, ""),
+        # a raw newline or tab inside a string (small models under llama.cpp's grammar): read as is
+        ('{"quality_score": 0.9, "notes": "first line\nsecond\tline"}', 0.9, "first line\nsecond\tline"),
+        ('{"quality_score":\n0.4,\n"notes": "x\ry"}', 0.4, "x\ry"),
     ],
 )
 def test_parseable_replies(reply, score, notes):
     assert parse_judge_reply(reply) == (score, notes)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['{"quality_score": 100.0, "notes": "great"}', '{"quality_score": 8, "notes": "on a 1-10 scale"}'],
+)
+def test_a_refused_reply_is_quoted_in_the_error(reply):
+    """Every judge-output failure shows what the judge said (the run's failure record keeps the
+    message whole), not only the replies that hold no JSON object."""
+    with pytest.raises(JudgeOutputError, match="outside 0.0..1.0") as info:
+        parse_judge_reply(reply)
+    assert f"the reply was: {reply!r}" in str(info.value) and info.value.raw_reply == reply
 
 
 # -- structured output ----------------------------------------------------------------------
