@@ -113,7 +113,8 @@ def import_(
     Fields: task, case_id, candidate (model or adapter id), preference (candidate, baseline,
     tie) or score (0..1), and optionally annotator, note, run_id, created_at. A labelling
     sheet (labels queue --sheet) is read by its better column (1, 2 or tie; blank rows wait).
-    A bad line names file, line and field, and nothing of the file is written. Labels of cases the
+    A bad line names file, line and field, and nothing of the file is written; a file with no
+    label (empty, a header alone, every sheet row blank) is refused too. Labels of cases the
     sampler did not choose count for agreement with people but not for routing on what people
     would say, unless the file was drawn at random (--sampled-uniformly RATE).
     """

@@ -116,6 +116,10 @@ def import_labels(
     :class:`~llm_connect.errors.LabelError` naming the file, the line and the field, and
     nothing of the file is written.
 
+    A file with no label in it (0 bytes, a header alone, or a labelling sheet whose every row is
+    still blank) is a :class:`~llm_connect.errors.LabelError` too, saying which: importing it
+    would do nothing, and a wrong file is likelier than an intended no-op.
+
     ``sampled_uniformly``: the file's cases were drawn at random, each graded case with this
     probability (``labels import --sampled-uniformly RATE``); they are recorded as chosen by the
     sampler with that inclusion probability, and the other graded cases not yet decided as not
@@ -125,6 +129,8 @@ def import_labels(
     """
     lines, blank = read_label_file(path, annotator=annotator, format=format)
     name = str(path)
+    if not lines:
+        raise LabelError(_no_labels(path, blank), path=name)
     store = _store(ledger)
     sampling = SamplingStore(store.engine)
     plan = None
@@ -146,6 +152,19 @@ def import_labels(
     if plan is not None:
         record_uniform_sample(sampling, plan)
     return LabelImport(written.written, written.unchanged, written.replaced, blank)
+
+
+def _no_labels(path: str | Path, blank: int) -> str:
+    """Why a labels file with no label is refused: every sheet row blank, or no row at all."""
+    if blank:
+        rows = "1 row, blank" if blank == 1 else f"{blank} rows, all blank"
+        return f"no row has a label ({rows}): fill 'better' with 1, 2 or tie; nothing written"
+    try:
+        empty = not Path(path).read_text(encoding="utf-8-sig").strip()
+    except (OSError, UnicodeDecodeError):  # read once already: only a race gets here
+        empty = False
+    what = "is empty" if empty else "holds a header but no label rows"
+    return f"the labels file {what}; nothing written"
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,42 @@ def test_a_missing_file_is_exit_2(tmp_path: Path, sqlite_url: str) -> None:
     assert result.exit_code == 2 and "cannot read the labels file" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "why"),
+    [
+        ("empty.csv", "", "the labels file is empty"),
+        ("blank.jsonl", "\n\n", "the labels file is empty"),
+        ("header.csv", HEADER, "the labels file holds a header but no label rows"),
+        (
+            "sheet.csv",
+            "task,case_id,candidate,prompt,answer_1,answer_2,better,annotator,note,run_id\n"
+            "qa,c0,small,q,a,b,,,,\nqa,c1,small,q,a,b,,,,\n",
+            "no row has a label (2 rows, all blank): fill 'better' with 1, 2 or tie",
+        ),
+    ],
+)
+def test_a_file_with_no_label_is_exit_2_naming_the_file(
+    graded: str, tmp_path: Path, name: str, content: str, why: str
+) -> None:
+    source = _write(tmp_path / name, content)
+    result = invoke("labels", "import", str(source), "--db", graded)
+    assert result.exit_code == 2, result.output
+    assert f"{source}: {why}; nothing written" in result.stderr
+    assert "written," not in result.stdout and _labels(graded) == []
+
+
+def test_a_sheet_with_some_blank_rows_imports_the_rest(graded: str, tmp_path: Path) -> None:
+    sheet = _write(
+        tmp_path / "sheet.csv",
+        "task,case_id,candidate,prompt,answer_1,answer_2,better,annotator,note,run_id\n",
+        "qa,c0,small,q,a,b,tie,ana,,\n",
+        "qa,c1,small,q,a,b,,,,\n",
+    )
+    result = invoke("labels", "import", str(sheet), "--db", graded)
+    assert result.exit_code == 0, result.output
+    assert "1 written" in result.stdout and "1 row(s) with no 'better' yet" in result.stderr
+
+
 @pytest.mark.parametrize("args", [["labels", "--help"], ["labels", "import", "--help"]])
 def test_labels_help_imports_nothing_heavy(args: list[str]) -> None:
     from tests.cli.test_help import HEAVY, imported_modules
