@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import method_name
-from llm_connect.routing._gate import more_cases
+from llm_connect.routing._gate import deciding_judge, more_cases
 from llm_connect.values import STABILITY_VERDICTS
-from llm_connect.values._decision import NO_HUMAN_LABELS
+from llm_connect.values._decision import NO_HUMAN_LABELS, RULED_OUT
 
 __all__ = [
     "STABILITY_ORDER",
@@ -123,20 +123,21 @@ def explain_decision(
     )
 
 
-def _candidate_labels(candidate: CandidateEvidence) -> tuple[int, int] | None:
-    """The most labels (and cases) any unproven judge of ``candidate`` still needs, routing on
-    what people would say (``None``: one is too close to call)."""
-    needed = [(g.more_labels, g.more_cases) for g in candidate.graders if g.status != "proven"]
-    if not needed or any(labels is None or cases is None for labels, cases in needed):
-        return None
-    return max(int(labels or 0) for labels, _ in needed), max(int(cases or 0) for _, cases in needed)
-
-
-def _candidate_more(candidate: CandidateEvidence) -> int | None:
-    """The most cases any unproven judge of ``candidate`` still needs (``None``: one is too close)."""
-    needed = [more_cases(g) for g in candidate.graders if g.status != "proven"]
-    known = [n for n in needed if n is not None]
-    return max(known) if known and len(known) == len(needed) else None
+def _needs(candidate: CandidateEvidence, min_quality: float) -> str:
+    """``needs about N more cases`` for an unsettled ``candidate``: the figure the row of the judge
+    that decides prints (:func:`~llm_connect.routing._gate.deciding_judge`), naming a likely
+    rule-out; ``is too close to call`` when no judge decides."""
+    found = deciding_judge(candidate, min_quality)
+    if found is None:
+        return f"{candidate.model} is too close to call"
+    g, outcome = found
+    more = (
+        f"{g.more_labels} more labels (and {more_cases(g)} more cases)"
+        if g.target == "human"
+        else f"{more_cases(g)} more cases"
+    )
+    likely = " (likely to be ruled out)" if outcome == RULED_OUT else ""
+    return f"{candidate.model} needs about {more}{likely}"
 
 
 def _join(names: Sequence[str]) -> str:
@@ -146,7 +147,9 @@ def _join(names: Sequence[str]) -> str:
 def decision_sentence(decision: RoutingDecision) -> str:
     """The decision in one plain sentence, e.g. ``Keep gpt-4o: no candidate is proven at 0.9 yet;
     gpt-4o-mini needs about 60 more cases.`` (the full reason is ``decision.reason``; the CLI and
-    the report both print this sentence)."""
+    the report both print this sentence). "About N more cases" is the figure the row of the judge
+    that settles the candidate first prints, with "(likely to be ruled out)" when that judge is
+    projected to rule it out."""
     d = decision
     human = d.target == "human"
     q = f"{d.min_quality:g}" + (" by what people would say" if human else "")
@@ -183,18 +186,7 @@ def decision_sentence(decision: RoutingDecision) -> str:
             command = shlex.join(["llm-connect", "labels", "queue", "-t", d.task, "-c", c.model])
             parts.append(f"{c.model} has no human labels yet ({command})")
             continue
-        if human:
-            labels = _candidate_labels(c)
-            parts.append(
-                f"{c.model} is too close to call"
-                if labels is None
-                else f"{c.model} needs about {labels[0]} more labels (and {labels[1]} more cases)"
-            )
-            continue
-        more = _candidate_more(c)
-        parts.append(
-            f"{c.model} is too close to call" if more is None else f"{c.model} needs about {more} more cases"
-        )
+        parts.append(_needs(c, d.min_quality))
     if ruled:
         parts.append(f"{_join(ruled)} {'is' if len(ruled) == 1 else 'are'} ruled out")
     head = f"no candidate is proven at {q}" + (" yet" if unsettled else "")

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_connect.values._decision import PROVEN, RULED_OUT, GraderEvidence
+from llm_connect.values._decision import PROVEN, RULED_OUT, CandidateEvidence, GraderEvidence
 
 __all__ = [
     "GATE_FAILED",
@@ -24,6 +24,8 @@ __all__ = [
     "GATE_PASSED",
     "GateItem",
     "GateResult",
+    "deciding_judge",
+    "likely_outcome",
     "more_cases",
     "quality_gate",
 ]
@@ -95,6 +97,43 @@ def more_cases(evidence: GraderEvidence) -> int | None:
     if evidence.cases_needed is None or evidence.settled:
         return None
     return max(0, evidence.cases_needed - evidence.n)
+
+
+def likely_outcome(evidence: GraderEvidence, min_quality: float) -> str | None:
+    """What :func:`more_cases` more cases would most likely settle an unsettled judge as:
+    ``proven`` when its mean is at or above ``min_quality``, else ``ruled out`` (the direction its
+    ``why`` names: "would prove" / "would rule it out"); ``None`` when settled or too close to call.
+    Routing on what people would say, it also needs the labels those cases come with."""
+    if more_cases(evidence) is None or evidence.mean is None:
+        return None
+    if evidence.target == "human" and evidence.more_labels is None:
+        return None
+    return PROVEN if evidence.mean >= min_quality else RULED_OUT
+
+
+def deciding_judge(candidate: CandidateEvidence, min_quality: float) -> tuple[GraderEvidence, str] | None:
+    """The unproven judge whose projection settles ``candidate`` first, and the outcome.
+
+    One judge ruling a candidate out rules it out, while proving it takes every judge: so the
+    judge projected to rule it out in the fewest cases (labels, routing on what people would say)
+    when any is, else, when every unproven judge is projected to prove it, the one that needs the
+    most. ``None`` when neither can be said (a judge too close to call, and none projected to rule
+    it out). Its :func:`more_cases` (and ``more_labels``) are the figures its own row prints."""
+    unproven = [g for g in candidate.graders if g.status != PROVEN]
+    if not unproven:
+        return None
+    outcomes = [likely_outcome(g, min_quality) for g in unproven]
+
+    def cost(g: GraderEvidence) -> tuple[int, int]:
+        cases = more_cases(g) or 0
+        return (g.more_labels or 0, cases) if g.target == "human" else (cases, 0)
+
+    out = [g for g, o in zip(unproven, outcomes, strict=True) if o == RULED_OUT]
+    if out:
+        return min(out, key=cost), RULED_OUT
+    if all(o == PROVEN for o in outcomes):
+        return max(unproven, key=cost), PROVEN
+    return None
 
 
 @dataclass(frozen=True)
