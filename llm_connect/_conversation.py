@@ -355,9 +355,21 @@ class Conversation:
         """The messages for a chat-completion request.
 
         ``system_prompt`` (the run config's) goes first unless the conversation
-        holds its own system or developer message, which wins.
+        holds its own system or developer message, which wins. An assistant message with
+        tool calls and no content is sent with an empty string as its content (every
+        OpenAI-compatible server we know takes that; some refuse ``null``).
         """
         messages = self.messages
+        for message in messages:
+            # An assistant turn that only calls tools carries ``"content": ""``, not ``null``:
+            # OpenAI takes either, while llama-cpp-python's server refuses ``null`` (HTTP 500,
+            # "content: Input should be a valid string") and rejects a missing key too.
+            if (
+                message.get("role") == "assistant"
+                and message.get("content") is None
+                and message.get("tool_calls")
+            ):
+                message["content"] = ""
         if system_prompt is not None and not self.has_system:
             messages.insert(0, {"role": "system", "content": system_prompt})
         return messages

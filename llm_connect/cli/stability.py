@@ -107,6 +107,29 @@ app = typer.Typer(
 )
 
 
+def once_each(errors: list[str], limit: int = 5) -> list[str]:
+    """Each distinct error once, after the runs that got it (``run 3: ServerError: ...`` lines
+    grouped by what follows ``run N:``), at most ``limit`` distinct errors: a server refusing
+    every run the same way is one message, not one per run."""
+    import re
+
+    seen: dict[str, list[str]] = {}
+    for line in errors:
+        found = re.match(r"run (\d+): (.*)", line, re.S)
+        run, text = (found.group(1), found.group(2)) if found else ("?", line)
+        seen.setdefault(text, []).append(run)
+    lines = []
+    for text, runs in list(seen.items())[:limit]:
+        if len(runs) == 1:
+            lines.append(f"run {runs[0]}: {text}")
+        else:
+            shown = ", ".join(runs) if len(runs) <= 3 else ", ".join(runs[:3]) + ", ..."
+            lines.append(f"{len(runs)} runs ({shown}): {text}")
+    if len(seen) > limit:
+        lines.append(f"... and {len(seen) - limit} more different errors")
+    return lines
+
+
 def _report_error(exc: BaseException) -> int:
     from llm_connect._secrets import mask_secrets
     from llm_connect.errors import InsufficientRunsError, LLMConnectError
@@ -119,10 +142,8 @@ def _report_error(exc: BaseException) -> int:
     if isinstance(exc, LLMConnectError):
         echo_err(f"error: {exc}")
         if isinstance(exc, InsufficientRunsError):
-            for line in exc.errors[:5]:
+            for line in once_each(list(exc.errors)):
                 echo_err(f"  {line}")
-            if len(exc.errors) > 5:
-                echo_err(f"  ... and {len(exc.errors) - 5} more failed runs")
     else:
         first = (str(exc).strip().splitlines() or [""])[0]
         hint = "" if debug_enabled() else " (run with --debug for the traceback)"
@@ -193,10 +214,8 @@ def _print_human(report: Any) -> None:
     if failed:
         out("")
         out(f"Failed runs ({len(failed)}):")
-        for r in failed[:5]:
-            out(f"  run {r.index}: {r.error}")
-        if len(failed) > 5:
-            out(f"  ... and {len(failed) - 5} more")
+        for line in once_each([f"run {r.index}: {r.error}" for r in failed]):
+            out(f"  {line}")
 
 
 def _build_adapter(spec: str, base_url: str | None, api_key: str | None, max_retries: int) -> Any:

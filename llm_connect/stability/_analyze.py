@@ -274,10 +274,16 @@ async def aanalyze(
     minimum = config.min_successful_runs(runs)
     if len(ok) < minimum:
         failures = tuple(f"run {r.index}: {r.error}" for r in records if r.error is not None)
-        first = failures[0] if failures else "no error recorded"
+        errors = [str(r.error) for r in records if r.error is not None]
+        distinct = len(set(errors))
+        first = errors[0].split(":", 1)[0] if errors else ""
+        why = (
+            f"{distinct} distinct error{'s' if distinct != 1 else ''}, the first a {first}"
+            if errors
+            else "no error recorded"
+        )
         raise InsufficientRunsError(
-            f"{adapter_id}: only {len(ok)} of {runs} runs succeeded; at least {minimum} are needed "
-            f"(first failure: {first})",
+            f"{adapter_id}: only {len(ok)} of {runs} runs succeeded; at least {minimum} are needed ({why})",
             succeeded=len(ok),
             failed=runs - len(ok),
             minimum=minimum,

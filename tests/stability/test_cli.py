@@ -19,6 +19,7 @@ from llm_connect.errors import (
 )
 from tests.cli._util import invoke
 from tests.stability.conftest import (
+    ANSWER,
     ORDER_TOOLS,
     identical,
     json_or_prose,
@@ -289,3 +290,31 @@ def test_an_unavailable_embedding_device_exits_3_before_any_call(openai_server, 
     )
     assert onnx_gpu.exit_code == 3 and "runs on the CPU" in onnx_gpu.stderr
     assert openai_server.requests == []
+
+
+def _refuses_null_content(body: dict) -> str:  # type: ignore[type-arg]
+    """llama-cpp-python's server: an assistant message's content must be a string."""
+    for message in body.get("messages", []):
+        if message.get("role") == "assistant" and message.get("content") is None:
+            raise ValueError("1 validation error: content: Input should be a valid string, input: None")
+    return ANSWER
+
+
+def test_an_assistant_tool_call_turn_is_sent_as_a_strict_server_takes_it(openai_server, minilm):
+    """The README's stability example holds an assistant turn that only calls a tool
+    (``"content": null``): it is sent with an empty string, which llama-cpp-python accepts."""
+    openai_server.responder = _refuses_null_content
+    example = Path(__file__).resolve().parents[2] / "examples" / "stability-query.json"
+    result = stability(openai_server, "--input", str(example), "--runs", "4", "--max-retries", "0")
+    assert result.exit_code in (0, 1, 2), result.output  # a verdict, not a failed run
+    sent = [m for r in openai_server.requests for m in r.body["messages"] if m["role"] == "assistant"]
+    assert sent and all(isinstance(m["content"], str) for m in sent)
+    assert any(m.get("tool_calls") and m["content"] == "" for m in sent)
+
+
+def test_one_error_every_run_got_is_printed_once(openai_server, query):
+    openai_server.responder = lambda body: (_ for _ in ()).throw(ValueError("the same refusal\nline two"))
+    result = stability(openai_server, "--input", str(query), "--runs", "10", "--max-retries", "0")
+    assert result.exit_code == 4, result.output
+    assert result.stderr.count("the same refusal") == 1 and "1 distinct error" in result.stderr
+    assert "  10 runs (0, 1, 2, ...): ServerError" in result.stderr
