@@ -41,6 +41,13 @@ __all__ = ["FORMATS", "detect_format", "import_traffic"]
 FORMATS = ("otlp-json", "openai-log", "langfuse")
 """The input formats ``suite import`` reads."""
 
+_WHAT = {
+    "otlp-json": "OpenTelemetry exports (OTLP JSON)",
+    "openai-log": "OpenAI-style log lines",
+    "langfuse": "Langfuse observations",
+}
+"""What a file in each format holds, in words (the reason a format read nothing)."""
+
 
 META_VERSION = 1
 """The version of the ``.meta.json`` sidecar's layout (bump it when a key changes meaning)."""
@@ -91,6 +98,14 @@ def detect_format(path: str | Path) -> str:
     raise TrafficImportError(
         f"{path}: cannot tell the format from the first line; give --format ({', '.join(FORMATS)})"
     )
+
+
+def _readable_first_line(path: Path) -> bytes:
+    """:func:`_first_line`, an unreadable file a :class:`TrafficImportError` naming it."""
+    try:
+        return _first_line(path)
+    except (OSError, EOFError) as exc:  # EOFError: a truncated .gz
+        raise TrafficImportError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def _lines(paths: Sequence[Path]) -> Iterator[tuple[str, int, bytes]]:
@@ -153,9 +168,10 @@ def import_traffic(
     :mod:`llm_connect.traffic._parallel_cases`; a script needs the ``__main__`` guard).
 
     Raises:
-        TrafficImportError: an unknown or mixed format, a missing file, a skip under
-            ``strict``, no case left after the filters, an output that cannot be written.
-            Nothing is written then.
+        TrafficImportError: an unknown or mixed format, a missing file, only empty files, a
+            skip under ``strict``, no case left after the filters (when the format read no call,
+            saying what the files hold and the format to give; OTLP spans without their
+            messages, where they may be), an output that cannot be written. Nothing is written then.
     """
     options = options or ImportOptions()
     _check(options)
@@ -165,11 +181,13 @@ def import_traffic(
     for p in paths:
         if not p.is_file():
             raise TrafficImportError(f"{p}: no such file")
+    filled = [p for p in paths if _readable_first_line(p)]  # an empty file has none
+    if not filled:
+        what = f"{paths[0]}: the file is" if len(paths) == 1 else "the input files are"
+        raise TrafficImportError(f"{what} empty; nothing written")
     fmt = options.format
     if fmt is None:
-        found = {str(p): detect_format(p) for p in paths if _first_line(p)}  # an empty file has none
-        if not found:
-            raise TrafficImportError("the input files are empty; nothing written")
+        found = {str(p): detect_format(p) for p in filled}
         if len(set(found.values())) > 1:
             raise TrafficImportError(
                 f"the files are in different formats ({found}); import them one format at a time"
@@ -271,8 +289,12 @@ def _run(
             report.spans = reader.spans_seen
             for what, n in reader.notes.items():
                 importer.note(what, n)
+        records = getattr(reader, "genai_records", 0)
         if report.written == 0:
-            raise TrafficImportError(_empty_message(report))
+            raise TrafficImportError(_empty_message(report, _wrong_format(fmt, paths, report), records))
+        hint = None if records else _messages_hint(report, records)
+        if hint is not None:  # some cases written, no log record given: where the rest may be
+            importer.note(f"{_NO_INPUT} ({hint})", report.skipped[_NO_INPUT])
         os.replace(tmp.name, out)
     except BaseException:
         Path(tmp.name).unlink(missing_ok=True)
@@ -313,14 +335,59 @@ def _check(options: ImportOptions) -> None:
         raise TrafficImportError("the response name must not be empty")
 
 
-def _empty_message(report: ImportReport) -> str:
+_NO_INPUT = "no input messages"
+"""The skip of a span (or log line) without the conversation."""
+
+_LOGS_HINT = (
+    "if the instrumentation exports the messages apart from the spans, as OpenTelemetry log "
+    "records, give the logs file too: llm-connect suite import SPANS LOGS -o SUITE"
+)
+"""Where the messages of spans without them usually are, and how to import them."""
+
+
+def _messages_hint(report: ImportReport, records: int) -> str | None:
+    """Where the messages of OTLP spans skipped without them may be (``records``: GenAI log
+    records read), or ``None`` when no span was skipped for that."""
+    if report.format != "otlp-json" or not report.skipped.get(_NO_INPUT):
+        return None
+    if not records:
+        return f"the files hold no GenAI log record; {_LOGS_HINT}"
+    return (
+        "the files hold GenAI log records, but a span takes only those that come while it waits "
+        "(at most --join-window spans wait at once); if the records come long after their spans, "
+        "raise --join-window"
+    )
+
+
+def _wrong_format(fmt: str, paths: Sequence[Path], report: ImportReport) -> str | None:
+    """Why ``fmt`` read no call from files that are not empty: another format's shape (named with
+    the ``--format`` to give), or nothing of ``fmt``'s shape; ``None`` once a call was read."""
+    if report.calls:
+        return None
+    for path in paths:
+        try:
+            found = detect_format(path)
+        except TrafficImportError:  # empty, or no known shape
+            continue
+        if found != fmt:
+            return f"{path} holds {_WHAT[found]}, not {_WHAT[fmt]}: use --format {found}"
+    if not report.skipped:
+        return f"no line of the files reads as {_WHAT[fmt]}"
+    return None
+
+
+def _empty_message(report: ImportReport, wrong: str | None = None, records: int = 0) -> str:
     parts = [f"{n} {why}" for why, n in {**report.skipped, **report.dropped}.items()]
     if report.duplicates:
         parts.append(f"{report.duplicates} duplicates")
     read = f"{report.calls} calls" + (f" in {report.spans} spans" if report.spans is not None else "")
     why = f" ({', '.join(parts)})" if parts else ""
     first = f"; first: {report.examples[0]}" if report.examples else ""
-    return f"no case left to write: read {read}{why}{first}; nothing written"
+    if wrong is not None:
+        return f"{wrong}; read {read}{why}; nothing written"
+    hint = _messages_hint(report, records)
+    hint = "" if hint is None else f". {hint[0].upper()}{hint[1:]}"
+    return f"no case left to write: read {read}{why}{first}; nothing written{hint}"
 
 
 def _write_meta(report: ImportReport, options: ImportOptions) -> None:

@@ -350,6 +350,11 @@ class RangeReaders:
         """The reader's notes (records matching no chat span: only once the parent reads on)."""
         return self._reader.notes if self._reader is not None else {}
 
+    @property
+    def genai_records(self) -> int:
+        """GenAI log records read: the parent reads on itself from the first one, so 0 means none."""
+        return self._reader.genai_records if self._reader is not None else 0
+
 
 class ParallelOtlp(RangeReaders):
     """OTLP JSON files read by worker processes, consumed in file order (module docstring).
