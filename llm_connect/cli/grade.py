@@ -35,6 +35,9 @@ from llm_connect.cli._policy import (
     build_policy,
 )
 from llm_connect.cli._settings import given_fields
+
+# The registry's table of built-in judges (names and import paths): no judge is imported.
+from llm_connect.grading.judges._registry import _BUILTINS as _BUILTIN_JUDGES
 from llm_connect.values._policy import RoutingPolicy
 
 __all__ = ["DEFAULT_JUDGE", "DEFAULT_MIN_QUALITY", "grade"]
@@ -127,8 +130,8 @@ def grade(
         typer.Option(
             "--judge",
             "-j",
-            help="Judge spec NAME[:ARG][,k=v...] (repeatable): exact, tools, embedding, llm, vrty, format, "
-            "schema, correctness, length, relevance, completeness, persona, safety, plugins. Default: exact.",
+            help=f"Judge spec NAME[:ARG][,k=v...] (repeatable): {', '.join(_BUILTIN_JUDGES)}, or an "
+            "installed plugin's name (entry points llm_connect.judges). Default: exact.",
             show_default=False,
             metavar="JUDGE",
             rich_help_panel="Judges and the gate",

@@ -44,3 +44,11 @@ def test_grade_help_groups_its_options_in_panels() -> None:
     for panel in ("Suite and models", "Judges and the gate", "Model calls", "Runs and the ledger", "Output"):
         assert panel in text
     assert "--max-tokens" in text and "Most tokens one answer may generate" in text
+
+
+def test_grade_help_lists_every_built_in_judge() -> None:
+    from llm_connect.grading.judges._registry import _BUILTINS
+
+    text = " ".join(invoke("grade", "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert f"Judge spec NAME[:ARG][,k=v...] (repeatable): {', '.join(_BUILTINS)}, or an installed" in text
+    assert "pairwise" in _BUILTINS and ", pairwise," in text
