@@ -74,6 +74,14 @@ def default_embedding_adapter(
         if _probed_torch(onnx):
             return SentenceTransformerEmbeddingAdapter(model)
         return onnx
+    from llm_connect.adapters._sentence_transformers import sentence_transformers_available
+
+    if not sentence_transformers_available():
+        raise ConfigurationError(
+            f"the embedding judge cannot run {onnx.model} here: ONNX Runtime cannot "
+            f"({reason.replace(f' ({_onnx.INSTALL_HINT})', '')}) and sentence-transformers is not "
+            f"installed: {_onnx.INSTALL_HINT}"
+        )
     key = (onnx.model, reason)
     if key not in _onnx._fallbacks_warned:
         _onnx._fallbacks_warned.add(key)

@@ -94,6 +94,16 @@ def _torch_threads(num_threads: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+def sentence_transformers_available() -> bool:
+    """Whether ``sentence_transformers`` can be imported (checked without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("sentence_transformers") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules holds None (import blocked)
+        return False
+
+
 def _load(model: str, device: str, fp16: bool = False) -> tuple[Any, threading.Lock]:
     key = (_short_name(model), device, fp16)
     with _load_lock:
@@ -166,6 +176,13 @@ class SentenceTransformerEmbeddingAdapter:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ConfigurationError(f"embedding model must be a non-empty string, not {model!r}")
+        if not sentence_transformers_available():
+            # Said when the adapter is built (a judge is built before any call or write), not at
+            # the first encode, when a run would have opened its ledger and failed every case.
+            raise ConfigurationError(
+                "the embedding judge needs sentence-transformers, which is not installed: "
+                "pip install 'llm-connect[embeddings]'"
+            )
         check_num_threads(num_threads)
         if not isinstance(fp16, bool):
             raise ConfigurationError(f"fp16 must be true or false, not {fp16!r}")
