@@ -141,7 +141,7 @@ def _print_decisions(out: _Out, decisions: list[Any], verbose: bool) -> None:
     from llm_connect.routing import decision_sentence, judge_and_people
 
     for d in decisions:
-        arrow = "route to" if d.routed else "keep baseline"
+        arrow = "route to" if d.routed else "keep the" if d.model == "baseline" else "keep baseline"
         out.line((f"task {d.task}", "bold"), (f": {arrow} ", None), (d.model, "bold"))
         for text in textwrap.wrap(decision_sentence(d), width=100):
             out.line(("    " + text, None))

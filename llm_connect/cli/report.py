@@ -112,8 +112,13 @@ def report(
     )
     typer.echo(f"{info.bytes / 1e6:.2f} MB; {len(info.tasks)} task(s); {held}", err=True)
     for decision in info.decisions:
-        verb = f"route to {decision.model}" if decision.routed else f"keep the baseline {decision.baseline}"
+        verb = f"route to {decision.model}" if decision.routed else _keep(decision.baseline)
         typer.echo(f"  {decision.task}: {verb}", err=True)
+
+
+def _keep(baseline: str) -> str:
+    """``keep the baseline M``; one "baseline" when the baseline model is named so."""
+    return "keep the baseline" if baseline == "baseline" else f"keep the baseline {baseline}"
 
 
 @view_app.command("view", cls=FastHelpCommand)
@@ -142,10 +147,11 @@ def view(
 ) -> None:
     """Serve the report of the whole ledger on 127.0.0.1, paging cases from SQL, with a labelling page.
 
-    The report is read-only (GET and HEAD). The Label page shows two answers blind, keys 1 / 2 / 3
-    store a human label in the ledger; it is opened with the URL printed (it holds a per-start
-    token every write needs) and listens on 127.0.0.1 only. --no-label serves the report alone
-    and never writes. Stop with Ctrl-C.
+    The report answers GET and HEAD only; the server's one write is a human label (POST
+    /api/label, with the token of the Label page's URL). The Label page shows two answers blind,
+    keys 1 / 2 / 3 store a human label in the ledger; it is opened with the URL printed (it holds
+    a per-start token every write needs) and listens on 127.0.0.1 only. --no-label serves the
+    report alone, read-only: it never writes. Stop with Ctrl-C.
     """
     import threading
 

@@ -1,12 +1,13 @@
-"""``llm-connect view``: the report page served from the ledger on 127.0.0.1, read-only.
+"""``llm-connect view``: the report page served from the ledger on 127.0.0.1, with a labelling page.
 
 ``GET /`` is the page (figures from the running totals, as in a static report);
 ``GET /api/cases`` pages grades straight from SQL with the case browser's
-filters. Only GET and HEAD are answered; any other method is 405. Nothing is
-ever written to the ledger: every statement is a SELECT. Started with
+filters. The report answers GET and HEAD only; any other method is 405, and the
+report writes nothing to the ledger: every statement is a SELECT. Started with
 ``label=True`` (``llm-connect view`` without ``--no-label``), the server also
 serves the labelling page ``GET /label``, ``GET /api/label/next`` and its one
-write, ``POST /api/label`` (token and Origin checked; ``_label``).
+write, ``POST /api/label`` (token and Origin checked; ``_label``); without it,
+nothing at all is written.
 
 Query parameters of ``/api/cases``: ``task``, ``candidate``, ``judge`` (exact
 values), ``min`` / ``max`` (score range, inclusive), ``failures=1`` (scores
@@ -287,6 +288,8 @@ _CSP = (
 class _Handler(BaseHTTPRequestHandler):
     server: ReportServer
     server_version = "llm-connect-view"
+    _allow = "GET, HEAD"
+    """The methods a 405 reply names (``Allow``): the report's, or ``POST`` on ``/api/label``."""
 
     def log_message(self, format: str, *args: Any) -> None:
         if not self.server.quiet:
@@ -300,7 +303,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Content-Security-Policy", _CSP)
         if status == 405:
-            self.send_header("Allow", "GET, HEAD")
+            self.send_header("Allow", self._allow)
         self.end_headers()
         if not head:
             self.wfile.write(body)
@@ -357,7 +360,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._get(head=True)
 
     def _refuse(self) -> None:
-        self._json(405, {"error": f"{self.command} is not allowed: this server is read-only"}, False)
+        path = urlsplit(self.path).path
+        write = "labels are written with POST /api/label and the Label page's token"
+        if self.server.labels is None:
+            why = "the report answers GET and HEAD only, and labelling is off: nothing is written"
+        elif path == "/api/label":
+            why, self._allow = write, "POST"
+        else:
+            why = f"the report answers GET and HEAD only; {write}"
+        self._json(405, {"error": f"{self.command} {path} is not allowed: {why}"}, False)
 
     def do_POST(self) -> None:
         from llm_connect.report._label import MAX_BODY

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from llm_connect.ledger import QualityLedger
-from tests.cli._util import invoke
+from tests.cli._util import invoke, write_suite
 from tests.report.test_report import fill_ledger, table_counts
 
 
@@ -65,3 +65,28 @@ def test_both_commands_are_listed_and_documented() -> None:
     assert result.exit_code == 0 and "--port" in result.output and "read-only" in result.output
     result = invoke("report", "--help")
     assert result.exit_code == 0 and "--max-cases" in result.output and "--since" in result.output
+
+
+def test_a_baseline_model_named_baseline_is_not_said_twice(tmp_path: Path) -> None:
+    suite = write_suite(
+        tmp_path / "suite.jsonl",
+        [
+            {
+                "id": f"c{i}",
+                "prompt": f"q{i}",
+                "task": "qa",
+                "baseline_response": "a",
+                "candidate_response": "b",
+            }
+            for i in range(3)
+        ],
+    )  # no model names: the sides are recorded as "baseline" and "candidate"
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    graded = invoke("grade", str(suite), "--db", url)
+    assert graded.exit_code == 0, graded.output
+    assert "task qa: keep the baseline" in graded.stdout and "baseline baseline" not in graded.stdout
+    out = tmp_path / "report.html"
+    result = invoke("report", "--db", url, "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert "  qa: keep the baseline\n" in result.stderr and "baseline baseline" not in result.output
+    assert 'keep the <strong class="model">baseline</strong>' in out.read_text(encoding="utf-8")

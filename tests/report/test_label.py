@@ -442,6 +442,37 @@ def test_without_labelling_there_is_no_label_route_and_no_link(queue_ledger: Qua
         server.shutdown()
 
 
+def _refused(server: ReportServer, method: str, path: str) -> tuple[int, str, str]:
+    """``(status, Allow, error)`` of a request the server does not take."""
+    parts = urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+    try:
+        conn.request(method, path)
+        resp = conn.getresponse()
+        return resp.status, resp.getheader("Allow") or "", json.loads(resp.read())["error"]
+    finally:
+        conn.close()
+
+
+def test_a_refused_method_says_what_the_server_takes(
+    label_server: ReportServer, queue_ledger: QualityLedger
+) -> None:
+    status, allow, error = _refused(label_server, "DELETE", "/api/cases")
+    assert (status, allow) == (405, "GET, HEAD") and "read-only" not in error
+    assert error == (
+        "DELETE /api/cases is not allowed: the report answers GET and HEAD only; "
+        "labels are written with POST /api/label and the Label page's token"
+    )
+    status, allow, error = _refused(label_server, "PUT", "/api/label")
+    assert (status, allow) == (405, "POST") and "written with POST /api/label" in error
+    server = serve(queue_ledger, port=0)  # labelling off: no write at all
+    try:
+        status, allow, error = _refused(server, "DELETE", "/")
+        assert (status, allow) == (405, "GET, HEAD") and "labelling is off: nothing is written" in error
+    finally:
+        server.shutdown()
+
+
 def test_labelling_listens_on_loopback_only(queue_ledger: QualityLedger) -> None:
     with pytest.raises(ConfigurationError, match=r"127\.0\.0\.1 only"):
         serve(queue_ledger, host="0.0.0.0", port=0, label=True)
