@@ -254,6 +254,9 @@ def failures(
     if json_out:
         typer.echo(json.dumps([asdict(r) for r in rows], indent=2, default=str))
         return
+    if not rows:
+        typer.echo(f"no failures{f' in run {run_id}' if run_id else ''}", err=True)
+        return
     if stdout_is_tty():
         _print_rows(
             ["run", "case", "task", "stage", "adapter", "error", "message"],
@@ -271,8 +274,23 @@ def failures(
 @app.command("export", cls=FastHelpCommand)
 @handle_errors
 def export(
-    path: Annotated[Path, typer.Argument(help="Output file.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="jsonl or csv.", metavar="FORMAT")] = "jsonl",
+    path: Annotated[
+        Path | None, typer.Argument(help="Output file (or -o FILE).", metavar="PATH", show_default=False)
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Output file (as PATH).", metavar="FILE", show_default=False),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="jsonl or csv (default: from the file's extension, else jsonl).",
+            metavar="FORMAT",
+            show_default=False,
+        ),
+    ] = None,
     task: list[str] | None = _TaskOpt,
     run_id: list[str] | None = _RunOpt,
     baseline: list[str] | None = _BaseOpt,
@@ -280,13 +298,19 @@ def export(
     grader_id: list[str] | None = _GraderOpt,
     db: str | None = DbOption,
 ) -> None:
-    """Write matching grades to a JSON Lines or CSV file."""
+    """Write matching grades to a JSON Lines or CSV file (PATH or -o FILE, as labels export)."""
     from llm_connect.cli._common import open_ledger
 
+    if path is not None and output is not None and path != output:
+        fail(f"give the output file once: {path} or -o {output}, not both")
+    target = output or path
+    if target is None:
+        fail("give the output file: llm-connect ledger export FILE (or -o FILE)")
+    fmt = fmt or ("csv" if target.suffix.lower() == ".csv" else "jsonl")
     if fmt not in ("jsonl", "csv"):
         fail(f"--format must be jsonl or csv, not {fmt!r}")
     n = open_ledger(db).export(
-        path,
+        target,
         fmt,
         task=_f(task),
         run_id=_f(run_id),
@@ -294,7 +318,7 @@ def export(
         candidate_model=_f(candidate),
         grader_id=_f(grader_id),
     )
-    typer.echo(f"wrote {n} grade(s) to {path}", err=True)
+    typer.echo(f"wrote {n} grade(s) to {target}", err=True)
 
 
 _ONE_STATEMENT = re.compile(r";\s*\S")

@@ -84,6 +84,30 @@ def test_export_csv_and_jsonl(graded: str, tmp_path: Path) -> None:
     assert invoke("ledger", "export", str(jl), "--format", "xml", "--db", graded).exit_code == 2
 
 
+def test_export_takes_the_file_as_o_like_labels_export(graded: str, tmp_path: Path) -> None:
+    out = tmp_path / "grades.csv"
+    result = invoke("ledger", "export", "-o", str(out), "--db", graded)
+    assert result.exit_code == 0 and f"wrote 6 grade(s) to {out}" in result.stderr, result.output
+    with out.open(newline="", encoding="utf-8") as fh:  # csv from the extension
+        assert len(list(csv.DictReader(fh))) == 6
+    jl = tmp_path / "grades.jsonl"
+    assert invoke("ledger", "export", "--output", str(jl), "--db", graded).exit_code == 0
+    assert len(jl.read_text(encoding="utf-8").splitlines()) == 6
+    both = invoke("ledger", "export", str(jl), "-o", str(out), "--db", graded)
+    assert both.exit_code == 2 and "give the output file once" in both.stderr
+    neither = invoke("ledger", "export", "--db", graded)
+    assert neither.exit_code == 2 and "give the output file: llm-connect ledger export FILE" in neither.stderr
+
+
+def test_failures_says_when_there_are_none(graded: str) -> None:
+    plain = invoke("ledger", "failures", "--db", graded)
+    assert plain.exit_code == 0 and plain.stdout == "" and plain.stderr == "no failures\n"
+    one_run = invoke("ledger", "failures", "--run-id", "r1", "--db", graded)
+    assert one_run.exit_code == 0 and one_run.stderr == "no failures in run r1\n"
+    as_json = invoke("ledger", "failures", "--db", graded, "--json")
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout) == [] and as_json.stderr == ""
+
+
 def test_failures_lists_a_runs_failures(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'l.db'}"
     with QualityLedger(db) as ledger:
