@@ -340,7 +340,8 @@ def queue(
     """Decide which newly graded cases go to people and print the chosen cases still unlabelled.
 
     Each graded case is decided once, with an inclusion probability fixed before any label of
-    it exists (stored in the ledger); cases decided earlier keep their decision. Without
+    it exists (stored in the ledger); cases decided earlier keep their decision (a note says
+    so when they were decided at another rate or strategy). Without
     --judge, every judge that graded the candidate on the task decides, and the cases any of
     them chose are listed; without --candidate, every candidate graded on the task. Label the
     cases in the order printed: routing on what people would say (route --target human) waits
@@ -361,8 +362,12 @@ def queue(
             [candidate] if candidate else sorted({t.candidate_model for t in ledger.grade_totals(task=task)})
         )
         judges: dict[str, list[str]] = {}
+        notes: list[str] = []
         for cand in candidates:
             judges[cand] = [g for g in store.graders(task, cand) if judge in (None, g)]
+            note = _decided_earlier(store, task, cand, judge, judges[cand], rate, strategy)
+            if note is not None:
+                notes.append(note)
             for grader_id in judges[cand]:
                 choose_for_labels(
                     ledger, task=task, candidate=cand, grader_id=grader_id, rate=rate, strategy=strategy,
@@ -376,6 +381,8 @@ def queue(
     cases: list[Any] = [c for _, c in waiting] if candidate else [
         {"candidate": cand, "case_id": c} for cand, c in waiting
     ]  # fmt: skip
+    for note in notes:
+        typer.echo(note, err=True)
     if json_out:
         found: dict[str, Any] = {"task": task, "candidate": candidate, "judge": judge, "cases": cases}
         if not judge:
@@ -394,6 +401,41 @@ def queue(
             f"then llm-connect labels import {sheet}",
             err=True,
         )
+
+
+def _cases(n: int) -> str:
+    return "1 case" if n == 1 else f"{n} cases"
+
+
+def _decided_earlier(
+    store: Any, task: str, candidate: str, judge: str | None, judges: list[str], rate: float, strategy: str
+) -> str | None:
+    """A note when cases of ``candidate`` were decided earlier with another rate or strategy than
+    asked now: they keep their decision (a case is decided once), only new cases get the new rate.
+    Read before this call decides anything."""
+    earlier = store.designs(task, candidate, judge)
+    other = {design: n for design, n in earlier.items() if design != (strategy, float(rate))}
+    if not other:
+        return None
+
+    def at(how: str, r: float) -> str:
+        return f"rate {r:g}" + ("" if how == "uniform" else f" ({how})")
+
+    total = sum(other.values())
+    were = "was" if total == 1 else "were"
+    first = f"{_cases(total)} of {candidate} on {task} {were} decided earlier at " + ", ".join(
+        at(how, r) if len(other) == 1 else f"{at(how, r)}: {n}" for (how, r), n in sorted(other.items())
+    )
+    new = {c.case_id for gid in judges for c in store.undecided(task, candidate, gid)}
+    then = (
+        f"only the {_cases(len(new))} not decided yet {'is' if len(new) == 1 else 'are'} decided at"
+        if new
+        else "no case is left to decide at"
+    )
+    return (
+        f"note: {first} and keep {'its' if total == 1 else 'their'} decision (a case is decided once); "
+        f"{then} {at(strategy, rate)}"
+    )
 
 
 def _write_sheet(ledger: Any, path: Path, cases: list[tuple[str, str, str]]) -> int:

@@ -119,6 +119,20 @@ class SamplingStore(Store):
         with reading(self.engine, "reading label sampling") as conn:
             return {(r[0], r[1], r[2]): (int(r[3]), float(r[4]), bool(r[5])) for r in conn.execute(stmt)}
 
+    def designs(
+        self, task: str, candidate: str | None = None, grader_id: str | None = None
+    ) -> dict[tuple[str, float], int]:
+        """``(strategy, rate) -> distinct cases`` the sampler decided on ``task`` (optionally one
+        candidate and one grader) with that strategy and rate: what ``labels queue`` tells a user
+        who asks for another rate (cases decided earlier keep theirs)."""
+        s = _S.c
+        stmt = select(s.strategy, s.rate, func.count(s.case_id.distinct())).where(
+            *_of(task, candidate, grader_id)
+        )
+        with reading(self.engine, "reading label sampling") as conn:
+            rows = conn.execute(stmt.group_by(s.strategy, s.rate))
+            return {(str(r[0]), float(r[1])): int(r[2]) for r in rows}
+
     def record(
         self,
         task: str,

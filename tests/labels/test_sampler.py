@@ -214,6 +214,36 @@ def test_the_queue_command_prints_the_chosen_cases(
     assert bad.exit_code != 0 and "rate" in bad.output
 
 
+def test_another_rate_later_notes_the_cases_that_keep_their_earlier_decision(
+    ledger: QualityLedger, make_result: Callable[..., GradingResult]
+) -> None:
+    from typer.testing import CliRunner
+
+    from llm_connect.cli import app
+
+    grade_cases(ledger, make_result, [0.5] * 20, grader="g1")
+    grade_cases(ledger, make_result, [0.5] * 20, grader="g2")
+    args = ["labels", "queue", "-t", "qa", "-c", "small", "--seed", "5", "--db", ledger.url]
+    first = CliRunner().invoke(app, [*args, "--rate", "0.5"])
+    assert first.exit_code == 0 and "note:" not in first.stderr, first.output
+    again = CliRunner().invoke(app, [*args, "--rate", "0.5"])  # the same rate: nothing to say
+    assert again.exit_code == 0 and "note:" not in again.stderr
+    grade_cases(ledger, make_result, [0.5] * 5, start=20, grader="g1")
+    grade_cases(ledger, make_result, [0.5] * 5, start=20, grader="g2")
+    higher = CliRunner().invoke(app, [*args, "--rate", "0.9", "--json"])
+    assert higher.exit_code == 0, higher.output
+    assert (
+        "note: 20 cases of small on qa were decided earlier at rate 0.5 and keep their decision "
+        "(a case is decided once); only the 5 cases not decided yet are decided at rate 0.9\n"
+    ) in higher.stderr  # the cases, not the cases times the judges
+    rates = {(case, rate) for case, _, _, _, _, rate, _, _ in _rows(ledger)}
+    assert {r for c, r in rates if c < "c0020"} == {0.5} and {r for c, r in rates if c >= "c0020"} == {0.9}
+    json.loads(higher.stdout)  # the note goes to stderr: --json stays one object
+    once = CliRunner().invoke(app, [*args, "--rate", "0.9", "--judge", "g1"])
+    assert "note: 20 cases of small on qa were decided earlier at rate 0.5" in once.stderr
+    assert "no case is left to decide at rate 0.9" in once.stderr
+
+
 def test_without_a_judge_the_queue_command_decides_for_every_judge_of_the_candidate(
     ledger: QualityLedger, make_result: Callable[..., GradingResult]
 ) -> None:
