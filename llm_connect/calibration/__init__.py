@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.calibration._calibrate import PROBES, calibrate, pair_key, resolve_grader
-from llm_connect.calibration._fill import FillReport, fill_missing_grades, rebuild_judge
+from llm_connect.calibration._fill import FillPlan, FillReport, fill_missing_grades, plan_fill, rebuild_judge
 from llm_connect.calibration._human import HUMAN, HumanReference
 from llm_connect.calibration._human_stats import HumanAgreement, HumanCase, LengthPreference, human_agreement
 from llm_connect.calibration._probes import (
@@ -63,6 +63,7 @@ __all__ = [
     "CalibrationThresholds",
     "ConfusionMatrix",
     "Estimate",
+    "FillPlan",
     "FillReport",
     "HumanAgreement",
     "HumanCase",
@@ -81,6 +82,7 @@ __all__ = [
     "length_probe",
     "model_family",
     "pair_key",
+    "plan_fill",
     "position_probe",
     "rebuild_judge",
     "resolve_grader",

@@ -5,11 +5,12 @@ Which grade meets which label
 A label names (task, case id, candidate model); a grade carries the same three
 (``grades.task``, ``case_id``, ``candidate_model``). For every labelled case the
 judge's grade is its **stored** grade of that case (nothing is re-graded here:
-``llm-connect calibrate`` grades what the judge has not graded before, as for any
-reference), the latest one (highest row id) within ``task`` and ``since``. When every
-label of the case names the same ``run_id`` and the judge graded the case in that
-run, the latest grade of that run is taken instead. Grades without a case id never
-meet a label. A labelled case the judge never graded is counted in ``unmatched``.
+``llm-connect calibrate`` first grades the labelled cases the judge has not graded, and
+no other pair: :func:`~llm_connect.calibration._fill.plan_fill`), the latest one (highest
+row id) within ``task`` and ``since``. When every label of the case names the same
+``run_id`` and the judge graded the case in that run, the latest grade of that run is
+taken instead. Grades without a case id never meet a label. A labelled case the judge
+never graded is counted in ``unmatched``.
 
 The people's verdict of a case is the annotators' majority
 (:attr:`~llm_connect.values.CaseLabels.verdict`: preferences as given, scores split

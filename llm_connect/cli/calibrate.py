@@ -1,14 +1,16 @@
 """``llm-connect calibrate``: does a judge agree with people and non-LLM judges, and how is it biased?
 
-Grades what is missing on the ledger's existing pairs with the judge under test
-and every reference judge (no baseline or candidate model is called: the
-responses are in the ledger), records those grades, computes the calibration,
+Grades what the comparison lacks on the ledger's existing pairs with the judge under
+test and every reference judge (no baseline or candidate model is called: the
+responses are in the ledger; against people only the labelled cases; everything
+else only with ``--grade-missing``), records those grades, computes the calibration,
 stores it (routing reads it) and prints it. ``--against human`` compares the
 judge's stored grades with people's labels (``llm-connect labels import``). Heavy modules load only when the
 command runs.
 
 Exit codes: 0 the calibration passed, 1 it failed or has insufficient data,
-2 usage or input error, 3 some pairs could not be graded (listed).
+2 usage or input error (or a verdict would need grading beyond the compared pairs
+without ``--grade-missing``), 3 some pairs could not be graded (listed).
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ from llm_connect.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from llm_connect.calibration import CalibrationReport, Estimate, FillReport
+    from collections.abc import Sequence
+
+    from llm_connect.calibration import CalibrationReport, Estimate, FillPlan, FillReport
+    from llm_connect.grading._protocols import Judge
 
 __all__ = ["app", "calibrate_command"]
 
@@ -151,6 +156,14 @@ def _print_human(report: CalibrationReport, fill: FillReport | None) -> None:
             console.print(
                 f"graded {n} missing pair(s) with {gid} ({fill.already[gid]} already graded)", highlight=False
             )
+        left = {gid: n for gid, n in sorted(fill.left_out.items()) if n}
+        if left:
+            console.print(
+                "left ungraded, outside what this calibration compares: "
+                + ", ".join(f"{n} pair(s) for {gid}" for gid, n in left.items())
+                + " (--grade-missing grades them)",
+                highlight=False,
+            )
         if fill.skipped_no_text:
             console.print(
                 f"{fill.skipped_no_text} pair(s) not gradable: the ledger holds only digests of their texts",
@@ -196,6 +209,37 @@ def _print_people(console: Any, report: CalibrationReport) -> None:
         f"  human: {human.status} ({a.n} of {human.labelled_cases} labelled cases graded by the judge, "
         f"{a.annotators} annotator(s))" + "".join(f"; {why}" for why in human.reasons),
         highlight=False,
+    )
+
+
+def _more_grading(plan: FillPlan, graders: Sequence[Judge]) -> str:
+    """Why the compared pairs are too few, what ``--grade-missing`` would grade (LLM calls and,
+    where the judge's grades recorded one, an estimated cost) and how to go on."""
+    from llm_connect.grading.judges._registry import judge_asks_llm
+
+    parts = []
+    for j in graders:
+        gid = j.grader_id
+        n = plan.missing.get(gid, 0) + plan.extra.get(gid, 0)
+        text = f"{n} with {gid}"
+        if n and judge_asks_llm(j):
+            calls = n * (2 if getattr(j, "orders", None) == "both" else 1)
+            cost = plan.cost_per_grade.get(gid)
+            text += f" ({calls} LLM call(s), " + (
+                f"about ${n * cost:.6f}".rstrip("0").rstrip(".") + " at the mean cost recorded on its grades)"
+                if cost is not None
+                else "cost unknown: no cost recorded on its grades)"
+            )
+        elif n:
+            text += " (no LLM call)"
+        parts.append(text)
+    return (
+        "more grading needed: "
+        + "; ".join(plan.short)
+        + ".\n--grade-missing would grade the stored pairs each has not graded: "
+        + ", ".join(parts)
+        + ".\nRun again with --grade-missing to grade them, or with --no-grade to calibrate on the "
+        "grades already stored."
     )
 
 
@@ -310,6 +354,14 @@ def calibrate_command(
     no_grade: Annotated[
         bool, typer.Option("--no-grade", help="Use only the grades already in the ledger; call no judge.")
     ] = False,
+    grade_missing: Annotated[
+        bool,
+        typer.Option(
+            "--grade-missing",
+            help="Grade every stored pair the judge and references have not graded, not only the "
+            "pairs the calibration compares (LLM judge calls cost; they become evidence of their tasks).",
+        ),
+    ] = False,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not store the calibration.")] = False,
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Neither read nor fill the response cache for judge calls.")
@@ -355,20 +407,24 @@ def calibrate_command(
 ) -> None:
     """Calibrate an LLM judge against reference judges on the pairs already in the ledger.
 
-    First the judge and each reference grade every stored pair they have not graded yet
-    (no baseline or candidate model is called; judge calls go through the ledger's response
-    cache). Then agreement (Pearson, Spearman, Kendall tau, MAD, Cohen's kappa, each with a
-    bootstrap 95% interval) and the bias probes are computed, stored in the ledger's
-    calibrations table and printed. Routing uses an LLM judge's grades only after a passing
-    calibration.
+    First the judge and each reference grade the stored pairs the calibration compares that
+    they have not graded yet: against people, the labelled cases; against a reference judge,
+    the pairs the judge graded (no baseline or candidate model is called; judge calls go
+    through the ledger's response cache). When the judge has fewer pairs than --min-n for a
+    reference judge, the command says how many pairs and LLM calls (and, where the judge's
+    grades recorded a cost, about what cost) grading the other stored pairs would take and
+    exits 2: --grade-missing grades every pair any of them has not graded. Then agreement
+    (Pearson, Spearman, Kendall tau, MAD, Cohen's kappa, each with a bootstrap 95% interval)
+    and the bias probes are computed, stored in the ledger's calibrations table and printed.
+    Routing uses an LLM judge's grades only after a passing calibration.
 
     --against human compares any judge's stored grades with people's labels (llm-connect
     labels import): agreement, agreement without ties, Cohen's kappa, position consistency,
     how often the answer shown first wins, and length preference, each with an interval.
     Where people's labels reach a verdict, they alone decide the calibration.
 
-    Exit codes: 0 pass, 1 fail or insufficient data, 2 usage or input error, 3 some pairs
-    could not be graded.
+    Exit codes: 0 pass, 1 fail or insufficient data, 2 usage or input error or more grading
+    needed (--grade-missing), 3 some pairs could not be graded.
     """
     from llm_connect.calibration import (
         HUMAN,
@@ -377,11 +433,13 @@ def calibrate_command(
         CalibrationThresholds,
         calibrate,
         fill_missing_grades,
+        plan_fill,
         rebuild_judge,
         write_plot,
     )
     from llm_connect.calibration._plot import PLOT_SUFFIXES
     from llm_connect.grading import JudgeContext
+    from llm_connect.grading.judges._registry import judge_asks_llm
 
     if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
         fail(f"--plot {plot}: the file must end in .png or .html")
@@ -411,6 +469,8 @@ def calibrate_command(
         )
     if shared_run is not None and no_grade:
         fail("--shared-run shares the grading step; with --no-grade there is nothing to share")
+    if grade_missing and no_grade:
+        fail("--grade-missing grades the missing pairs; --no-grade grades none: give one of them")
 
     def make_adapter(spec: str) -> Any:
         from llm_connect.adapters import adapter_from_spec
@@ -441,15 +501,28 @@ def calibrate_command(
                 def progress(gid: str, done: int, total: int) -> None:
                     echo_err(f"grading with {gid}: {done}/{total}")
 
+            graders = [judge_obj, *ref_judges]
+            plan = plan_fill(
+                ledger,
+                judge_obj.grader_id,
+                [r.grader_id for r in ref_judges] + ([HUMAN] if HUMAN in against else []),
+                task=task,
+                since=since,
+                min_n=min_n,
+                asks_llm=[j.grader_id for j in graders if judge_asks_llm(j)],
+            )
+            if plan.needs_more and not grade_missing:
+                fail(_more_grading(plan, graders))
             fill = fill_missing_grades(
                 ledger,
-                [judge_obj, *ref_judges],
+                graders,
                 task=task,
                 since=since,
                 concurrency=concurrency,
                 progress=progress,
                 shared_run=shared_run,
                 lease_s=lease_s,
+                pairs=None if grade_missing else plan.compare,
             )
         report = calibrate(
             ledger,

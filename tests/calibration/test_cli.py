@@ -46,6 +46,7 @@ def test_one_command_grades_what_is_missing_calibrates_and_stores(world: tuple[s
         "--probe",
         "length",
         "--json",
+        "--grade-missing",
     )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
@@ -69,8 +70,9 @@ def test_rerun_with_the_grader_id_calls_no_model_again(world: tuple[str, Any]) -
     url, server = world
     server.responder = w.judge_responder("fair")
     first = _run(
-        url, server, "--judge", f"llm:openai:{w.JUDGE_MODEL}", "--against", "oracle", "--probe", "position"
-    )
+        url, server, "--judge", f"llm:openai:{w.JUDGE_MODEL}", "--against", "oracle", "--probe", "position",
+        "--grade-missing",
+    )  # fmt: skip
     assert first.exit_code == 0, first.output
     before = len(server.requests_to("/chat/completions"))
     assert before == 110
@@ -108,8 +110,9 @@ def test_human_output_table_and_plots(world: tuple[str, Any], tmp_path: Path) ->
     server.responder = w.judge_responder("length")
     png = tmp_path / "scatter.png"
     result = _run(
-        url, server, "--judge", f"llm:openai:{w.JUDGE_MODEL}", "--against", "oracle", "--plot", str(png)
-    )
+        url, server, "--judge", f"llm:openai:{w.JUDGE_MODEL}", "--against", "oracle", "--plot", str(png),
+        "--grade-missing",
+    )  # fmt: skip
     assert result.exit_code == 1, result.output  # a length-following judge fails its calibration
     for text in ("Spearman", "kappa", "oracle:v1", "Bias probes", "length", "FLAGGED", "verdict: fail"):
         assert text in result.stdout
@@ -145,6 +148,7 @@ def test_real_reference_judges_are_built_from_their_specs(world: tuple[str, Any]
         "oracle",
         "--json",
         "--no-store",
+        "--grade-missing",
     )
     assert result.exit_code in (0, 1), result.output
     out = json.loads(result.stdout)
@@ -183,7 +187,9 @@ def test_judge_failures_are_listed_and_exit_3(world: tuple[str, Any]) -> None:
         return "no grade here" if next(replies) % 10 == 0 else fair(body)
 
     server.responder = flaky
-    result = _run(url, server, "--judge", f"llm:openai:{w.JUDGE_MODEL}", "--against", "oracle")
+    result = _run(
+        url, server, "--judge", f"llm:openai:{w.JUDGE_MODEL}", "--against", "oracle", "--grade-missing"
+    )
     assert result.exit_code == 3, result.output
     assert "JudgeOutputError" in result.output
     with QualityLedger(url) as ledger:
@@ -218,6 +224,7 @@ def test_embedding_and_vrty_references_with_the_real_minilm_weights(world: tuple
         "--against",
         "vrty",
         "--json",
+        "--grade-missing",
     )
     assert result.exit_code in (0, 1), result.output
     out = json.loads(result.stdout)
