@@ -6,7 +6,9 @@ has none of them):
 - ``GET /label``: the page (no case data in it; it asks the next route).
 - ``GET /api/label/next?annotator=NAME[&task=T][&candidate=C][&skip=REF,...]``:
   ``{"case": {...} | null, "left": N, "chosen_left": M}``. A case holds an opaque
-  ``ref``, its task and case id, the prompt (or conversation), ``answers``: two
+  ``ref``, its task and case id, the ``system_prompt`` both sides were asked with (``null``
+  when none, or when the conversation holds its own system message), the prompt (or
+  conversation), ``answers``: two
   ``{"text", "tools"}`` in the case's blind order, and ``chosen``: whether the label
   sampler chose it (served first; ``chosen_left`` of them wait for a label, anyone's).
   Model names and the order never reach the page.
@@ -227,6 +229,7 @@ class LabelDesk:
             "ref": ref,
             "task": item.task,
             "case_id": item.case_id,
+            "system_prompt": case.system_prompt,
             "prompt": case.prompt,
             "messages": case.messages,
             "answers": [cand, base] if first else [base, cand],

@@ -30,6 +30,7 @@ of the same case shows the same order).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -93,6 +94,9 @@ class LabelCase:
     baseline_text: str
     candidate_tools: list[str]
     baseline_tools: list[str]
+    system_prompt: str | None = None
+    """The run's system prompt both sides were asked with (masked as stored), when there was one
+    and the conversation holds no system message of its own (that one is in ``messages``)."""
 
 
 def _filters(
@@ -319,7 +323,7 @@ def load_case(ledger: QualityLedger, item: QueueItem) -> LabelCase | None:
 
     sql = (
         "SELECT run_id, prompt, prompt_sha256, baseline_text, candidate_text, baseline_tool_calls, "
-        "candidate_tool_calls FROM grades WHERE task = :task AND case_id = :case AND "
+        "candidate_tool_calls, run_config FROM grades WHERE task = :task AND case_id = :case AND "
         "baseline_model = :base AND candidate_model = :cand ORDER BY id DESC LIMIT 1"
     )
     params = {"task": item.task, "case": item.case_id, "base": item.baseline, "cand": item.candidate}
@@ -328,13 +332,28 @@ def load_case(ledger: QualityLedger, item: QueueItem) -> LabelCase | None:
         conn.rollback()
     if row is None:
         return None
+    messages = _messages(ledger, row["prompt_sha256"])
+    own = messages is not None and any(m["role"] == "system" for m in messages)
     return LabelCase(
         item=item,
         run_id=row["run_id"],
         prompt=row["prompt"] or "",
-        messages=_messages(ledger, row["prompt_sha256"]),
+        messages=messages,
         candidate_text=row["candidate_text"] or "",
         baseline_text=row["baseline_text"] or "",
         candidate_tools=_tools(row["candidate_tool_calls"]),
         baseline_tools=_tools(row["baseline_tool_calls"]),
+        system_prompt=None if own else _system_prompt(row["run_config"]),
     )
+
+
+def _system_prompt(config: Any) -> str | None:
+    """The ``system_prompt`` of a grade's stored run config (JSON text, or decoded by the
+    driver), ``None`` when it has none or cannot be read."""
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError:
+            return None
+    value = config.get("system_prompt") if isinstance(config, Mapping) else None
+    return value if isinstance(value, str) and value.strip() else None

@@ -164,6 +164,7 @@ def test_the_page_marks_chosen_cases_and_counts_them(label_server: ReportServer)
         "ref",
         "task",
         "case_id",
+        "system_prompt",
         "prompt",
         "messages",
         "answers",
@@ -551,3 +552,45 @@ def test_a_conversation_case_shows_its_messages_and_tool_calls(tmp_path: Any) ->
         {"role": "tool", "content": "shipped"},
         {"role": "user", "content": "and when?"},
     ]
+
+
+def test_the_label_page_shows_the_cases_system_prompt(tmp_path: Any) -> None:
+    import dataclasses
+
+    from llm_connect.types import Conversation, RunConfig
+
+    french = RunConfig(temperature=0.0, max_tokens=64, system_prompt="Answer in French.")
+    items = [
+        RecordItem(
+            _make_result(0.5, prompt="hello?", run_config=french), task="t", run_id="r", case_id="sys"
+        ),
+        RecordItem(_make_result(0.5, prompt="plain?"), task="t", run_id="r", case_id="plain"),
+        RecordItem(  # the conversation's own system message is shown in it, not twice
+            dataclasses.replace(
+                _make_result(0.5, prompt="and when?", run_config=french),
+                conversation=Conversation(TOOL_CONVERSATION),
+            ),
+            task="t",
+            run_id="r",
+            case_id="conv",
+        ),
+    ]
+    with QualityLedger(f"sqlite:///{tmp_path / 'sys.db'}") as ledger:
+        ledger.record_batch(items)
+        server = serve(ledger, port=0, label=True)
+        try:
+            shown: dict[str, Any] = {}
+            for _ in range(3):
+                skip = ",".join(c["ref"] for c in shown.values())
+                case = next_case(server, query=f"&skip={skip}" if skip else "")["case"]
+                shown[case["case_id"]] = case
+            status, page = request(server, "GET", "/label")
+        finally:
+            server.shutdown()
+    assert shown["sys"]["system_prompt"] == "Answer in French." and shown["sys"]["prompt"] == "hello?"
+    assert shown["plain"]["system_prompt"] is None
+    assert shown["conv"]["system_prompt"] is None
+    assert {"role": "system", "content": "be brief"} in shown["conv"]["messages"]
+    # the page has the place for it above the conversation, and its script fills it
+    assert status == 200 and page.index('id="system-prompt"') < page.index('id="prompt"')
+    assert 'byId("system-prompt").textContent = c.system_prompt' in page

@@ -47,6 +47,8 @@
   }
 
   function showPrompt(c) {
+    byId("system-prompt").textContent = c.system_prompt || "";
+    byId("system-prompt-wrap").hidden = !c.system_prompt;
     var box = byId("prompt");
     box.textContent = "";
     if (!c.messages || !c.messages.length) { box.textContent = c.prompt; return; }
