@@ -326,7 +326,7 @@ def test_parseable_replies(reply, score, notes):
 def test_a_refused_reply_is_quoted_in_the_error(reply):
     """Every judge-output failure shows what the judge said (the run's failure record keeps the
     message whole), not only the replies that hold no JSON object."""
-    with pytest.raises(JudgeOutputError, match="outside 0.0..1.0") as info:
+    with pytest.raises(JudgeOutputError, match=re.escape("outside 0.0..1.0")) as info:
         parse_judge_reply(reply)
     assert f"the reply was: {reply!r}" in str(info.value) and info.value.raw_reply == reply
 
