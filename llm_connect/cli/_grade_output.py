@@ -41,6 +41,44 @@ def judge_calls(outcome: Any) -> int:
     return sum(int(getattr(getattr(j, "reply_format", None), "requests", 0)) for j in outcome.judges)
 
 
+def _fairness(outcome: Any) -> tuple[dict[str, dict[str, int]], dict[str, tuple[int, int]]]:
+    """The recorded run settings that applied (``_recorded.recorded_summary``) and the candidate
+    answers a token cap cut where the baseline's was not (``_recorded.capped_answers``)."""
+    from llm_connect.grading._recorded import capped_answers, recorded_summary
+
+    config = getattr(outcome, "run_config", None)
+    summary = {} if config is None else recorded_summary(config, outcome.suite.cases)
+    return summary, capped_answers(outcome.report.results)
+
+
+def fairness_lines(outcome: Any) -> list[str]:
+    """What the run asked the models with, when cases carry recorded production settings, and a
+    note per candidate whose answers hit a token cap the baseline's did not."""
+    summary, capped = _fairness(outcome)
+    lines = []
+    if summary.get("applied"):
+        used = ", ".join(f"{k} ({n} cases)" for k, n in summary["applied"].items())
+        lines.append(f"asked with the run settings recorded with the cases: {used}")
+    if summary.get("replaced"):
+        kept = ", ".join(f"--{k.replace('_', '-')}" for k in summary["replaced"])
+        lines.append(f"the command line's {kept} replaced the recorded value on some cases")
+    for cand, (n, total) in capped.items():
+        lines.append(
+            f"note: {n} of {total} answers of {cand} stopped at the token cap (finish_reason 'length') "
+            "where the baseline's answer did not: the comparison is unfair to it (--max-tokens)"
+        )
+    return lines
+
+
+def fairness_json(outcome: Any) -> dict[str, Any]:
+    """``recorded_settings`` and ``token_capped`` for ``grade --json``."""
+    summary, capped = _fairness(outcome)
+    return {
+        "recorded_settings": summary,
+        "token_capped": {c: {"capped": n, "answers": t} for c, (n, t) in capped.items()},
+    }
+
+
 def print_human(
     outcome: Any,
     stats: list[Any],
@@ -106,6 +144,8 @@ def print_human(
 
         for text in session_lines(sessions):
             out.line((text, None))
+    for text in fairness_lines(outcome):
+        out.line((text, "yellow" if text.startswith("note:") else "dim"))
     for spec, names in report.served_as().items():
         out.line(
             (f"{spec}", "dim"),
@@ -242,6 +282,7 @@ def grade_json(
         "routing_error": routing_error,
         "label_queue": outcome.label_queue,
         "served_as": report.served_as(),
+        **fairness_json(outcome),
         "stopped": getattr(report, "stopped", {}),
         "calls_saved": getattr(report, "calls_saved", 0),
         "embeddings": embedding_json(outcome),

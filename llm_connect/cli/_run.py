@@ -139,6 +139,8 @@ class Outcome:
     label_queue: list[dict[str, Any]] = field(default_factory=list)
     """With ``--label-rate``: per task, candidate and routing judge, the chosen cases awaiting a
     label in the order to label them (``{"task", "candidate", "judge", "rate", "strategy", "cases"}``)."""
+    run_config: Any = None
+    """The run config from the command line (each case adds its recorded settings to it)."""
 
     def route(
         self,
@@ -438,6 +440,7 @@ def execute(
         gating_ids=gating_ids,
         judges=judges,
         judge_context=context,
+        run_config=run_config,
     )
 
 

@@ -55,6 +55,7 @@ from llm_connect.errors import CaseDataError, ConfigurationError
 from llm_connect.grading._judge_batch import JudgeBatcher
 from llm_connect.grading._paired import flag_asks_llm, judge_async, with_conversation
 from llm_connect.grading._protocols import Case, Judge, JudgePair
+from llm_connect.grading._recorded import with_recorded
 from llm_connect.grading._report import (
     BatchReport,
     BatchResult,
@@ -231,9 +232,12 @@ class BatchGrader:
     # -- helpers ---------------------------------------------------------------
 
     def _config_for(self, case: Case) -> RunConfig:
-        if case.system_prompt is not None and case.system_prompt != self.run_config.system_prompt:
-            return self.run_config.replace(system_prompt=case.system_prompt)
-        return self.run_config
+        """The run config ``case`` is asked with: its own system prompt, and the settings its
+        production call was recorded with where the command line set none (``_recorded``)."""
+        config = self.run_config
+        if case.system_prompt is not None and case.system_prompt != config.system_prompt:
+            config = config.replace(system_prompt=case.system_prompt)
+        return with_recorded(config, case.metadata)
 
     def _cache_key(self, side: Side, case: Case, sample: int = 0) -> str:
         from llm_connect.ledger import QualityLedger
