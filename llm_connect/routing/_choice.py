@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import method_name
 from llm_connect.routing._gate import deciding_judge, more_cases
+from llm_connect.routing._ppi import plural
 from llm_connect.values import STABILITY_VERDICTS
 from llm_connect.values._decision import NO_HUMAN_LABELS, RULED_OUT
 
@@ -132,7 +133,7 @@ def _needs(candidate: CandidateEvidence, min_quality: float) -> str:
         return f"{candidate.model} is too close to call"
     g, outcome = found
     more = (
-        f"{g.more_labels} more labels (and {more_cases(g)} more cases)"
+        f"{plural(int(g.more_labels), 'more label')} (and {plural(int(more_cases(g) or 0), 'more case')})"
         if g.target == "human"
         else f"{more_cases(g)} more cases"
     )
@@ -220,5 +221,8 @@ def judge_and_people(evidence: GraderEvidence) -> str | None:
         counts.append(f"{g.cases_unsampled} cases not yet sampled")
     more = ""
     if not g.settled and g.more_labels is not None:
-        more = f"; about {g.more_labels} more labels (and {g.more_cases} more cases) would settle it"
+        more = (
+            f"; about {plural(int(g.more_labels), 'more label')} (and "
+            f"{plural(int(g.more_cases or 0), 'more case')}) would settle it"
+        )
     return f"judge alone {_num(g.judge_mean)} | {people}, {', '.join(counts)}{more}"

@@ -58,6 +58,12 @@ from llm_connect.routing._ppi_running import (
 )
 from llm_connect.values._decision import INSUFFICIENT, PROVEN, RULED_OUT, UNDECIDED
 
+
+def plural(n: int, noun: str) -> str:
+    """``1 more label``, ``2 more labels``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 __all__ = [
     "ACTIVE_FLOOR",
     "LABELS_SHARE",
@@ -503,7 +509,8 @@ def human_bound_continued(
             more_labels = max(1, math.ceil(more_cases * float(pp.mean())))
             verb = "prove" if estimate >= min_quality else "rule it out"
             verdict += (
-                f"; about {more_labels} more labels (and {more_cases} more cases) would {verb} "
+                f"; about {plural(more_labels, 'more label')} (and {plural(more_cases, 'more case')}) "
+                f"would {verb} "
                 "at the observed spread"
             )
         else:
@@ -513,7 +520,11 @@ def human_bound_continued(
         f"{estimate:.3f} (judge alone {judge_mean:.3f}, judge bias {bias:+.3f}), {verdict}"
     )
     if pending:
-        why += f"; {pending} label{'s' if pending != 1 else ''} pending, {n - cut} cases wait for them"
+        waiting = n - cut
+        why += (
+            f"; {pending} label{'s' if pending != 1 else ''} pending, "
+            f"{waiting} case{' waits' if waiting == 1 else 's wait'} for {'it' if pending == 1 else 'them'}"
+        )
     bound = replace(
         base,
         status=status,

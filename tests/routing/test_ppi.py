@@ -257,3 +257,20 @@ def test_bounds_cover_the_mean_near_the_ceiling_and_the_floor(mean: float, strat
         truth = human.mean()  # the population mean, up to 1e-3
         assert (seq.lower[:, -1] > truth + 0.005).mean() <= 0.08
         assert (seq.upper[:, -1] < truth - 0.005).mean() <= 0.08
+
+
+def test_one_pending_label_and_one_waiting_case_read_in_the_singular() -> None:
+    """'1 label pending, 1 case waits for it', not '1 cases wait for them'."""
+    n = 40
+    judge = np.full(n, 0.8)
+    inclusion = np.full(n, 0.5)
+    chosen = np.zeros(n, dtype=bool)
+    human = np.full(n, np.nan)
+    chosen[[0, 5, 10, 38]] = True  # the last chosen case (38) has no label yet: it stops the sequence
+    human[[0, 5, 10]] = 1.0
+    found = human_bound(judge, inclusion, chosen, human, alpha=0.05, min_quality=0.5, min_samples=5)
+    assert "1 label pending, 2 cases wait for it" in found.why
+    chosen[39], inclusion[39] = True, 0.5
+    human[38] = 1.0  # now case 39 is the one pending, and nothing after it waits but itself
+    found = human_bound(judge, inclusion, chosen, human, alpha=0.05, min_quality=0.5, min_samples=5)
+    assert "1 label pending, 1 case waits for it" in found.why
