@@ -178,7 +178,7 @@ def _print_decisions(out: _Out, decisions: list[Any], verbose: bool) -> None:
     """One short line per task; the router's whole reason, wrapped, with ``verbose``."""
     import textwrap
 
-    from llm_connect.routing import decision_sentence, judge_and_people
+    from llm_connect.routing import decision_sentence, judge_and_people, scale_note
 
     for d in decisions:
         arrow = "route to" if d.routed else "keep the" if d.model == "baseline" else "keep baseline"
@@ -191,6 +191,9 @@ def _print_decisions(out: _Out, decisions: list[Any], verbose: bool) -> None:
                 if side is not None:
                     for text in textwrap.wrap(f"{cand.model} on {g.grader_id}: {side}", width=100):
                         out.line(("    " + text, None))
+        if (note := scale_note(d)) is not None:
+            for text in textwrap.wrap(note, width=100):
+                out.line(("    " + text, "yellow"))
         if verbose:
             for text in textwrap.wrap(d.reason, width=100):
                 out.line(("    " + text, "dim"))

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from llm_connect.cli._common import fail
-from llm_connect.values._policy import PolicyError, RoutingPolicy
+from llm_connect.values._policy import DEFAULT_MIN_QUALITY, DEFAULT_WIN_RATE, PolicyError, RoutingPolicy
 
 __all__ = [
     "OPTIONS",
@@ -51,7 +51,9 @@ MinQuality = Annotated[
         "--min-quality",
         metavar="Q",
         show_default=False,
-        help=f"Quality (0..1) a candidate must be proven to reach (default {_DEFAULT.min_quality:g}).",
+        help="Quality (0..1) a candidate must be proven to reach (default "
+        f"{DEFAULT_MIN_QUALITY:g}; with --target human {DEFAULT_WIN_RATE:g}, on people's scale "
+        "where a tie is 0.5).",
         rich_help_panel=_PANEL,
     ),
 ]

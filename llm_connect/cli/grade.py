@@ -38,13 +38,14 @@ from llm_connect.cli._settings import given_fields
 
 # The registry's table of built-in judges (names and import paths): no judge is imported.
 from llm_connect.grading.judges._registry import _BUILTINS as _BUILTIN_JUDGES
-from llm_connect.values._policy import RoutingPolicy
+from llm_connect.values._policy import DEFAULT_MIN_QUALITY as _DEFAULT_MIN_QUALITY
+from llm_connect.values._policy import DEFAULT_WIN_RATE
 
 __all__ = ["DEFAULT_JUDGE", "DEFAULT_MIN_QUALITY", "grade"]
 
 DEFAULT_JUDGE = "exact"
 """The judge used when no ``--judge`` is given."""
-DEFAULT_MIN_QUALITY = RoutingPolicy().min_quality
+DEFAULT_MIN_QUALITY = _DEFAULT_MIN_QUALITY
 """The quality threshold of verdicts and routing when ``--min-quality`` is not given (the policy's)."""
 
 _SPEC_HELP = "provider:model (openai:gpt-4o-mini) or recorded:NAME (responses recorded in the suite)"
@@ -269,7 +270,8 @@ def grade(
             "--min-quality",
             help="Quality gate on the routing judges: passed (exit 0) only when every candidate is proven, "
             "FAILED (exit 1) when one is ruled out, else NOT SETTLED (exit 5; see --allow-unsettled). Also "
-            f"the routing and verdict threshold (default {DEFAULT_MIN_QUALITY}).",
+            f"the routing and verdict threshold (default {DEFAULT_MIN_QUALITY}; with --target human "
+            f"{DEFAULT_WIN_RATE}, on people's scale where a tie is 0.5).",
             show_default=False,
             metavar="Q",
             rich_help_panel="Routing policy",

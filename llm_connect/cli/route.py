@@ -62,7 +62,7 @@ def route(
     """
     from llm_connect.cli._common import echo_err, open_ledger
     from llm_connect.cli._names import ungraded
-    from llm_connect.routing import Router, judge_and_people
+    from llm_connect.routing import Router, judge_and_people, scale_note
 
     if not grader_id:
         fail("give at least one --judge GRADER_ID (see `llm-connect ledger summary`)")
@@ -91,6 +91,8 @@ def route(
     console = Console(highlight=False, soft_wrap=not stdout_is_tty())
     console.print(f"{decision.model}", markup=False)
     console.print(decision.reason, markup=False)
+    if (note := scale_note(decision)) is not None:
+        console.print(note, markup=False)
     for cand in decision.candidates:
         for g in cand.graders:
             # The status itself: an unsettled candidate has not failed anything yet.

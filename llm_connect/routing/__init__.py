@@ -17,6 +17,7 @@ from llm_connect.routing._choice import (
     decision_sentence,
     explain_decision,
     judge_and_people,
+    scale_note,
 )
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import assess, candidate_alpha, gather
@@ -55,4 +56,5 @@ __all__ = [
     "judge_and_people",
     "more_cases",
     "quality_gate",
+    "scale_note",
 ]

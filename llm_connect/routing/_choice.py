@@ -23,6 +23,7 @@ __all__ = [
     "decision_sentence",
     "explain_decision",
     "judge_and_people",
+    "scale_note",
 ]
 
 STABILITY_ORDER = STABILITY_VERDICTS
@@ -196,6 +197,25 @@ def decision_sentence(decision: RoutingDecision) -> str:
 
 def _num(value: float | None, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
+
+
+def scale_note(decision: RoutingDecision) -> str | None:
+    """A line for a decision routed on a pairwise judge's own grades at the judges' default
+    threshold: those grades are win rates (a tie is 0.5), so 0.9 asks the judge to prefer the
+    candidate nine times in ten. ``None`` when nothing needs saying."""
+    from llm_connect.routing._human import on_peoples_scale
+    from llm_connect.values._policy import DEFAULT_MIN_QUALITY, DEFAULT_WIN_RATE
+
+    d = decision
+    pairwise = [g for g in d.used_grader_ids if on_peoples_scale(g)]
+    if d.target == "human" or not pairwise or d.min_quality < 0.5 or d.min_quality != DEFAULT_MIN_QUALITY:
+        return None
+    return (
+        f"note: {_join(pairwise)} grade{'s' if len(pairwise) == 1 else ''} win rates (a tie is 0.5): "
+        f"--min-quality {d.min_quality:g} asks the candidate to be preferred {d.min_quality:.0%} of "
+        f"the time; --min-quality {DEFAULT_WIN_RATE:g} asks it to be no worse than the baseline "
+        "by more than a little"
+    )
 
 
 def judge_and_people(evidence: GraderEvidence) -> str | None:

@@ -27,14 +27,35 @@ from llm_connect.values._decision import PROVEN
 if TYPE_CHECKING:
     from llm_connect.routing._ppi import HumanBound
 
-__all__ = ["bound_evidence"]
+__all__ = ["PREFERENCE_JUDGES", "bound_evidence", "on_peoples_scale"]
+
+
+PREFERENCE_JUDGES = ("pairwise:",)
+"""Grader ids of judges whose grade is a preference on people's scale (1 the candidate's
+answer is better, 0.5 a tie, 0 the baseline's): only their mean can be set against people's."""
+
+
+def on_peoples_scale(grader_id: str) -> bool:
+    """Whether ``grader_id``'s grades are on people's scale (a preference judge's)."""
+    return grader_id.startswith(PREFERENCE_JUDGES)
 
 
 def bound_evidence(
-    hb: HumanBound, grader_id: str, *, left_out: int, undecided: int, alpha: float
+    hb: HumanBound,
+    grader_id: str,
+    *,
+    left_out: int,
+    undecided: int,
+    alpha: float,
+    preferences: bool = False,
 ) -> GraderEvidence:
     """The evidence a :class:`~llm_connect.routing._ppi.HumanBound` gives, with the labels left
-    out (of cases the sampler did not choose) and the graded cases not yet sampled."""
+    out (of cases the sampler did not choose) and the graded cases not yet sampled.
+
+    ``preferences``: people's labels are preferences (1, tie 0.5, 0), not scores. The judge's
+    bias (its mean minus people's) is given only where the two scales are the same: a preference
+    judge against preferences, a scoring judge against scores; otherwise the evidence says so and
+    points at the judge's agreement with people (``calibrate --against human``)."""
     gid = grader_id
     notes = []
     if left_out:
@@ -47,7 +68,15 @@ def bound_evidence(
             f"{undecided} graded case{'s' if undecided != 1 else ''} not yet sampled "
             "(llm-connect labels queue)"
         )
-    why = f"{gid}: {hb.why}" + "".join(f"; {note}" for note in notes)
+    text, bias = hb.why, hb.judge_bias
+    if bias is not None and on_peoples_scale(gid) != preferences:
+        # A judge that grades each answer against the baseline (1.0: as good) is on another scale
+        # than people's preference (0.5: a tie), and a preference judge than people's scores:
+        # the difference of their means is no bias of the judge.
+        text = text.replace(f", judge bias {bias:+.3f})", ", on another scale than people's)")
+        bias = None
+        notes.append(f"its agreement with people: llm-connect calibrate --judge {gid} --against human")
+    why = f"{gid}: {text}" + "".join(f"; {note}" for note in notes)
     return GraderEvidence(
         grader_id=gid,
         n=hb.cases_used,
@@ -64,7 +93,7 @@ def bound_evidence(
         target="human",
         judge_mean=hb.judge_mean,
         human_estimate=hb.estimate,
-        judge_bias=hb.judge_bias,
+        judge_bias=bias,
         labels_used=hb.labels_used,
         labels_pending=hb.pending,
         labels_left_out=left_out,

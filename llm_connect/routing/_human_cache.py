@@ -71,6 +71,12 @@ class Group:
     evidence: dict[Hashable, GraderEvidence] = field(default_factory=dict)
 
 
+def _preferences(labels: Labels) -> bool:
+    """Whether people's values are preferences (a label with a preference decides a case's
+    value, ``human_value``), not scores."""
+    return any(prefs for prefs, _ in labels.raw.values())
+
+
 def _labels(reader: DesignReader, task: str, candidate: str, old: Labels | None) -> Labels:
     """``old`` brought up to date (or read in full)."""
     got = reader.labels_since(
@@ -264,7 +270,10 @@ def group_evidence(
                 hb, state = _continued(group, alpha, min_quality, min_samples)
                 if state is not None:
                     group.states[alpha] = state
-                ev = bound_evidence(hb, gid, left_out=len(group.outside), undecided=undecided, alpha=alpha)
+                ev = bound_evidence(
+                    hb, gid, left_out=len(group.outside), undecided=undecided, alpha=alpha,
+                    preferences=_preferences(labels),
+                )  # fmt: skip
             group.evidence[settings] = ev
             cache[gkey] = group
             out[(cand, gid)] = ev

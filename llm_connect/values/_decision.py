@@ -185,22 +185,31 @@ class CandidateEvidence:
     """Whether that verdict meets ``min_stability`` (always true without it); ``passed``
     already includes it."""
 
+    def _deciding(self) -> tuple[GraderEvidence, ...]:
+        """The graders a ruled-out candidate is ruled out on, else every usable grader: the
+        figures shown beside the candidate's status are those of the graders behind it (a
+        candidate ruled out on one judge is never shown with another judge's 0 cases)."""
+        ruled = tuple(g for g in self.graders if g.status == RULED_OUT)
+        return ruled or self.graders
+
     @property
     def n(self) -> int:
-        """The smallest number of distinct cases over the usable graders (0 without any)."""
-        return min((g.n for g in self.graders), default=0)
+        """The smallest number of distinct cases over the graders behind the status (0 without any)."""
+        return min((g.n for g in self._deciding()), default=0)
 
     @property
     def mean(self) -> float | None:
-        """The lowest mean quality over the usable graders."""
-        means = [g.mean for g in self.graders if g.mean is not None]
-        return min(means) if len(means) == len(self.graders) and means else None
+        """The lowest mean quality over the graders behind the status."""
+        graders = self._deciding()
+        means = [g.mean for g in graders if g.mean is not None]
+        return min(means) if len(means) == len(graders) and means else None
 
     @property
     def lower_bound(self) -> float | None:
-        """The lowest lower confidence bound over the usable graders."""
-        bounds = [g.lower_bound for g in self.graders if g.lower_bound is not None]
-        return min(bounds) if len(bounds) == len(self.graders) and bounds else None
+        """The lowest lower confidence bound over the graders behind the status."""
+        graders = self._deciding()
+        bounds = [g.lower_bound for g in graders if g.lower_bound is not None]
+        return min(bounds) if len(bounds) == len(graders) and bounds else None
 
     @property
     def status(self) -> str:

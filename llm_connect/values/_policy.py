@@ -15,7 +15,22 @@ from typing import Any
 
 from llm_connect.errors import ConfigurationError
 
-__all__ = ["PREFER", "STABILITY_VERDICTS", "TARGETS", "PolicyError", "RoutingPolicy"]
+__all__ = [
+    "DEFAULT_MIN_QUALITY",
+    "DEFAULT_WIN_RATE",
+    "PREFER",
+    "STABILITY_VERDICTS",
+    "TARGETS",
+    "PolicyError",
+    "RoutingPolicy",
+]
+
+DEFAULT_MIN_QUALITY = 0.9
+"""The threshold on the judges' scale (1.0: as good as the baseline) when none is stated."""
+DEFAULT_WIN_RATE = 0.45
+"""The threshold on people's scale (``target="human"``: 1 the candidate's answer is better,
+0.5 a tie, 0 the baseline's) when none is stated: not worse than the baseline by more than a
+little. 0.9 there would ask people to prefer the candidate nine times in ten."""
 
 STABILITY_VERDICTS = ("SAFE", "RISKY", "DO_NOT_SHIP")
 """Stability verdicts, best first: what the ledger accepts and ``min_stability`` compares."""
@@ -61,8 +76,10 @@ class RoutingPolicy:
                                          candidates=["gpt-4o-mini"])
     """
 
-    min_quality: float = 0.9
-    """The least mean per-case quality (0..1) a candidate must be shown to reach."""
+    min_quality: float = None  # type: ignore[assignment]  # resolved in __post_init__
+    """The least mean per-case quality (0..1) a candidate must be shown to reach. Not stated
+    (``None``): :data:`DEFAULT_MIN_QUALITY` on the judges' target, :data:`DEFAULT_WIN_RATE`
+    on people's (a tie is 0.5 there); :attr:`stated` says which."""
     confidence: float = 0.95
     """The chance (strictly between 0 and 1) that no candidate below ``min_quality`` is routed to."""
     min_samples: int = 30
@@ -84,6 +101,10 @@ class RoutingPolicy:
     unknown figures come last, then the order the candidates were given."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_stated", self.min_quality is not None)
+        if self.min_quality is None:
+            default = DEFAULT_WIN_RATE if self.target == "human" else DEFAULT_MIN_QUALITY
+            object.__setattr__(self, "min_quality", default)
         quality = _number("min_quality", self.min_quality)
         if not 0.0 <= quality <= 1.0:
             raise PolicyError("min_quality", f"must lie in 0..1, not {self.min_quality!r}")
@@ -117,8 +138,16 @@ class RoutingPolicy:
         object.__setattr__(self, "confidence", confidence)
         object.__setattr__(self, "route_on", route_on)
 
+    @property
+    def stated(self) -> bool:
+        """Whether ``min_quality`` was given, not taken from the target's default."""
+        return bool(getattr(self, "_stated", True))
+
     def replace(self, **changes: Any) -> RoutingPolicy:
-        """A copy with ``changes`` (validated again)."""
+        """A copy with ``changes`` (validated again); a threshold that was not stated follows a
+        changed ``target`` to that target's default."""
+        if not self.stated and "min_quality" not in changes:
+            changes["min_quality"] = None
         return replace(self, **changes)
 
     def for_judges(self, graded: Sequence[str]) -> RoutingPolicy:
@@ -127,9 +156,9 @@ class RoutingPolicy:
         graded judge, in id order, when ``route_on`` is empty. The report and ``grade`` decide
         each task of a run under it; ``Router.decide`` takes ``route_on`` as given."""
         if not self.route_on:
-            return replace(self, route_on=tuple(sorted(set(graded))))
+            return self.replace(route_on=tuple(sorted(set(graded))))
         narrowed = tuple(g for g in self.route_on if g in set(graded))
-        return replace(self, route_on=narrowed or self.route_on)
+        return self.replace(route_on=narrowed or self.route_on)
 
     def alpha(self, n_candidates: int) -> float:
         """Each candidate's share of ``1 - confidence`` (Bonferroni over ``n_candidates``)."""
@@ -165,4 +194,4 @@ class RoutingPolicy:
         if "route_on" in given and not isinstance(given["route_on"], str):
             given["route_on"] = tuple(given["route_on"])
         base = cls() if policy is None else policy
-        return replace(base, **given) if given else base
+        return base.replace(**given) if given else base

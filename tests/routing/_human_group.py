@@ -34,6 +34,11 @@ _GRADED = text(
 )
 
 
+_PREFERENCES = text(
+    "SELECT COUNT(*) FROM human_labels WHERE task = :task AND candidate = :cand AND preference IS NOT NULL"
+)
+
+
 def full_read(ledger: QualityLedger, task: str, alpha: float) -> object:
     """The candidate's human-target evidence computed from every sampled case and label."""
     params = {"task": task, "base": BASE, "cand": CAND, "gid": GRADER}
@@ -55,7 +60,11 @@ def full_read(ledger: QualityLedger, task: str, alpha: float) -> object:
         min_samples=30,
     )
     left_out = sum(1 for _, case_id in values if case_id not in chosen_ids)
-    return bound_evidence(hb, GRADER, left_out=left_out, undecided=graded - len(rows), alpha=alpha)
+    with ledger.engine.connect() as conn:  # people's scale: any label with a preference
+        preferences = bool(conn.execute(_PREFERENCES, params).scalar_one())
+    return bound_evidence(
+        hb, GRADER, left_out=left_out, undecided=graded - len(rows), alpha=alpha, preferences=preferences
+    )
 
 
 PREFERENCES = ("candidate", "tie", "baseline")

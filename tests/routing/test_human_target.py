@@ -268,6 +268,7 @@ def test_route_target_human_prints_the_judge_and_the_people_side_by_side(
     runs = _runs(1, 60, _biased)
     simulate(ledger, make_result, runs, rate=0.5, min_quality=0.9, targets=())
     args = ["route", "-t", runs[0].task, "-b", BASE, "-c", CAND, "--judge", GRADER, "--db", ledger.url]
+    args += ["--min-quality", "0.9"]  # people's labels here are scores, on the judge's scale
     out = CliRunner().invoke(app, [*args, "--target", "human"])
     assert out.exit_code == 0, out.output
     assert out.stdout.splitlines()[0] == BASE
