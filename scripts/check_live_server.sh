@@ -17,6 +17,7 @@
 #   LLM_CONNECT_LIVE_RESPONSE_FORMAT  pin the judge's format: json_schema, json_object_schema,
 #                                     json_object or text (default auto: the ladder)
 #   LLM_CONNECT_LIVE_MAX_TOKENS       the candidate's token cap (default 256)
+#   LLM_CONNECT_LIVE_JUDGE            llm (the default) or pairwise: which model-asking judge grades
 #   PYTHON                            the interpreter with llm-connect installed (default python3)
 #
 # Exit status: 0 every case graded; 1 a case failed (each is printed, whole) or the output is not
@@ -30,9 +31,14 @@ cases="${LLM_CONNECT_LIVE_CASES:-5}"
 pinned="${LLM_CONNECT_LIVE_RESPONSE_FORMAT:-auto}"
 max_tokens="${LLM_CONNECT_LIVE_MAX_TOKENS:-256}"
 python="${PYTHON:-python3}"
+kind="${LLM_CONNECT_LIVE_JUDGE:-llm}"
 
 say() { echo "check_live_server: $*" >&2; }
 
+case "$kind" in
+    llm | pairwise) ;;
+    *) say "LLM_CONNECT_LIVE_JUDGE must be llm or pairwise, not '$kind'"; exit 2 ;;
+esac
 case "$cases" in
     '' | *[!0-9]* | 0) say "LLM_CONNECT_LIVE_CASES must be a positive integer, not '$cases'"; exit 2 ;;
 esac
@@ -63,7 +69,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 head -n "$cases" examples/suite.jsonl >"$work/suite.jsonl"
 
-judge="llm:openai:$model"
+judge="$kind:openai:$model"
 if [ "$pinned" != auto ]; then
     judge="$judge,response_format=$pinned"
 fi
@@ -84,9 +90,9 @@ set +e
 status=$?
 set -e
 
-"$python" - "$work/out.json" "$work/err.txt" "$status" "$cases" <<'EOF'
+"$python" - "$work/out.json" "$work/err.txt" "$status" "$cases" "$kind" <<'EOF'
 import json, sys
-out_path, err_path, status, cases = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+out_path, err_path, status, cases, kind = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 try:
     with open(out_path, encoding="utf-8") as f:
         data = json.load(f)
@@ -108,5 +114,6 @@ if failures:
     sys.exit(f"check_live_server: {len(failures)} failed case(s) of {cases} (grade exit {status})")
 if done != cases or status != 0:
     sys.exit(f"check_live_server: {done} of {cases} case(s) done, grade exit {status}")
-print(f"check_live_server: ok, {done} case(s) graded with the llm judge, none failed")
+print(f"check_live_server: ok, {done} case(s) graded with the {kind} judge "
+      f"({data.get('judge_calls')} judge calls), none failed")
 EOF

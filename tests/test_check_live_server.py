@@ -5,6 +5,7 @@ no server is exit 2."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -51,7 +52,15 @@ def _run(url: str, **env: str) -> subprocess.CompletedProcess[str]:
 def test_the_ladder_grades_every_case_against_llama_cpp(llama_cpp_url: str) -> None:
     result = _run(llama_cpp_url)
     assert result.returncode == 0, result.stderr
-    assert "ok, 3 case(s) graded with the llm judge, none failed" in result.stdout
+    # every request counts, the response-format rungs the server refused too
+    assert re.search(
+        r"ok, 3 case\(s\) graded with the llm judge \([3-9] judge calls\), none failed", result.stdout
+    )
+
+
+def test_the_judge_is_llm_or_pairwise() -> None:
+    bad = _run("http://127.0.0.1:9/v1", LLM_CONNECT_LIVE_JUDGE="vrty")
+    assert bad.returncode == 2 and "must be llm or pairwise, not 'vrty'" in bad.stderr
 
 
 def test_a_pinned_json_schema_fails_and_prints_the_whole_error(llama_cpp_url: str) -> None:
