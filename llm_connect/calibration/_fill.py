@@ -10,7 +10,7 @@ stored grade. :func:`plan_fill` says which pairs a calibration compares, so that
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -130,6 +130,21 @@ def _mean_cost(ledger: QualityLedger, grader_id: str) -> float | None:
     return sum(costs) / len(costs) if costs else None
 
 
+def _scan(
+    rows: Iterable[GradeRow], first: dict[PairKey, GradeRow], done: dict[str, set[PairKey]]
+) -> Iterator[GradeRow]:
+    """Each of ``rows``, after noting its pair in ``first`` (the pair's first row, one with the
+    baseline's text preferred) and, for the graders of ``done``, that it is graded."""
+    for row in rows:
+        key = pair_key(row)
+        held = first.get(key)
+        if held is None or (held.baseline_text is None and row.baseline_text is not None):
+            first[key] = row
+        if row.grader_id in done:
+            done[row.grader_id].add(key)
+        yield row
+
+
 def plan_fill(
     ledger: QualityLedger,
     judge: str,
@@ -160,13 +175,7 @@ def plan_fill(
     done: dict[str, set[PairKey]] = {gid: set() for gid in ids}
     by_case: dict[tuple[str, str, str], list[GradeRow]] = {}
     judged: set[tuple[str, str, str]] = set()
-    for row in ledger.results(task=task, since=since_dt):
-        key = pair_key(row)
-        held = first.get(key)
-        if held is None or (held.baseline_text is None and row.baseline_text is not None):
-            first[key] = row
-        if row.grader_id in done:
-            done[row.grader_id].add(key)
+    for row in _scan(ledger.results(task=task, since=since_dt), first, done):
         if row.case_id is not None:
             case = (row.task, row.case_id, row.candidate_model)
             by_case.setdefault(case, []).append(row)
@@ -412,13 +421,8 @@ def fill_missing_grades(
     since_dt = _since(since)
     first: dict[PairKey, GradeRow] = {}
     done: dict[str, set[PairKey]] = {j.grader_id: set() for j in judges}
-    for row in ledger.results(task=task, since=since_dt):
-        key = pair_key(row)
-        held = first.get(key)
-        if held is None or (held.baseline_text is None and row.baseline_text is not None):
-            first[key] = row
-        if row.grader_id in done:
-            done[row.grader_id].add(key)
+    for _ in _scan(ledger.results(task=task, since=since_dt), first, done):
+        pass
     if shared_run is not None:
         return _fill_shared(
             ledger, judges, first, done, shared_run, lease_s=lease_s, concurrency=concurrency,
