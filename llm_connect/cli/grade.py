@@ -35,6 +35,7 @@ from llm_connect.cli._policy import (
     build_policy,
 )
 from llm_connect.cli._settings import given_fields
+from llm_connect.errors import ConfigurationError
 
 # The registry's table of built-in judges (names and import paths): no judge is imported.
 from llm_connect.grading.judges._registry import _BUILTINS as _BUILTIN_JUDGES
@@ -457,6 +458,13 @@ def _options(ctx: typer.Context) -> Any:
     pricing = _parse_prices(p["price"] or [])
     check_output_path(p["junit"], "--junit")
     check_output_path(p["report_file"], "--report")
+    if p["report_file"] is not None:  # before any call: the report draws with matplotlib
+        from llm_connect.report._charts import require_plot
+
+        try:
+            require_plot("--report")
+        except ConfigurationError as exc:
+            fail(str(exc))
     if run_id is not None and resume is not None and run_id != resume:
         fail("--run-id and --resume name different runs")
     # Every routing setting is checked here, once, by the policy (exit 2 naming the option).

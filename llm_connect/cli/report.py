@@ -156,6 +156,9 @@ def view(
     import threading
 
     from llm_connect.report import serve
+    from llm_connect.report._charts import require_plot
+
+    require_plot("view")
 
     policy = build_policy(
         min_quality=min_quality, confidence=confidence, min_samples=min_samples, target=target,

@@ -17,7 +17,34 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from llm_connect.report._decide import TaskReport
 
-__all__ = ["Y_LIMITS_PAD", "cost_quality_figure", "cost_quality_svg", "scatter_svg"]
+__all__ = [
+    "PLOT_HINT",
+    "Y_LIMITS_PAD",
+    "cost_quality_figure",
+    "cost_quality_svg",
+    "require_plot",
+    "scatter_svg",
+]
+
+PLOT_HINT = "pip install 'llm-connect[plot]'"
+
+
+def require_plot(what: str = "the report") -> None:
+    """Raise :class:`~llm_connect.errors.ConfigurationError` when matplotlib (the ``[plot]``
+    extra, which draws the report's charts) is not installed: said before anything runs."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules holds None (import blocked)
+        found = False
+    if not found:
+        from llm_connect.errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"{what} draws its charts with matplotlib, which is not installed: {PLOT_HINT}"
+        )
+
 
 Y_LIMITS_PAD = 0.03
 """The quality axis reaches this far beyond the data (at most -0.03..1.03), so a point at 0.0 or

@@ -338,6 +338,9 @@ def _build(
     gate: Mapping[str, Any] | None = None,
 ) -> _Built:
     check_gate(gate)
+    from llm_connect.report._charts import require_plot
+
+    require_plot()
     limit = DEFAULT_MAX_CASES if max_cases is None else max_cases
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ConfigurationError(f"max_cases must be a positive int, not {max_cases!r}")

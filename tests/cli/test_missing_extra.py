@@ -38,3 +38,20 @@ def test_the_pytorch_backend_asked_for_without_its_extra_is_exit_2(tmp_path: Pat
     assert result.exit_code == 2, result.output
     assert "sentence-transformers is not installed" in result.output and not db.exists()
     assert result.output.count("pip install 'llm-connect[embeddings]'") == 1
+
+
+def test_a_report_without_matplotlib_is_exit_2_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as a machine without llm-connect[plot]
+    db = tmp_path / "ledger.db"
+    suite = pair_suite(tmp_path / "s.jsonl", 4)
+    graded = invoke("grade", str(suite), "--report", str(tmp_path / "r.html"), "--db", f"sqlite:///{db}")
+    assert graded.exit_code == 2, graded.output
+    assert "pip install 'llm-connect[plot]'" in graded.output and not db.exists()
+    monkeypatch.delitem(sys.modules, "matplotlib")
+    assert invoke("grade", str(suite), "--db", f"sqlite:///{db}").exit_code == 0
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    report = invoke("report", "-o", str(tmp_path / "r.html"), "--db", f"sqlite:///{db}")
+    assert report.exit_code == 2 and "pip install 'llm-connect[plot]'" in report.output
+    assert not (tmp_path / "r.html").exists()
