@@ -40,6 +40,17 @@ HISTORY: list[dict[str, Any]] = [
 ]
 
 
+def _wire(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` as sent: an assistant turn that only calls tools carries ``"content": ""``
+    (llama-cpp-python's server refuses ``null``)."""
+    return [
+        {**m, "content": ""}
+        if m["role"] == "assistant" and m["content"] is None and m.get("tool_calls")
+        else m
+        for m in messages
+    ]
+
+
 def test_a_valid_conversation_keeps_its_messages_tools_and_choice() -> None:
     conv = Conversation(HISTORY, tools=[REFUND, DELETE], tool_choice="auto")
     assert conv.messages == HISTORY
@@ -146,7 +157,7 @@ def test_the_openai_adapter_sends_the_conversation_and_returns_tool_calls(
     conv = Conversation(HISTORY[1:], tools=[REFUND], tool_choice="auto")
     response = adapter.complete(conv, RunConfig(temperature=0, system_prompt="Be brief."))
     body = openai_server.requests[0].body
-    assert body["messages"] == [{"role": "system", "content": "Be brief."}, *HISTORY[1:]]
+    assert body["messages"] == [{"role": "system", "content": "Be brief."}, *_wire(HISTORY[1:])]
     assert body["tools"] == [REFUND] and body["tool_choice"] == "auto"
     assert response.tool_calls == (ToolCall("refund", '{"order_id": 42}'),)
     assert response.finish_reason == "tool_calls"
@@ -156,7 +167,7 @@ def test_the_openai_adapter_sends_the_conversation_and_returns_tool_calls(
 def test_a_conversations_own_system_message_wins(openai_server: OpenAIServer) -> None:
     adapter = OpenAIAdapter("gpt-4o-mini", base_url=openai_server.base_url)
     adapter.complete(Conversation(HISTORY), RunConfig(system_prompt="ignored"))
-    assert openai_server.requests[0].body["messages"] == HISTORY
+    assert openai_server.requests[0].body["messages"] == _wire(HISTORY)
 
 
 def test_tools_in_two_places_are_a_configuration_error(openai_server: OpenAIServer) -> None:
