@@ -231,6 +231,13 @@ def judge_and_people(evidence: GraderEvidence) -> str | None:
         if g.human_estimate is None
         else f"people {_num(g.human_estimate)} [{_num(g.lower_bound)}, {_num(g.upper_bound)}]"
         + ("" if g.judge_bias is None else f" (judge bias {_num(g.judge_bias, '+.3f')})")
+        + (
+            ""
+            if g.judge_bias is not None or g.human_estimate is None
+            else " (judge on another scale"
+            + ("" if g.judge_agreement is None else f"; agreement Spearman {g.judge_agreement:.2f}")
+            + ")"
+        )
     )
     counts = [f"{g.labels_used or 0} labels used"]
     if g.labels_pending:

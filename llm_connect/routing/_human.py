@@ -19,7 +19,7 @@ read and a fresh computation (``docs/decisions.md``, "why asking often is cheap 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from llm_connect.values import GraderEvidence
 from llm_connect.values._decision import PROVEN
@@ -27,7 +27,7 @@ from llm_connect.values._decision import PROVEN
 if TYPE_CHECKING:
     from llm_connect.routing._ppi import HumanBound
 
-__all__ = ["PREFERENCE_JUDGES", "bound_evidence", "on_peoples_scale"]
+__all__ = ["PREFERENCE_JUDGES", "bound_evidence", "on_peoples_scale", "rank_agreement"]
 
 
 PREFERENCE_JUDGES = ("pairwise:",)
@@ -40,6 +40,22 @@ def on_peoples_scale(grader_id: str) -> bool:
     return grader_id.startswith(PREFERENCE_JUDGES)
 
 
+def rank_agreement(judge: Any, human: Any) -> float | None:
+    """The Spearman rank correlation of the judge's grades with people's values on the cases
+    people labelled (``human`` NaN elsewhere); ``None`` with fewer than 5 such cases or no spread
+    on either side."""
+    import numpy as np
+
+    j, h = np.asarray(judge, dtype=float), np.asarray(human, dtype=float)
+    labelled = ~np.isnan(h)
+    if int(labelled.sum()) < 5 or np.ptp(j[labelled]) == 0 or np.ptp(h[labelled]) == 0:
+        return None
+    from scipy.stats import spearmanr
+
+    rho = float(spearmanr(j[labelled], h[labelled]).statistic)
+    return None if rho != rho else rho  # NaN: no rank order to compare
+
+
 def bound_evidence(
     hb: HumanBound,
     grader_id: str,
@@ -48,6 +64,7 @@ def bound_evidence(
     undecided: int,
     alpha: float,
     preferences: bool = False,
+    agreement: float | None = None,
 ) -> GraderEvidence:
     """The evidence a :class:`~llm_connect.routing._ppi.HumanBound` gives, with the labels left
     out (of cases the sampler did not choose) and the graded cases not yet sampled.
@@ -55,7 +72,8 @@ def bound_evidence(
     ``preferences``: people's labels are preferences (1, tie 0.5, 0), not scores. The judge's
     bias (its mean minus people's) is given only where the two scales are the same: a preference
     judge against preferences, a scoring judge against scores; otherwise the evidence says so and
-    points at the judge's agreement with people (``calibrate --against human``)."""
+    gives ``agreement`` (the Spearman correlation of the judge's grades with people's values on
+    the labelled cases, :func:`rank_agreement`) instead."""
     gid = grader_id
     notes = []
     if left_out:
@@ -73,9 +91,10 @@ def bound_evidence(
         # A judge that grades each answer against the baseline (1.0: as good) is on another scale
         # than people's preference (0.5: a tie), and a preference judge than people's scores:
         # the difference of their means is no bias of the judge.
-        text = text.replace(f", judge bias {bias:+.3f})", ", on another scale than people's)")
+        shown = "" if agreement is None else f"; agreement with people: Spearman {agreement:.2f}"
+        text = text.replace(f", judge bias {bias:+.3f})", f", on another scale than people's{shown})")
         bias = None
-        notes.append(f"its agreement with people: llm-connect calibrate --judge {gid} --against human")
+        notes.append(f"more on its agreement: llm-connect calibrate --judge {gid} --against human")
     why = f"{gid}: {text}" + "".join(f"; {note}" for note in notes)
     return GraderEvidence(
         grader_id=gid,
@@ -94,6 +113,7 @@ def bound_evidence(
         judge_mean=hb.judge_mean,
         human_estimate=hb.estimate,
         judge_bias=bias,
+        judge_agreement=None if bias is not None else agreement,
         labels_used=hb.labels_used,
         labels_pending=hb.pending,
         labels_left_out=left_out,

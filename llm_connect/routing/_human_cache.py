@@ -240,7 +240,7 @@ def group_evidence(
     cache: MutableMapping[Hashable, Any],
 ) -> dict[tuple[str, str], GraderEvidence]:
     """Evidence per (candidate, grader id), with ``cache`` (kept by the caller) brought up to date."""
-    from llm_connect.routing._human import bound_evidence  # _human imports nothing from here
+    from llm_connect.routing._human import bound_evidence, rank_agreement  # no import of this module
 
     reader = DesignReader(ledger.engine)
     if len(cache) > _MAX_ENTRIES:
@@ -272,7 +272,7 @@ def group_evidence(
                     group.states[alpha] = state
                 ev = bound_evidence(
                     hb, gid, left_out=len(group.outside), undecided=undecided, alpha=alpha,
-                    preferences=_preferences(labels),
+                    preferences=_preferences(labels), agreement=rank_agreement(group.rows.judge, group.human),
                 )  # fmt: skip
             group.evidence[settings] = ev
             cache[gkey] = group

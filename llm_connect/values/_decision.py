@@ -40,6 +40,7 @@ HUMAN_FIELDS = (
     "judge_mean",
     "human_estimate",
     "judge_bias",
+    "judge_agreement",
     "labels_used",
     "labels_pending",
     "labels_left_out",
@@ -121,7 +122,11 @@ class GraderEvidence:
     human_estimate: float | None = None
     """The prediction-powered estimate of the mean human value (``None`` before any label)."""
     judge_bias: float | None = None
-    """Mean of judge grade minus human value over the labelled chosen cases."""
+    """Mean of judge grade minus human value over the labelled chosen cases (``None`` where the
+    judge's scale is not people's: see :attr:`judge_agreement`)."""
+    judge_agreement: float | None = None
+    """Where the judge's scale is not people's: the Spearman rank correlation of its grades with
+    people's values on the labelled chosen cases (``None`` with fewer than 5, or no spread)."""
     labels_used: int | None = None
     """Labels of chosen cases in the bound."""
     labels_pending: int | None = None

@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from llm_connect.labels import HumanLabel
 from llm_connect.ledger import LabelStore, QualityLedger
-from llm_connect.routing._human import bound_evidence
+from llm_connect.routing._human import bound_evidence, rank_agreement
 from llm_connect.routing._ppi import human_bound
 
 GRADER = "sim-judge"
@@ -62,9 +62,11 @@ def full_read(ledger: QualityLedger, task: str, alpha: float) -> object:
     left_out = sum(1 for _, case_id in values if case_id not in chosen_ids)
     with ledger.engine.connect() as conn:  # people's scale: any label with a preference
         preferences = bool(conn.execute(_PREFERENCES, params).scalar_one())
+    judge = np.clip(np.array([float(r[4]) for r in rows]), 0.0, 1.0)
     return bound_evidence(
-        hb, GRADER, left_out=left_out, undecided=graded - len(rows), alpha=alpha, preferences=preferences
-    )
+        hb, GRADER, left_out=left_out, undecided=graded - len(rows), alpha=alpha, preferences=preferences,
+        agreement=rank_agreement(judge, human),
+    )  # fmt: skip
 
 
 PREFERENCES = ("candidate", "tie", "baseline")

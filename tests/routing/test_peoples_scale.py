@@ -48,10 +48,24 @@ def test_routing_on_people_states_its_win_rate_and_gives_no_bias_across_scales(t
     # exact grades 1.0 for "as good"; people's 0.5 is a tie: their difference is no bias
     assert "judge bias" not in out.stdout and "on another scale than people's" in out.stdout
     assert "calibrate --judge exact --against human" in out.stdout
+    assert "agreement with people: Spearman" in out.stdout or "(judge on another scale)" in out.stdout
     with QualityLedger(db) as ledger:
         decision = Router(ledger).evaluate("qa", baseline="big", candidates=["small"], target="human")
     (ev,) = decision.candidates[0].graders
     assert ev.judge_bias is None and ev.human_estimate is not None and decision.min_quality == 0.45
+
+
+def test_agreement_is_a_rank_correlation_on_the_labelled_cases() -> None:
+    import numpy as np
+
+    from llm_connect.routing._human import rank_agreement
+
+    nan = float("nan")
+    judge = np.array([0.1, 0.9, 0.5, 0.3, 0.7, 0.2, 0.8])
+    assert rank_agreement(judge, np.array([0.0, 1.0, 0.5, 0.0, 1.0, nan, nan])) > 0.8
+    assert rank_agreement(judge, np.array([1.0, 0.0, 0.5, 1.0, 0.0, nan, nan])) < -0.8
+    assert rank_agreement(judge, np.array([0.5, 0.5, 0.5, 0.5, 0.5, nan, nan])) is None  # no spread
+    assert rank_agreement(judge, np.array([0.0, 1.0, nan, nan, nan, nan, nan])) is None  # under 5 labels
 
 
 def test_a_pairwise_judge_at_the_judges_default_is_explained() -> None:
