@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from llm_connect._extras import importable
 from llm_connect._secrets import get_logger
 from llm_connect.adapters._activity import check_num_threads, distinct_texts, rows_in_order, threads_for
 from llm_connect.adapters._onnx_pipeline import Pipeline, batch_arrays, load_tokenizer, read_pipeline
@@ -95,19 +96,9 @@ def onnx_cache_dir() -> Path:
     return base / "llm-connect" / "onnx"
 
 
-def _importable(name: str) -> bool:
-    """Whether the top-level module ``name`` can be imported (checked without importing it)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):  # ValueError: sys.modules holds None (import blocked)
-        return False
-
-
 def onnxruntime_available() -> bool:
     """Whether ``onnxruntime`` can be imported (checked without importing it)."""
-    return _importable("onnxruntime")
+    return importable("onnxruntime")
 
 
 def _writable(directory: Path) -> bool:
@@ -369,7 +360,7 @@ def _probe_once(model: str, cache_dir: Path, export_dir: Path) -> None:
     from llm_connect.adapters import _probe
 
     with _load_lock:
-        if export_dir in _probed or not _probe.probe_enabled() or not _importable("torch"):
+        if export_dir in _probed or not _probe.probe_enabled() or not importable("torch"):
             return
         _probed.add(export_dir)
     if _probe.remembered_backend(export_dir) is not None:
@@ -509,14 +500,14 @@ def onnx_unusable_reason(
     """
     if not onnxruntime_available():
         return f"onnxruntime is not installed ({INSTALL_HINT})"
-    if not _importable("tokenizers"):
+    if not importable("tokenizers"):
         return f"tokenizers is not installed ({INSTALL_HINT})"
     model = _short_name(model)
     source = Path(resolve_model_source(model))
     cache = Path(cache_dir).expanduser() if cache_dir is not None else onnx_cache_dir()
     try:
         read_pipeline(model, source)
-        missing = [name for name in _EXPORT_NEEDS if not _importable(name)]
+        missing = [name for name in _EXPORT_NEEDS if not importable(name)]
         if not missing and _writable(cache):
             return None
         with _load_lock:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from llm_connect._extras import importable
 from llm_connect.adapters._activity import (
     AUTO_MIN_TEXTS,
     check_num_threads,
@@ -96,12 +97,7 @@ def _torch_threads(num_threads: int | None) -> Iterator[None]:
 
 def sentence_transformers_available() -> bool:
     """Whether ``sentence_transformers`` can be imported (checked without importing it)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("sentence_transformers") is not None
-    except (ImportError, ValueError):  # ValueError: sys.modules holds None (import blocked)
-        return False
+    return importable("sentence_transformers")
 
 
 def _load(model: str, device: str, fp16: bool = False) -> tuple[Any, threading.Lock]:

@@ -32,13 +32,9 @@ PLOT_HINT = "pip install 'llm-connect[plot]'"
 def require_plot(what: str = "the report") -> None:
     """Raise :class:`~llm_connect.errors.ConfigurationError` when matplotlib (the ``[plot]``
     extra, which draws the report's charts) is not installed: said before anything runs."""
-    import importlib.util
+    from llm_connect._extras import importable
 
-    try:
-        found = importlib.util.find_spec("matplotlib") is not None
-    except (ImportError, ValueError):  # ValueError: sys.modules holds None (import blocked)
-        found = False
-    if not found:
+    if not importable("matplotlib"):
         from llm_connect.errors import ConfigurationError
 
         raise ConfigurationError(
