@@ -160,17 +160,25 @@ def decide_task(
         else {}
     )
     alpha = candidate_alpha(policy.confidence, len(cands))
-    people = _people(
-        ledger,
-        task,
-        baseline,
-        cands,
-        graders,
-        min_quality=policy.min_quality,
-        min_samples=policy.min_samples,
-        alpha=alpha,
-    )
     usable = set(decision.used_grader_ids)
+    # What the decision computed is shown as it is, not computed again: its routing judges'
+    # own evidence on the judges' target, or what people would say on people's.
+    decided = {(c.model, ev.grader_id): ev for c in decision.candidates for ev in c.graders}
+    on_people = decision.target == "human"
+    people = dict(decided) if on_people else {}
+    people.update(
+        _people(
+            ledger,
+            task,
+            baseline,
+            cands,
+            [g for g in graders if not (on_people and g in usable)],
+            min_quality=policy.min_quality,
+            min_samples=policy.min_samples,
+            alpha=alpha,
+        )
+    )
+    judged = {} if on_people else decided
     groups = []
     for model in cands:
         for g in graders:
@@ -181,7 +189,8 @@ def decide_task(
                 GroupFigures(
                     candidate=model,
                     grader_id=g,
-                    evidence=assess(
+                    evidence=judged.get((model, g))
+                    or assess(
                         series.get((model, g)),
                         g,
                         min_quality=policy.min_quality,
