@@ -39,15 +39,12 @@ from llm_connect.errors import ConfigurationError
 
 # The registry's table of built-in judges (names and import paths): no judge is imported.
 from llm_connect.grading.judges._registry import _BUILTINS as _BUILTIN_JUDGES
-from llm_connect.values._policy import DEFAULT_MIN_QUALITY as _DEFAULT_MIN_QUALITY
-from llm_connect.values._policy import DEFAULT_WIN_RATE
+from llm_connect.values._policy import DEFAULT_MIN_QUALITY, DEFAULT_WIN_RATE
 
 __all__ = ["DEFAULT_JUDGE", "DEFAULT_MIN_QUALITY", "grade"]
 
 DEFAULT_JUDGE = "exact"
 """The judge used when no ``--judge`` is given."""
-DEFAULT_MIN_QUALITY = _DEFAULT_MIN_QUALITY
-"""The quality threshold of verdicts and routing when ``--min-quality`` is not given (the policy's)."""
 
 _SPEC_HELP = "provider:model (openai:gpt-4o-mini) or recorded:NAME (responses recorded in the suite)"
 

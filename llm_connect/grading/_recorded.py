@@ -106,14 +106,15 @@ def capped_answers(results: Iterable[Any]) -> dict[str, tuple[int, int]]:
     """Per candidate spec, ``(answers that stopped at the token cap where the baseline's answer
     did not, answers)``: a candidate cut short is compared unfairly (candidates with none left
     out)."""
-    seen: dict[tuple[str, str | None], tuple[bool, bool]] = {}
+    capped: dict[tuple[str, str], bool] = {}  # one entry per answer (several judges grade it)
     for r in results:
         cand, base = r.result.candidate_response, r.result.baseline_response
-        key = (r.candidate, f"{r.case_id}\0{cand.text}")
-        seen[key] = (cand.finish_reason == "length" and base.finish_reason != "length", True)
-    out: dict[str, list[int]] = {}
-    for (cand, _), (capped, _) in seen.items():
-        entry = out.setdefault(cand, [0, 0])
-        entry[0] += int(capped)
+        capped[(r.candidate, f"{r.case_id}\0{cand.text}")] = (
+            cand.finish_reason == "length" and base.finish_reason != "length"
+        )
+    counts: dict[str, list[int]] = {}
+    for (spec, _), cut in capped.items():
+        entry = counts.setdefault(spec, [0, 0])
+        entry[0] += int(cut)
         entry[1] += 1
-    return {cand: (n, total) for cand, (n, total) in out.items() if n}
+    return {spec: (n, total) for spec, (n, total) in counts.items() if n}

@@ -31,12 +31,13 @@ from llm_connect.report._decide import TaskReport, decide_task, task_sides
 from llm_connect.report._people import human_rows, labels_status
 from llm_connect.report._select import Selection, select
 from llm_connect.report._summary import check_gate, decision_sentence, failures, more_cases
+from llm_connect.values._policy import RoutingPolicy
 
 if TYPE_CHECKING:
     from jinja2 import Environment
 
     from llm_connect.ledger import GradeRow, QualityLedger
-    from llm_connect.values import RoutingDecision, RoutingPolicy
+    from llm_connect.values import RoutingDecision
 
 __all__ = ["ReportInfo", "render_report", "render_view_page", "write_report"]
 
@@ -139,14 +140,6 @@ def _reports(
         )
         for task, (baseline, cands, graders) in sorted(task_sides(keys).items())
     ]
-
-
-def policy_of(policy: RoutingPolicy | None, **settings: Any) -> RoutingPolicy:
-    """``policy`` (default: :class:`RoutingPolicy`'s defaults) with the keyword settings given
-    (not ``None``) applied: the report functions' keyword form, validated the same way."""
-    from llm_connect.values import RoutingPolicy
-
-    return RoutingPolicy.of(policy, **settings)
 
 
 def decisions_json(reports: Sequence[TaskReport]) -> str:
@@ -406,7 +399,7 @@ def render_report(
         run_ids=run_ids,
         tasks=tasks,
         since=since,
-        policy=policy_of(policy, **settings),
+        policy=RoutingPolicy.of(policy, **settings),
         max_cases=max_cases,
         gate=gate,
     ).html
@@ -450,7 +443,7 @@ def write_report(
         run_ids=run_ids,
         tasks=tasks,
         since=since,
-        policy=policy_of(policy, **settings),
+        policy=RoutingPolicy.of(policy, **settings),
         max_cases=max_cases,
         gate=gate,
     )
@@ -492,7 +485,7 @@ def render_view_page(
     """The ``view`` server's page over the whole ledger: figures from the running totals, no
     embedded cases (the page's case browser pages them from ``/api/cases``); ``label_link``
     adds the nav link to the labelling page (``view`` with labelling on)."""
-    policy = policy_of(policy, **settings)
+    policy = RoutingPolicy.of(policy, **settings)
     totals = ledger.grade_totals()
     reports = _reports(
         ledger, [(t.task, t.baseline_model, t.candidate_model, t.grader_id, t.n) for t in totals], policy
