@@ -107,16 +107,12 @@ app = typer.Typer(
 )
 
 
-def once_each(errors: list[str], limit: int = 5) -> list[str]:
-    """Each distinct error once, after the runs that got it (``run 3: ServerError: ...`` lines
-    grouped by what follows ``run N:``), at most ``limit`` distinct errors: a server refusing
-    every run the same way is one message, not one per run."""
-    import re
-
+def once_each(errors: list[tuple[str, str]], limit: int = 5) -> list[str]:
+    """Each distinct error of ``(run, error)`` pairs once, after the runs that got it, at most
+    ``limit`` distinct errors: a server refusing every run the same way is one message, not one
+    per run."""
     seen: dict[str, list[str]] = {}
-    for line in errors:
-        found = re.match(r"run (\d+): (.*)", line, re.S)
-        run, text = (found.group(1), found.group(2)) if found else ("?", line)
+    for run, text in errors:
         seen.setdefault(text, []).append(run)
     lines = []
     for text, runs in list(seen.items())[:limit]:
@@ -128,6 +124,15 @@ def once_each(errors: list[str], limit: int = 5) -> list[str]:
     if len(seen) > limit:
         lines.append(f"... and {len(seen) - limit} more different errors")
     return lines
+
+
+def _run_errors(lines: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``InsufficientRunsError.errors`` (``run N: error`` lines) as ``(run, error)`` pairs."""
+    pairs = []
+    for line in lines:
+        run, sep, text = line.partition(": ")
+        pairs.append((run.removeprefix("run "), text) if sep and run.startswith("run ") else ("?", line))
+    return pairs
 
 
 def _report_error(exc: BaseException) -> int:
@@ -142,7 +147,7 @@ def _report_error(exc: BaseException) -> int:
     if isinstance(exc, LLMConnectError):
         echo_err(f"error: {exc}")
         if isinstance(exc, InsufficientRunsError):
-            for line in once_each(list(exc.errors)):
+            for line in once_each(_run_errors(exc.errors)):
                 echo_err(f"  {line}")
     else:
         first = (str(exc).strip().splitlines() or [""])[0]
@@ -214,7 +219,7 @@ def _print_human(report: Any) -> None:
     if failed:
         out("")
         out(f"Failed runs ({len(failed)}):")
-        for line in once_each([f"run {r.index}: {r.error}" for r in failed]):
+        for line in once_each([(str(r.index), str(r.error)) for r in failed]):
             out(f"  {line}")
 
 
