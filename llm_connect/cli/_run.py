@@ -110,7 +110,8 @@ class GradeOptions:
         """The run's :class:`RoutingPolicy` (``route_on``: the resolved routing grader ids);
         routing, the gate, ``--until-decided``, JUnit and the report all decide under it."""
         return RoutingPolicy(
-            min_quality=self.min_quality,
+            # unstated (no --min-quality, now or when the run began): the target's default
+            min_quality=self.min_quality if self.gate else None,
             confidence=self.confidence,
             min_samples=self.min_samples,
             target=self.target,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.values import GraderEvidence, RoutingDecision, RoutingPolicy
+from llm_connect.values._policy import DEFAULT_WIN_RATE
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
@@ -173,7 +174,8 @@ def decide_task(
             baseline,
             cands,
             [g for g in graders if not (on_people and g in usable)],
-            min_quality=policy.min_quality,
+            # people's scale: an unstated threshold is the people's target default (a tie is 0.5)
+            min_quality=policy.min_quality if policy.stated or on_people else DEFAULT_WIN_RATE,
             min_samples=policy.min_samples,
             alpha=alpha,
         )

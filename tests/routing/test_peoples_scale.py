@@ -93,3 +93,22 @@ def test_a_candidate_ruled_out_on_one_judge_shows_that_judges_figures() -> None:
     cand = CandidateEvidence(model="small", graders=(empty, ruled), passed=False, mean_cost_usd=None,
                              mean_latency_ms=None, cost_ratio=None, latency_ratio=None)  # fmt: skip
     assert cand.status == "ruled out" and (cand.n, cand.mean, cand.lower_bound) == (40, 0.5, 0.3)
+
+
+def test_the_reports_people_line_uses_peoples_default_on_the_judges_target(tmp_path: Path) -> None:
+    """On the judges' target the report still shows what people would say beside each judge: at
+    people's default (0.45) when no threshold was stated, not at the judges' 0.9."""
+    from llm_connect.report._decide import decide_task
+
+    db = _ties(tmp_path)
+    with QualityLedger(db) as ledger:
+        found = decide_task(
+            ledger, "qa", baseline="big", candidates=["small"], grader_ids=["exact"], policy=RoutingPolicy()
+        )
+        stated = decide_task(
+            ledger, "qa", baseline="big", candidates=["small"], grader_ids=["exact"],
+            policy=RoutingPolicy(min_quality=0.9),
+        )  # fmt: skip
+    (group,) = found.groups
+    assert group.people is not None and group.people.status != "ruled out" and "0.45" in group.people.why
+    assert stated.groups[0].people is not None and stated.groups[0].people.status == "ruled out"
