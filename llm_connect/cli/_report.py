@@ -140,7 +140,7 @@ def run_stats(
             baseline=baseline,
             candidates=candidates,
             grader_ids=graders,
-            min_quality=policy.min_quality,
+            min_quality={g: policy.threshold(g) for g in graders},
             confidence=policy.confidence,
             min_samples=policy.min_samples,
             fixed_n=policy.fixed_n,

@@ -112,7 +112,7 @@ def summary(
     judge scores each response on its own, and mean costs and latencies.
     """
     from llm_connect.cli._common import open_ledger
-    from llm_connect.routing import gather
+    from llm_connect.routing import gather, threshold_phrase
 
     policy = build_policy(min_quality=min_quality, confidence=confidence, min_samples=min_samples)
     min_quality, confidence = policy.min_quality, policy.confidence
@@ -134,7 +134,7 @@ def summary(
             baseline=base,
             candidates=sorted(everyone | {m.candidate_model for m in members}),
             grader_ids=list(dict.fromkeys(m.grader_id for m in members)),
-            min_quality=policy.min_quality,
+            min_quality={m.grader_id: policy.threshold(m.grader_id) for m in members},
             confidence=policy.confidence,
             min_samples=policy.min_samples,
         )
@@ -147,7 +147,6 @@ def summary(
                 "candidate_model": r.candidate_model,
                 **ev.to_dict(),
                 "verdict": ev.status,
-                "min_quality": min_quality,
                 "confidence": confidence,
                 "baseline_mean_cost_usd": r.baseline_mean_cost_usd,
                 "candidate_mean_cost_usd": r.candidate_mean_cost_usd,
@@ -181,8 +180,8 @@ def summary(
             ]
             for r, ev in out
         ],
-        title=f"quality evidence (anytime-valid bounds, {confidence:.0%} per decision, "
-        f"min_quality {min_quality:g})",
+        title=f"quality evidence (anytime-valid bounds, {confidence:.0%} per decision, min_quality "
+        f"{threshold_phrase({ev.grader_id: ev.min_quality or min_quality for _, ev in out}) or min_quality})",
     )  # fmt: skip
 
 

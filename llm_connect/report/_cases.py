@@ -6,7 +6,7 @@ server's ``/api/cases`` endpoint (each row carries its own ``prompt`` and
 ``diff``). Keys of a row:
 
 ``id``, ``task``, ``cand`` (candidate model as asked for), ``judge`` (grader id),
-``score``, ``fail`` (score below ``min_quality``), ``notes``, ``case``, ``run``,
+``score``, ``fail`` (score below the judge's threshold), ``notes``, ``case``, ``run``,
 ``at`` (ISO 8601), ``base`` (baseline model), ``base_served`` / ``cand_served``
 (the names the servers reported), ``tools_base`` / ``tools_cand`` (tool calls
 as ``name(arguments)``), ``meta`` (the case's metadata), ``cost_base`` /
@@ -16,7 +16,7 @@ as ``name(arguments)``), ``meta`` (the case's metadata), ``cost_base`` /
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -61,7 +61,9 @@ def _iso(value: Any) -> str | None:
     return str(value)
 
 
-def case_row(values: Mapping[str, Any], *, min_quality: float, diff: bool = True) -> dict[str, Any]:
+def case_row(
+    values: Mapping[str, Any], *, min_quality: float | Callable[[str], float], diff: bool = True
+) -> dict[str, Any]:
     """A case row from a grade's stored columns (``grades`` column names; texts included).
 
     ``values`` holds ``id``, ``created_at``, ``run_id``, ``case_id``, ``task``,
@@ -69,9 +71,12 @@ def case_row(values: Mapping[str, Any], *, min_quality: float, diff: bool = True
     ``candidate_model``, the two sides' ``*_text``, ``*_served_model``,
     ``*_tool_calls``, ``*_cost_usd``, ``*_latency_ms`` and ``metadata``. The
     row's ``prompt`` and ``diff`` are filled in; :func:`pack_cases` moves them
-    into shared tables for the static file.
+    into shared tables for the static file. ``fail`` is a score below ``min_quality``, or
+    below the judge's own threshold when it is a function of the grader id
+    (:meth:`~llm_connect.routing.RoutingPolicy.threshold`).
     """
     score = float(values["quality_score"])
+    threshold = min_quality(values["grader_id"]) if callable(min_quality) else min_quality
     meta = _json_value(values.get("metadata"))
     row: dict[str, Any] = {
         "id": int(values["id"]),
@@ -79,7 +84,7 @@ def case_row(values: Mapping[str, Any], *, min_quality: float, diff: bool = True
         "cand": values["candidate_model"],
         "judge": values["grader_id"],
         "score": score,
-        "fail": score < min_quality,
+        "fail": score < threshold,
         "notes": values.get("notes") or "",
         "case": values.get("case_id"),
         "run": values.get("run_id"),

@@ -145,11 +145,19 @@ def cost_quality_figure(report: TaskReport) -> Any:
     if base_x is not None:
         ax.plot([base_x], [1.0], marker="*", markersize=13, color="black", linestyle="none",
                 label=f"baseline {decision.baseline}", clip_on=False)  # fmt: skip
-    ax.axhline(decision.min_quality, color="0.45", linestyle="--", linewidth=1)
-    ax.annotate(f"min_quality\n{decision.min_quality:g}", (1.0, decision.min_quality),
-                xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points",
-                ha="left", va="center", fontsize=7, color="0.35", annotation_clip=False,
-                gid="min-quality-label")  # fmt: skip
+    # one dashed line per threshold the routing judges were held to (a preference judge's win
+    # rate differs from a quality when no threshold was stated)
+    lines = sorted({decision.threshold(g) for g in routing}, reverse=True) or [decision.min_quality]
+    for k, q in enumerate(lines):
+        ax.axhline(q, color="0.45", linestyle="--", linewidth=1)
+        text = f"min_quality\n{q:g}" + (
+            ""
+            if len(lines) == 1
+            else "\n(" + ", ".join(g.split(":", 1)[0] for g in routing if decision.threshold(g) == q) + ")"
+        )
+        ax.annotate(text, (1.0, q), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=7, color="0.35",
+                    annotation_clip=False, gid="min-quality-label" + (f"-{k}" if k else ""))  # fmt: skip
     frontier = _frontier(
         [
             (x, c.mean)
@@ -176,7 +184,7 @@ def cost_quality_figure(report: TaskReport) -> Any:
         ax.set_xticks(ticks, ["baseline", *[c.model for c in cands]], fontsize=7)
     lows = [g.evidence.lower_bound for g in report.groups if g.evidence.lower_bound is not None]
     lows += [g.evidence.mean for g in report.groups if g.evidence.mean is not None]
-    low = min([decision.min_quality, *lows])
+    low = min([*lines, *lows])
     ax.set_ylim(max(-Y_LIMITS_PAD, low - 0.05), 1.0 + Y_LIMITS_PAD)
     ax.tick_params(labelsize=7)
     ax.grid(True, linewidth=0.3, alpha=0.5)

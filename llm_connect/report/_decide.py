@@ -195,7 +195,7 @@ def decide_task(
                     or assess(
                         series.get((model, g)),
                         g,
-                        min_quality=policy.min_quality,
+                        min_quality=policy.threshold(g),
                         min_samples=policy.min_samples,
                         alpha=alpha,
                         confidence=policy.confidence,

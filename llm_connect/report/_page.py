@@ -118,6 +118,13 @@ def _asset(name: str) -> str:
     return resources.files("llm_connect.report").joinpath("templates", name).read_text(encoding="utf-8")
 
 
+def _thresholds(policy: RoutingPolicy, reports: Sequence[TaskReport]) -> dict[str, float]:
+    """Each judge of the report and the threshold its grades are held to (a preference judge's
+    win rate differs from a quality's when none was stated)."""
+    judges = dict.fromkeys(g.grader_id for r in reports for g in r.groups)
+    return {g: policy.threshold(g) for g in judges}
+
+
 def _row_values(row: GradeRow) -> dict[str, Any]:
     return {name: getattr(row, name) for name in _CASE_FIELDS}
 
@@ -296,6 +303,7 @@ def _render(
             generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             ledger_url=ledger.url,
             min_quality=policy.min_quality,
+            thresholds=_thresholds(policy, reports),
             min_samples=policy.min_samples,
             confidence_pct=f"{100 * policy.confidence:.4g}%",
             target=policy.target,
@@ -339,7 +347,7 @@ def _build(
         raise ConfigurationError(f"max_cases must be a positive int, not {max_cases!r}")
     sel, _ = select(ledger, run_ids=run_ids, tasks=tasks, since=since)
     rows = [
-        case_row(_row_values(r), min_quality=policy.min_quality, diff=False)
+        case_row(_row_values(r), min_quality=policy.threshold, diff=False)
         for r in ledger.results(
             run_id=list(sel.run_ids) or None, task=list(sel.tasks) or None, since=sel.since
         )

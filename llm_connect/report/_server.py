@@ -11,8 +11,8 @@ nothing at all is written.
 
 Query parameters of ``/api/cases``: ``task``, ``candidate``, ``judge`` (exact
 values), ``min`` / ``max`` (score range, inclusive), ``failures=1`` (scores
-below ``min_quality``), ``q`` (case-insensitive text in the prompt, answers,
-notes or case id), ``sort`` (``score-asc`` | ``score-desc``), ``offset``,
+below the judge's threshold, ``RoutingPolicy.threshold``), ``q`` (case-insensitive
+text in the prompt, answers, notes or case id), ``sort`` (``score-asc`` | ``score-desc``), ``offset``,
 ``limit`` (at most 500). Answer: ``{"total": N, "offset": o, "rows": [...]}``
 with the rows of :func:`llm_connect.report._cases.case_row`.
 """
@@ -24,16 +24,16 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from llm_connect.errors import ConfigurationError, LLMConnectError
 from llm_connect.report._cases import case_row
+from llm_connect.values._policy import PREFERENCE_JUDGES, RoutingPolicy
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
     from llm_connect.report._label import LabelDesk
-    from llm_connect.values import RoutingPolicy
 
 __all__ = ["MAX_PAGE", "ReportServer", "page_cases", "serve"]
 
@@ -68,7 +68,7 @@ def page_cases(
     sort: str = "score-asc",
     offset: int = 0,
     limit: int = 100,
-    min_quality: float = 0.9,
+    min_quality: float | RoutingPolicy = 0.9,
 ) -> tuple[int, list[dict[str, Any]]]:
     """``(matching grades, one page of case rows)`` from SQL, ordered by score then id.
 
@@ -96,9 +96,16 @@ def page_cases(
     if hi < 1.0:
         where.append("quality_score <= :hi")
         params["hi"] = float(hi)
-    if failures:
+    threshold = min_quality.threshold if isinstance(min_quality, RoutingPolicy) else None
+    if failures and threshold is not None and threshold(PREFERENCE_JUDGES[0]) != threshold(""):
+        # a preference judge's own threshold (a win rate) differs from the others'
+        prefixes = " OR ".join(f"grader_id LIKE :pref{i}" for i in range(len(PREFERENCE_JUDGES)))
+        where.append(f"quality_score < CASE WHEN {prefixes} THEN :minq_pref ELSE :minq END")
+        params.update({f"pref{i}": f"{p}%" for i, p in enumerate(PREFERENCE_JUDGES)})
+        params["minq_pref"], params["minq"] = threshold(PREFERENCE_JUDGES[0]), threshold("")
+    elif failures:
         where.append("quality_score < :minq")
-        params["minq"] = float(min_quality)
+        params["minq"] = float(threshold("") if threshold is not None else cast(float, min_quality))
     if q:
         where.append("(" + " OR ".join(f"LOWER({c}) LIKE :q ESCAPE '\\'" for c in _SEARCHED) + ")")
         params["q"] = _like(q)
@@ -123,7 +130,7 @@ def page_cases(
         if narrowed:
             total = int(conn.execute(text(f"SELECT COUNT(*) FROM grades{clause}"), params).scalar_one())
         conn.rollback()
-    return total, [case_row(dict(r), min_quality=min_quality) for r in records]
+    return total, [case_row(dict(r), min_quality=threshold or cast(float, min_quality)) for r in records]
 
 
 GROUP_SHARE = 8
@@ -334,7 +341,7 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def _cases(self, query: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-        minq = self.server.policy.min_quality
+        minq = self.server.policy
         offset = int(_number(query, "offset", 0))
         limit = int(_number(query, "limit", 100))
         total, rows = page_cases(
@@ -436,7 +443,6 @@ def serve(
     the per-start token in :attr:`ReportServer.label_url` and the server's own Origin.
     """
     from llm_connect.report._label import LOOPBACK
-    from llm_connect.values import RoutingPolicy
 
     chosen = RoutingPolicy.of(policy, **settings)
 

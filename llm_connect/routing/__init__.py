@@ -18,6 +18,7 @@ from llm_connect.routing._choice import (
     explain_decision,
     judge_and_people,
     scale_note,
+    threshold_phrase,
 )
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import assess, candidate_alpha, gather
@@ -57,4 +58,5 @@ __all__ = [
     "more_cases",
     "quality_gate",
     "scale_note",
+    "threshold_phrase",
 ]

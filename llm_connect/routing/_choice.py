@@ -8,10 +8,10 @@ so a report cannot say something the router would not.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
-from llm_connect.routing._evidence import method_name
+from llm_connect.routing._evidence import method_name, threshold_of
 from llm_connect.routing._gate import deciding_judge, more_cases
 from llm_connect.routing._ppi import plural
 from llm_connect.values import STABILITY_VERDICTS
@@ -24,6 +24,7 @@ __all__ = [
     "explain_decision",
     "judge_and_people",
     "scale_note",
+    "threshold_phrase",
 ]
 
 STABILITY_ORDER = STABILITY_VERDICTS
@@ -48,6 +49,18 @@ def cheapest_proven(
     )
 
 
+def threshold_phrase(thresholds: Mapping[str, float]) -> str:
+    """The thresholds of a decision's judges in words: ``0.9`` when they agree, else the most
+    common one with the others named, ``0.9 (0.45 on pairwise:openai:m:pairwise-v1)``."""
+    values = list(thresholds.values())
+    if not values:
+        return ""
+    counts = {v: values.count(v) for v in values}
+    main = max(counts, key=lambda v: (counts[v], v))
+    others = [f"{v:g} on {g}" for g, v in thresholds.items() if v != main]
+    return f"{main:g}" + (f" ({', '.join(others)})" if others else "")
+
+
 def _pct(level: float) -> str:
     return f"{100.0 * level:.4g}%"
 
@@ -69,7 +82,7 @@ def explain_decision(
     used: Sequence[str],
     ignored: Sequence[IgnoredGrader],
     *,
-    min_quality: float,
+    min_quality: float | Mapping[str, float],
     min_samples: int,
     alpha: float,
     fixed_n: bool = False,
@@ -95,7 +108,8 @@ def explain_decision(
     )
     rule = (
         f"{method_name(fixed_n)} {_pct(1.0 - alpha)} lower bound of {what} >= "
-        f"{min_quality:g} with >= {min_samples} cases on {' and '.join(used)}"
+        f"{threshold_phrase({g: threshold_of(min_quality, g) for g in used})} "
+        f"with >= {min_samples} cases on {' and '.join(used)}"
         + (f"; {_pct(1.0 - alpha * k)} over {k} candidates (Bonferroni)" if k > 1 else "")
         + (f"; stability {min_stability} or better" if min_stability is not None else "")
     )
@@ -125,7 +139,7 @@ def explain_decision(
     )
 
 
-def _needs(candidate: CandidateEvidence, min_quality: float) -> str:
+def _needs(candidate: CandidateEvidence, min_quality: float | Mapping[str, float]) -> str:
     """``needs about N more cases`` for an unsettled ``candidate``: the figure the row of the judge
     that decides prints (:func:`~llm_connect.routing._gate.deciding_judge`), naming a likely
     rule-out; ``is too close to call`` when no judge decides."""
@@ -154,7 +168,9 @@ def decision_sentence(decision: RoutingDecision) -> str:
     projected to rule it out."""
     d = decision
     human = d.target == "human"
-    q = f"{d.min_quality:g}" + (" by what people would say" if human else "")
+    q = (threshold_phrase(d.thresholds()) or f"{d.min_quality:g}") + (
+        " by what people would say" if human else ""
+    )
     if d.routed:
         chosen = d.evidence_for(d.model)
         n = len(d.used_grader_ids)
@@ -188,7 +204,7 @@ def decision_sentence(decision: RoutingDecision) -> str:
             command = shlex.join(["llm-connect", "labels", "queue", "-t", d.task, "-c", c.model])
             parts.append(f"{c.model} has no human labels yet ({command})")
             continue
-        parts.append(_needs(c, d.min_quality))
+        parts.append(_needs(c, d.thresholds()))
     if ruled:
         parts.append(f"{_join(ruled)} {'is' if len(ruled) == 1 else 'are'} ruled out")
     head = f"no candidate is proven at {q}" + (" yet" if unsettled else "")
@@ -200,21 +216,30 @@ def _num(value: float | None, spec: str = ".3f") -> str:
 
 
 def scale_note(decision: RoutingDecision) -> str | None:
-    """A line for a decision routed on a pairwise judge's own grades at the judges' default
-    threshold: those grades are win rates (a tie is 0.5), so 0.9 asks the judge to prefer the
-    candidate nine times in ten. ``None`` when nothing needs saying."""
+    """A line for a decision routed on a preference judge's own grades, which are win rates (a
+    tie is 0.5): the threshold it was held to, in words. ``None`` when nothing needs saying
+    (people's target, no preference judge, or a stated threshold at or below a tie)."""
     from llm_connect.routing._human import on_peoples_scale
-    from llm_connect.values._policy import DEFAULT_MIN_QUALITY, DEFAULT_WIN_RATE
+    from llm_connect.values._policy import DEFAULT_WIN_RATE
 
     d = decision
     pairwise = [g for g in d.used_grader_ids if on_peoples_scale(g)]
-    if d.target == "human" or not pairwise or d.min_quality < 0.5 or d.min_quality != DEFAULT_MIN_QUALITY:
+    if d.target == "human" or not pairwise:
+        return None
+    grades = f"note: {_join(pairwise)} grade{'s' if len(pairwise) == 1 else ''} win rates (a tie is 0.5)"
+    if not d.min_quality_stated:
+        others = len(pairwise) < len(d.used_grader_ids)
+        return (
+            f"{grades}: held to {DEFAULT_WIN_RATE:g}, no worse than the baseline by more than a little"
+            + (f" (the other judges to {d.min_quality:g})" if others else "")
+            + "; --min-quality sets one threshold for every judge"
+        )
+    if d.min_quality <= 0.5:
         return None
     return (
-        f"note: {_join(pairwise)} grade{'s' if len(pairwise) == 1 else ''} win rates (a tie is 0.5): "
-        f"--min-quality {d.min_quality:g} asks the candidate to be preferred {d.min_quality:.0%} of "
-        f"the time; --min-quality {DEFAULT_WIN_RATE:g} asks it to be no worse than the baseline "
-        "by more than a little"
+        f"{grades}: --min-quality {d.min_quality:g} asks the candidate to be preferred "
+        f"{d.min_quality:.0%} of the time; --min-quality {DEFAULT_WIN_RATE:g} asks it to be no "
+        "worse than the baseline by more than a little"
     )
 
 

@@ -63,7 +63,7 @@ def assess(
     series: CaseSeries | None,
     grader_id: str,
     *,
-    min_quality: float,
+    min_quality: float | Mapping[str, float],
     min_samples: int,
     alpha: float,
     confidence: float,
@@ -85,7 +85,15 @@ def assess(
     return evidence
 
 
-def _no_grades(grader_id: str, min_samples: int, alpha: float, method: str) -> GraderEvidence:
+def threshold_of(min_quality: float | Mapping[str, float], grader_id: str) -> float:
+    """``grader_id``'s threshold: ``min_quality`` itself, or its entry when it maps grader ids
+    to thresholds (:meth:`RoutingPolicy.threshold`)."""
+    return float(min_quality) if isinstance(min_quality, int | float) else float(min_quality[grader_id])
+
+
+def _no_grades(
+    grader_id: str, min_samples: int, alpha: float, method: str, min_quality: float
+) -> GraderEvidence:
     return GraderEvidence(
         grader_id=grader_id,
         n=0,
@@ -97,6 +105,7 @@ def _no_grades(grader_id: str, min_samples: int, alpha: float, method: str) -> G
         status=NO_GRADES,
         alpha=alpha,
         method=method,
+        min_quality=min_quality,
     )
 
 
@@ -110,7 +119,7 @@ def _column(values: Sequence[Sequence[Any]], total: int) -> Any:
 def assess_many(
     items: Sequence[tuple[CaseSeries | None, str]],
     *,
-    min_quality: float,
+    min_quality: float | Mapping[str, float],
     min_samples: int,
     alpha: float,
     confidence: float,
@@ -134,13 +143,14 @@ def assess_many(
     import numpy as np
 
     method = method_name(fixed_n)
+    quality = [threshold_of(min_quality, grader_id) for _, grader_id in items]
     out: list[GraderEvidence | None] = [None] * len(items)
     if bounds_out is not None:
         bounds_out[:] = [None] * len(items)
     full = [i for i, (series, _) in enumerate(items) if series is not None and series.n_cases > 0]
     for i, (series, grader_id) in enumerate(items):
         if series is None or series.n_cases == 0:
-            out[i] = _no_grades(grader_id, min_samples, alpha, method)
+            out[i] = _no_grades(grader_id, min_samples, alpha, method, quality[i])
     if not full:
         return cast(list[GraderEvidence], out)
     group = [cast("CaseSeries", items[i][0]) for i in full]
@@ -189,25 +199,19 @@ def assess_many(
         for k, i in enumerate(full):
             bounds_out[i] = group_bounds[k]
 
+    q = [quality[i] for i in full]
     settled = [
-        cast(float, highs[k]) < min_quality
-        or (cast(float, lows[k]) >= min_quality and sizes[k] >= min_samples)
+        cast(float, highs[k]) < q[k] or (cast(float, lows[k]) >= q[k] and sizes[k] >= min_samples)
         for k in range(len(group))
     ]
-    open_ = [k for k in range(len(group)) if not settled[k]]
-    projected = dict(
-        zip(
-            open_,
-            cases_needed_many(
-                [means[k] for k in open_],
-                [sums_sq[k] / sizes[k] for k in open_],
-                min_quality,
-                alpha,
-                fixed_n=fixed_n,
-            ),
-            strict=True,
-        )
-    )
+    projected: dict[int, int | None] = {}
+    for threshold in sorted({q[k] for k in range(len(group)) if not settled[k]}):
+        open_ = [k for k in range(len(group)) if not settled[k] and q[k] == threshold]
+        needed = cases_needed_many(
+            [means[k] for k in open_], [sums_sq[k] / sizes[k] for k in open_], threshold, alpha,
+            fixed_n=fixed_n,
+        )  # fmt: skip
+        projected.update(zip(open_, needed, strict=True))
     delta_of = {
         k: (raw, lows[len(group) + j], highs[len(group) + j]) for j, (k, raw, _) in enumerate(delta_rows)
     }
@@ -226,7 +230,7 @@ def assess_many(
             projected=projected.get(k),
             delta=None if delta is None else (float(delta[0].mean()), *delta[1:]),
             delta_cases=0 if delta is None else int(delta[0].size),
-            min_quality=min_quality,
+            min_quality=q[k],
             min_samples=min_samples,
             alpha=alpha,
             method=method,
@@ -347,6 +351,7 @@ def _verdict(
         delta_low=delta_low,
         delta_high=delta_high,
         delta_cases=delta_cases,
+        min_quality=min_quality,
     )
 
 
@@ -357,7 +362,7 @@ def gather(
     baseline: str,
     candidates: Sequence[str],
     grader_ids: Sequence[str],
-    min_quality: float,
+    min_quality: float | Mapping[str, float],
     confidence: float,
     min_samples: int,
     fixed_n: bool = False,
@@ -389,12 +394,13 @@ def gather(
     cands = list(dict.fromkeys(candidates))
     graders = list(dict.fromkeys(grader_ids))
     alpha = candidate_alpha(confidence, len(cands) if n_candidates is None else n_candidates)
-    settings = (task, baseline, min_quality, confidence, min_samples, fixed_n, alpha)
+    settings = (task, baseline, confidence, min_samples, fixed_n, alpha)
     out: dict[tuple[str, str], GraderEvidence] = {}
     missing: list[tuple[str, str]] = []
     for pair in ((m, g) for m in cands for g in graders):
         version = None if versions is None else versions.get(pair)
-        hit = None if cache is None or version is None else cache.get((*settings, *pair))
+        key = (*settings, threshold_of(min_quality, pair[1]), *pair)
+        hit = None if cache is None or version is None else cache.get(key)
         if hit is not None and hit[0] == version:
             out[pair] = hit[1]
         else:
@@ -427,5 +433,5 @@ def gather(
             computed.append(pair)
         version = None if versions is None else versions.get(pair)
         if cache is not None and version is not None:
-            cache[(*settings, *pair)] = (version, ev)
+            cache[(*settings, threshold_of(min_quality, pair[1]), *pair)] = (version, ev)
     return {pair: out[pair] for pair in ((m, g) for m in cands for g in graders)}

@@ -12,10 +12,11 @@ the router and every table print), so it cannot disagree with them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_connect.routing._evidence import threshold_of
 from llm_connect.values._decision import PROVEN, RULED_OUT, CandidateEvidence, GraderEvidence
 
 __all__ = [
@@ -48,6 +49,7 @@ class GateItem:
     def describe(self, min_quality: float) -> str:
         """One short line: candidate, judge, task, the mean against the threshold, and what is missing."""
         ev = self.evidence
+        min_quality = min_quality if ev.min_quality is None else ev.min_quality
         if ev.target == "human":
             return self._describe_people(min_quality)
         head = f"{self.candidate} on {ev.grader_id} in {self.task}"
@@ -99,7 +101,7 @@ def more_cases(evidence: GraderEvidence) -> int | None:
     return max(0, evidence.cases_needed - evidence.n)
 
 
-def likely_outcome(evidence: GraderEvidence, min_quality: float) -> str | None:
+def likely_outcome(evidence: GraderEvidence, min_quality: float | Mapping[str, float]) -> str | None:
     """What :func:`more_cases` more cases would most likely settle an unsettled judge as:
     ``proven`` when its mean is at or above ``min_quality``, else ``ruled out`` (the direction its
     ``why`` names: "would prove" / "would rule it out"); ``None`` when settled or too close to call.
@@ -108,10 +110,17 @@ def likely_outcome(evidence: GraderEvidence, min_quality: float) -> str | None:
         return None
     if evidence.target == "human" and evidence.more_labels is None:
         return None
-    return PROVEN if evidence.mean >= min_quality else RULED_OUT
+    threshold = (
+        evidence.min_quality
+        if evidence.min_quality is not None
+        else threshold_of(min_quality, evidence.grader_id)
+    )
+    return PROVEN if evidence.mean >= threshold else RULED_OUT
 
 
-def deciding_judge(candidate: CandidateEvidence, min_quality: float) -> tuple[GraderEvidence, str] | None:
+def deciding_judge(
+    candidate: CandidateEvidence, min_quality: float | Mapping[str, float]
+) -> tuple[GraderEvidence, str] | None:
     """The unproven judge whose projection settles ``candidate`` first, and the outcome.
 
     One judge ruling a candidate out rules it out, while proving it takes every judge: so the

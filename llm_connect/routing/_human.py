@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect.values import GraderEvidence
 from llm_connect.values._decision import PROVEN
+from llm_connect.values._policy import PREFERENCE_JUDGES, is_preference_judge
 
 if TYPE_CHECKING:
     from llm_connect.routing._ppi import HumanBound
@@ -30,14 +31,10 @@ if TYPE_CHECKING:
 __all__ = ["PREFERENCE_JUDGES", "bound_evidence", "on_peoples_scale", "rank_agreement"]
 
 
-PREFERENCE_JUDGES = ("pairwise:",)
-"""Grader ids of judges whose grade is a preference on people's scale (1 the candidate's
-answer is better, 0.5 a tie, 0 the baseline's): only their mean can be set against people's."""
-
-
 def on_peoples_scale(grader_id: str) -> bool:
-    """Whether ``grader_id``'s grades are on people's scale (a preference judge's)."""
-    return grader_id.startswith(PREFERENCE_JUDGES)
+    """Whether ``grader_id``'s grades are on people's scale (a preference judge's, whose grades
+    are win rates): only their mean can be set against people's preferences."""
+    return is_preference_judge(grader_id)
 
 
 def rank_agreement(judge: Any, human: Any) -> float | None:
@@ -65,6 +62,7 @@ def bound_evidence(
     alpha: float,
     preferences: bool = False,
     agreement: float | None = None,
+    min_quality: float | None = None,
 ) -> GraderEvidence:
     """The evidence a :class:`~llm_connect.routing._ppi.HumanBound` gives, with the labels left
     out (of cases the sampler did not choose) and the graded cases not yet sampled.
@@ -122,4 +120,5 @@ def bound_evidence(
         cases_unsampled=undecided,
         more_labels=hb.more_labels,
         more_cases=hb.more_cases,
+        min_quality=min_quality,
     )

@@ -273,6 +273,7 @@ def group_evidence(
                 ev = bound_evidence(
                     hb, gid, left_out=len(group.outside), undecided=undecided, alpha=alpha,
                     preferences=_preferences(labels), agreement=rank_agreement(group.rows.judge, group.human),
+                    min_quality=min_quality,
                 )  # fmt: skip
             group.evidence[settings] = ev
             cache[gkey] = group

@@ -266,6 +266,9 @@ class Router:
         base_latency = _weighted([(r.baseline_mean_latency_ms, r.baseline_latency_n) for r in records])
 
         alpha = candidate_alpha(confidence, len(cands))
+        # each judge's own threshold: a stated one for all, else its scale's (a win rate for a
+        # preference judge, where a tie is 0.5)
+        thresholds = {g: policy.threshold(g) for g in used}
         versions = {(r.candidate_model, r.grader_id): _version(r) for r in records}
         computed: list[tuple[str, str]] = []
         found = (
@@ -287,7 +290,7 @@ class Router:
                 baseline=baseline,
                 candidates=cands,
                 grader_ids=used,
-                min_quality=min_quality,
+                min_quality=thresholds,
                 confidence=confidence,
                 min_samples=min_samples,
                 fixed_n=fixed_n,
@@ -335,7 +338,7 @@ class Router:
             evidence,
             used,
             ignored,
-            min_quality=min_quality,
+            min_quality=thresholds,
             min_samples=min_samples,
             alpha=alpha,
             fixed_n=fixed_n,
@@ -360,6 +363,7 @@ class Router:
             min_stability=min_stability,
             target=target,
             prefer=policy.prefer,
+            min_quality_stated=policy.stated,
             baseline_mean_cost_usd=base_cost,
             baseline_mean_latency_ms=base_latency,
         )

@@ -104,6 +104,10 @@ class GraderEvidence:
     """Each bound's one-sided error rate: ``(1 - confidence) / number of candidates``."""
     method: str = ""
     """``anytime-valid`` (default) or ``single-look (fixed n)``."""
+    min_quality: float | None = None
+    """The threshold this judge's bounds were held to (:meth:`RoutingPolicy.threshold`: a
+    preference judge's win rate differs from a quality when none was stated); ``None`` in
+    decisions stored before judges had their own: the decision's ``min_quality``."""
     delta_mean: float | None = None
     """Mean paired difference candidate − baseline score per case (single-response scorers only)."""
     delta_low: float | None = None
@@ -278,12 +282,28 @@ class RoutingDecision:
     grades corrected by people's labels of sampled cases)."""
     prefer: str = "cost"
     """Among proven candidates, the lowest mean ``cost`` or ``latency`` was chosen."""
+    min_quality_stated: bool = True
+    """Whether ``min_quality`` was stated; when not, a preference judge was held to its own
+    scale's default (:meth:`threshold`)."""
+
+    def threshold(self, grader_id: str) -> float:
+        """The threshold ``grader_id``'s evidence was held to (what its evidence says, else
+        what the policy gives)."""
+        for cand in self.candidates:
+            for g in cand.graders:
+                if g.grader_id == grader_id and g.min_quality is not None:
+                    return g.min_quality
+        return self.policy.threshold(grader_id)
+
+    def thresholds(self) -> dict[str, float]:
+        """The threshold of each routing judge (``used_grader_ids``), in order."""
+        return {g: self.threshold(g) for g in self.used_grader_ids}
 
     @property
     def policy(self) -> RoutingPolicy:
         """The :class:`RoutingPolicy` this decision was made under (``route_on``: the judges asked)."""
         return RoutingPolicy(
-            min_quality=self.min_quality,
+            min_quality=self.min_quality if self.min_quality_stated else None,
             confidence=self.confidence,
             min_samples=self.min_samples,
             target=self.target,
@@ -343,7 +363,8 @@ class RoutingDecision:
                 "min_stability": self.min_stability,
             }
             | ({"target": self.target} if self.target != "judge" else {})
-            | ({"prefer": self.prefer} if self.prefer != "cost" else {}),
+            | ({"prefer": self.prefer} if self.prefer != "cost" else {})
+            | ({} if self.min_quality_stated else {"min_quality_stated": False}),
             "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
             "baseline_mean_latency_ms": self.baseline_mean_latency_ms,
             "created_at": self.created_at.isoformat(),
@@ -383,6 +404,7 @@ class RoutingDecision:
             min_stability=params.get("min_stability"),
             target=params.get("target", "judge"),
             prefer=params.get("prefer", "cost"),
+            min_quality_stated=bool(params.get("min_quality_stated", True)),
             baseline_mean_cost_usd=data["baseline_mean_cost_usd"],
             baseline_mean_latency_ms=data["baseline_mean_latency_ms"],
             created_at=datetime.fromisoformat(data["created_at"]),

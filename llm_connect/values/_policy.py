@@ -19,10 +19,12 @@ __all__ = [
     "DEFAULT_MIN_QUALITY",
     "DEFAULT_WIN_RATE",
     "PREFER",
+    "PREFERENCE_JUDGES",
     "STABILITY_VERDICTS",
     "TARGETS",
     "PolicyError",
     "RoutingPolicy",
+    "is_preference_judge",
 ]
 
 DEFAULT_MIN_QUALITY = 0.9
@@ -38,6 +40,14 @@ TARGETS = ("judge", "human")
 """What a decision bounds: the judge's mean grade, or the mean of what people would say."""
 PREFER = ("cost", "latency")
 """Among proven candidates, the one with the lowest mean cost or the lowest mean latency."""
+PREFERENCE_JUDGES = ("pairwise:",)
+"""Grader-id prefixes of judges whose grade is a preference on people's scale (1 the
+candidate's answer is better, 0.5 a tie, 0 the baseline's): a win rate, not a quality."""
+
+
+def is_preference_judge(grader_id: str) -> bool:
+    """Whether ``grader_id``'s grades are win rates on people's scale (a ``pairwise:`` judge's)."""
+    return grader_id.startswith(PREFERENCE_JUDGES)
 
 
 class PolicyError(ConfigurationError):
@@ -79,7 +89,8 @@ class RoutingPolicy:
     min_quality: float = None  # type: ignore[assignment]  # resolved in __post_init__
     """The least mean per-case quality (0..1) a candidate must be shown to reach. Not stated
     (``None``): :data:`DEFAULT_MIN_QUALITY` on the judges' target, :data:`DEFAULT_WIN_RATE`
-    on people's (a tie is 0.5 there); :attr:`stated` says which."""
+    on people's (a tie is 0.5 there); :attr:`stated` says which. A stated threshold holds
+    for every judge; an unstated one is each judge's own scale's (:meth:`threshold`)."""
     confidence: float = 0.95
     """The chance (strictly between 0 and 1) that no candidate below ``min_quality`` is routed to."""
     min_samples: int = 30
@@ -143,6 +154,15 @@ class RoutingPolicy:
         """Whether ``min_quality`` was given, not taken from the target's default."""
         return bool(getattr(self, "_stated", True))
 
+    def threshold(self, grader_id: str) -> float:
+        """The threshold ``grader_id``'s bounds are held to: ``min_quality`` when stated or on
+        people's target; otherwise, for a preference judge (:func:`is_preference_judge`, whose
+        grades are win rates where a tie is 0.5), :data:`DEFAULT_WIN_RATE` ("not worse than the
+        baseline by more than a little"), and :data:`DEFAULT_MIN_QUALITY` for every other judge."""
+        if self.stated or self.target == "human" or not is_preference_judge(grader_id):
+            return self.min_quality
+        return DEFAULT_WIN_RATE
+
     def replace(self, **changes: Any) -> RoutingPolicy:
         """A copy with ``changes`` (validated again); a threshold that was not stated follows a
         changed ``target`` to that target's default."""
@@ -168,6 +188,8 @@ class RoutingPolicy:
         """JSON form (what a run and a stored decision keep); :meth:`from_dict` reverses it."""
         data = asdict(self)
         data["route_on"] = list(self.route_on)
+        if not self.stated:
+            data["min_quality"] = None
         return data
 
     @classmethod

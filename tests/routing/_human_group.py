@@ -65,7 +65,7 @@ def full_read(ledger: QualityLedger, task: str, alpha: float) -> object:
     judge = np.clip(np.array([float(r[4]) for r in rows]), 0.0, 1.0)
     return bound_evidence(
         hb, GRADER, left_out=left_out, undecided=graded - len(rows), alpha=alpha, preferences=preferences,
-        agreement=rank_agreement(judge, human),
+        agreement=rank_agreement(judge, human), min_quality=0.6,
     )  # fmt: skip
 
 

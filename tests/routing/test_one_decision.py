@@ -29,6 +29,9 @@ from tests.cli._util import invoke
 
 MakeResult = Callable[..., GradingResult]
 LLM = "llm:openai:judge:rubric-v1"
+PAIR = "pairwise:openai:judge:pairwise-v1"
+"""A preference judge: its grades are win rates (a tie is 0.5), held to 0.45 when no threshold
+is stated."""
 BASE = "big"
 
 
@@ -38,7 +41,7 @@ def _fill(ledger: QualityLedger, make_result: MakeResult, rng: random.Random) ->
     for task in rng.sample(["support", "billing", "code"], rng.randint(1, 2)):
         cands = rng.sample(["small", "mid", "tiny"], rng.randint(1, 3))
         tasks[task] = cands
-        judges = ["exact"] + ([LLM] if rng.random() < 0.6 else [])
+        judges = ["exact"] + ([LLM] if rng.random() < 0.6 else []) + ([PAIR] if rng.random() < 0.5 else [])
         for cand in cands:
             level = rng.choice([0.3, 0.8, 0.93, 0.99])
             n_cases = rng.choice([12, 40, 90])
@@ -49,12 +52,14 @@ def _fill(ledger: QualityLedger, make_result: MakeResult, rng: random.Random) ->
                 for judge in judges:
                     for _ in range(rng.choice([1, 1, 2, 3])):  # replicates of one case
                         score = 1.0 if rng.random() < level else rng.choice([0.0, 0.5])
+                        if judge == PAIR:  # a win, a tie or a loss
+                            score = rng.choice([0.0, 0.5, 0.5, 1.0] if level > 0.5 else [0.0, 0.0, 0.5])
                         results.append(
                             RecordItem(
                                 make_result(
                                     score,
                                     grader_id=judge,
-                                    asks_llm=judge == LLM,
+                                    asks_llm=judge in (LLM, PAIR),
                                     baseline_model=BASE,
                                     candidate_model=cand,
                                     candidate_cost=cost,
@@ -99,11 +104,11 @@ def _fill(ledger: QualityLedger, make_result: MakeResult, rng: random.Random) ->
 
 def _policy(rng: random.Random) -> RoutingPolicy:
     return RoutingPolicy(
-        min_quality=rng.choice([0.5, 0.7, 0.9]),
+        min_quality=rng.choice([None, None, 0.5, 0.7, 0.9]),
         confidence=rng.choice([0.8, 0.95]),
         min_samples=rng.choice([5, 10, 30]),
         target=rng.choice(["judge", "judge", "human"]),
-        route_on=rng.choice([("exact",), ("exact", LLM), (LLM,)]),
+        route_on=rng.choice([("exact",), ("exact", LLM), (LLM,), (PAIR,), ("exact", PAIR)]),
         allow_uncalibrated=rng.random() < 0.4,
         prefer=rng.choice(["cost", "latency"]),
     )
@@ -126,7 +131,8 @@ def _embedded(html: str) -> list[dict[str, Any]]:
 
 
 def _cli_policy(policy: RoutingPolicy) -> list[str]:
-    args = ["--min-quality", str(policy.min_quality), "--confidence", str(policy.confidence)]
+    args = ["--min-quality", str(policy.min_quality)] if policy.stated else []
+    args += ["--confidence", str(policy.confidence)]
     args += ["--min-samples", str(policy.min_samples), "--target", policy.target, "--prefer", policy.prefer]
     return args + (["--allow-uncalibrated"] if policy.allow_uncalibrated else [])
 
@@ -239,6 +245,15 @@ def test_the_policy_round_trips_and_a_stored_decision_keeps_it(
     (stored,) = ledger.decisions()
     assert stored.policy == policy == decision.policy
     assert RoutingDecision.from_dict(decision.to_dict()).policy == policy
+    # an unstated threshold stays unstated: a stored decision's policy holds a preference judge
+    # to its own default again
+    unstated = policy.replace(min_quality=None)
+    again = RoutingDecision.from_dict(
+        Router(ledger)
+        .decide("support", baseline="gpt-4o", candidates=["gpt-4o-mini"], policy=unstated)
+        .to_dict()
+    ).policy
+    assert not again.stated and again.threshold("pairwise:openai:j:v1") == 0.45
 
 
 def test_without_judges_named_every_judge_of_the_task_decides(

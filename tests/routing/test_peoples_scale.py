@@ -4,11 +4,16 @@ a pairwise judge's threshold is explained."""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from llm_connect.labels import HumanLabel, choose_for_labels
-from llm_connect.ledger import QualityLedger
-from llm_connect.routing import Router, RoutingPolicy, scale_note
+from llm_connect.ledger import QualityLedger, RecordItem
+from llm_connect.report import render_report
+from llm_connect.routing import Router, RoutingPolicy, decision_sentence, scale_note
 from llm_connect.values import RoutingDecision
 from llm_connect.values._policy import DEFAULT_MIN_QUALITY, DEFAULT_WIN_RATE
 from tests.cli._util import invoke, pair_suite
@@ -68,16 +73,71 @@ def test_agreement_is_a_rank_correlation_on_the_labelled_cases() -> None:
     assert rank_agreement(judge, np.array([0.0, 1.0, nan, nan, nan, nan, nan])) is None  # under 5 labels
 
 
-def test_a_pairwise_judge_at_the_judges_default_is_explained() -> None:
-    decision = RoutingDecision(
-        model="big", reason="", task="qa", baseline="big", candidates=(), grader_ids=("pairwise:openai:j:v1",),
-        used_grader_ids=("pairwise:openai:j:v1",), ignored_graders=(), min_quality=0.9, confidence=0.95,
-        min_samples=30, allow_uncalibrated=False, baseline_mean_cost_usd=None, baseline_mean_latency_ms=None,
-    )  # fmt: skip
-    note = scale_note(decision)
-    assert note is not None and "win rates (a tie is 0.5)" in note and "--min-quality 0.45" in note
-    assert scale_note(RoutingDecision.from_dict({**decision.to_dict(), "grader_ids": ["exact"],
-                                                  "used_grader_ids": ["exact"]})) is None  # fmt: skip
+PAIR = "pairwise:openai:judge:pairwise-v1"
+
+
+def _wins_and_ties(ledger: QualityLedger, make_result: Callable[..., Any]) -> None:
+    """200 cases: the exact judge says "as good" on each; the pairwise judge calls 70% ties and
+    30% wins for the candidate (a win rate of 0.65: a candidate no worse than the baseline)."""
+    items = []
+    for i in range(200):
+        for gid, score in (("exact", 1.0), (PAIR, 1.0 if i % 10 < 3 else 0.5)):
+            result = make_result(score, grader_id=gid, prompt=f"case {i}", asks_llm=gid == PAIR)
+            items.append(RecordItem(result, "qa", case_id=f"c{i}"))
+    ledger.record_batch(items)
+
+
+def test_a_pairwise_judge_is_held_to_a_win_rate_unless_a_threshold_is_stated(
+    ledger: QualityLedger, make_result: Callable[..., Any]
+) -> None:
+    _wins_and_ties(ledger, make_result)
+    router = Router(ledger)
+    ask = {"baseline": "gpt-4o", "candidates": ["gpt-4o-mini"], "allow_uncalibrated": True}
+    # unstated: the exact judge at 0.9, the pairwise judge at 0.45 ("no worse by more than a little")
+    d = router.evaluate("qa", **ask)
+    assert d.thresholds() == {"exact": 0.9, PAIR: 0.45} and not d.min_quality_stated
+    (exact, pair) = d.candidates[0].graders
+    assert (exact.min_quality, pair.min_quality) == (0.9, 0.45) and pair.status == "proven"
+    assert d.routed and f">= 0.9 (0.45 on {PAIR})" in d.reason
+    assert f"proven at 0.9 (0.45 on {PAIR})" in decision_sentence(d)
+    note = scale_note(d)
+    assert note is not None and "held to 0.45" in note and "the other judges to 0.9" in note
+    # a stored decision keeps each judge's threshold
+    assert RoutingDecision.from_dict(d.to_dict()).thresholds() == d.thresholds()
+
+    # stated: one threshold for every judge; 0.9 asks the pairwise judge for nine wins in ten
+    stated = router.evaluate("qa", **ask, min_quality=0.9)
+    pair = stated.candidates[0].graders[1]
+    assert pair.min_quality == 0.9 and pair.status == "ruled out" and not stated.routed
+    note = scale_note(stated)
+    assert note is not None and "--min-quality 0.9 asks the candidate to be preferred 90%" in note
+    assert scale_note(router.evaluate("qa", **ask, min_quality=0.45)) is None
+    # on people's target every judge is on people's scale already
+    assert scale_note(router.evaluate("qa", **ask, target="human")) is None
+
+
+def test_the_cli_and_report_state_a_pairwise_judges_own_threshold(
+    sqlite_url: str, make_result: Callable[..., Any]
+) -> None:
+    with QualityLedger(sqlite_url) as ledger:
+        _wins_and_ties(ledger, make_result)
+    base = ["-t", "qa", "-b", "gpt-4o", "-c", "gpt-4o-mini", "--allow-uncalibrated", "--db", sqlite_url]
+    out = invoke("route", *base, "-j", "exact", "-j", PAIR)
+    assert out.exit_code == 0, out.output
+    assert "Routed to gpt-4o-mini" in out.stdout and "held to 0.45" in out.stdout, out.stdout
+    summary = invoke("ledger", "summary", "--db", sqlite_url, "--json")
+    assert summary.exit_code == 0, summary.output
+    rows = {r["grader_id"]: r for r in json.loads(summary.stdout)}
+    assert (rows["exact"]["min_quality"], rows[PAIR]["min_quality"]) == (0.9, 0.45)
+    with QualityLedger(sqlite_url) as ledger:
+        html = render_report(ledger, tasks=["qa"], policy=RoutingPolicy(allow_uncalibrated=True))
+    assert f'<span class="own-threshold">0.45 on {PAIR}' in html
+    cases = json.loads(
+        re.search(r'<script type="application/json" id="case-data">(.*?)</script>', html, re.S)[1]
+    )
+    rows = cases["rows"] if isinstance(cases, dict) else cases
+    # a tie (0.5) is no failure on the pairwise judge's win rate
+    assert any(r["judge"] == PAIR and r["score"] == 0.5 and not r["fail"] for r in rows)
 
 
 def test_a_candidate_ruled_out_on_one_judge_shows_that_judges_figures() -> None:

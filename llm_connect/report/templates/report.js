@@ -7,7 +7,6 @@
   var root = document.getElementById("cases");
   if (!root) { return; }
   var PAGE = 200;
-  var minQuality = parseFloat(root.getAttribute("data-min-quality"));
   var dataEl = document.getElementById("case-data");
   var data = dataEl ? JSON.parse(dataEl.textContent) : null;
   var list = document.getElementById("case-list");
@@ -69,7 +68,7 @@
     if (f.candidate && row.cand !== f.candidate) { return false; }
     if (f.judge && row.judge !== f.judge) { return false; }
     if (row.score < f.min || row.score > f.max) { return false; }
-    if (f.failures && !(row.score < minQuality)) { return false; }
+    if (f.failures && !row.fail) { return false; }
     if (f.q && haystack(row).indexOf(f.q) < 0) { return false; }
     return true;
   }
@@ -122,7 +121,7 @@
   function when(at) { return at ? String(at).replace("T", " ").slice(0, 19) + " UTC" : "-"; }
 
   function cardElement(row) {
-    var item = el("article", "case-row" + (row.score < minQuality ? " fail" : ""));
+    var item = el("article", "case-row" + (row.fail ? " fail" : ""));
     item.setAttribute("data-task", row.task);
     item.setAttribute("data-candidate", row.cand);
     item.setAttribute("data-judge", row.judge);
@@ -143,7 +142,7 @@
   }
 
   function runElement(row) {
-    var box = el("details", "case-run" + (row.score < minQuality ? " fail" : ""));
+    var box = el("details", "case-run" + (row.fail ? " fail" : ""));
     box.setAttribute("data-run", row.run || "");
     box.setAttribute("data-at", row.at || "");
     box.setAttribute("data-score", String(row.score));
