@@ -340,7 +340,7 @@ def _as_array(values: Any) -> Any:
     return x
 
 
-def _bound(values: Any, alpha: float, fixed_n: bool, side: int) -> float | None:
+def _bound(values: Any, alpha: float, fixed_n: bool, side: int, threshold: float | None) -> float | None:
     """The lower (``side`` 0) or upper (``side`` 1) bound; an upper bound of ``x`` is one minus
     the lower bound of ``1 - x``."""
     if not 0.0 < alpha < 1.0:
@@ -350,22 +350,33 @@ def _bound(values: Any, alpha: float, fixed_n: bool, side: int) -> float | None:
         return None
     if fixed_n and _is_binary(x):
         return clopper_pearson(int(x.sum()), int(x.size), alpha)[side]
+    if threshold is not None and not fixed_n:
+        from llm_connect.routing._betting import betting_bounds
+
+        lows, highs, _ = betting_bounds([x], [alpha], [threshold], [None])
+        return (lows if side == 0 else highs)[0]
     return _eb_lower(x, alpha, fixed_n) if side == 0 else 1.0 - _eb_lower(1.0 - x, alpha, fixed_n)
 
 
-def lower_bound(values: Any, alpha: float, *, fixed_n: bool = False) -> float | None:
+def lower_bound(
+    values: Any, alpha: float, *, fixed_n: bool = False, threshold: float | None = None
+) -> float | None:
     """A lower confidence bound for the mean of ``values`` (in [0, 1], in the order observed).
 
     The chance that the true mean lies below it is at most ``alpha``: at every
     sample size at once (default), or for this one sample size
-    (``fixed_n=True``). ``None`` without values.
+    (``fixed_n=True``). ``None`` without values. With a ``threshold`` (anytime
+    bounds), the betting sequence aimed at it that routing decides with
+    (:mod:`~llm_connect.routing._betting`); without, the empirical-Bernstein sequence.
     """
-    return _bound(values, alpha, fixed_n, 0)
+    return _bound(values, alpha, fixed_n, 0, threshold)
 
 
-def upper_bound(values: Any, alpha: float, *, fixed_n: bool = False) -> float | None:
+def upper_bound(
+    values: Any, alpha: float, *, fixed_n: bool = False, threshold: float | None = None
+) -> float | None:
     """An upper confidence bound for the mean (the lower bound of ``1 - values``, mapped back)."""
-    return _bound(values, alpha, fixed_n, 1)
+    return _bound(values, alpha, fixed_n, 1, threshold)
 
 
 def mean_interval(

@@ -27,6 +27,8 @@ from collections.abc import Hashable, Mapping, MutableMapping, Sequence
 from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, cast
 
+from llm_connect.routing._betting import betting_bounds
+from llm_connect.routing._betting import cases_needed_many as betting_cases_needed
 from llm_connect.routing._bounds import bounds_many, cases_needed_many, continue_bounds
 from llm_connect.routing._series import CachedSeries, GroupBounds, read_series
 from llm_connect.values import GraderEvidence
@@ -193,7 +195,11 @@ def assess_many(
         group_bounds: list[GroupBounds | None] = [None] * len(group)
     else:
         lows, highs, group_bounds = _continued(
-            value_parts, delta_rows, alphas, [None if priors is None else priors[i] for i in full]
+            value_parts,
+            delta_rows,
+            alphas,
+            [None if priors is None else priors[i] for i in full],
+            [quality[i] for i in full],
         )
     if bounds_out is not None:
         for k, i in enumerate(full):
@@ -205,12 +211,19 @@ def assess_many(
         for k in range(len(group))
     ]
     projected: dict[int, int | None] = {}
-    for threshold in sorted({q[k] for k in range(len(group)) if not settled[k]}):
-        open_ = [k for k in range(len(group)) if not settled[k] and q[k] == threshold]
-        needed = cases_needed_many(
-            [means[k] for k in open_], [sums_sq[k] / sizes[k] for k in open_], threshold, alpha,
-            fixed_n=fixed_n,
-        )  # fmt: skip
+    open_ = [k for k in range(len(group)) if not settled[k]]
+    if fixed_n:
+        for threshold in sorted({q[k] for k in open_}):
+            same = [k for k in open_ if q[k] == threshold]
+            needed = cases_needed_many(
+                [means[k] for k in same], [sums_sq[k] / sizes[k] for k in same], threshold, alpha,
+                fixed_n=True,
+            )  # fmt: skip
+            projected.update(zip(same, needed, strict=True))
+    elif open_:
+        needed = betting_cases_needed(
+            [means[k] for k in open_], [sums_sq[k] / sizes[k] for k in open_], [q[k] for k in open_], alpha
+        )
         projected.update(zip(open_, needed, strict=True))
     delta_of = {
         k: (raw, lows[len(group) + j], highs[len(group) + j]) for j, (k, raw, _) in enumerate(delta_rows)
@@ -243,8 +256,10 @@ def _continued(
     delta_rows: Sequence[tuple[int, Any, Any]],
     alphas: Sequence[float],
     priors: Sequence[GroupBounds | None],
+    thresholds: Sequence[float],
 ) -> tuple[list[float | None], list[float | None], list[GroupBounds | None]]:
-    """The anytime bounds of each group's values and paired deltas (rows as in
+    """The anytime bounds of each group's values (the betting sequence aimed at the group's
+    threshold, :mod:`~llm_connect.routing._betting`) and paired deltas (rows as in
     :func:`assess_many`), continued from ``priors`` where given; and the running bounds."""
     new: list[Any] = []
     starts: list[Any] = []
@@ -255,6 +270,9 @@ def _continued(
         else:
             new.append(part)
             starts.append(None)
+    n_groups = len(value_parts)
+    lows, highs, value_ends = betting_bounds(new, alphas[:n_groups], thresholds, starts)
+    new, starts = [], []
     for k, _, unit in delta_rows:
         prior = priors[k]
         if prior is not None and prior.delta is not None and prior.delta_n <= unit.size:
@@ -263,14 +281,15 @@ def _continued(
         else:
             new.append(unit)
             starts.append(None)
-    lows, highs, ends = continue_bounds(new, alphas, starts)
-    n_groups = len(value_parts)
-    delta_end = {k: (ends[n_groups + j], unit.size) for j, (k, _, unit) in enumerate(delta_rows)}
+    delta_lows, delta_highs, ends = continue_bounds(new, alphas[n_groups:], starts)
+    delta_end = {k: (ends[j], unit.size) for j, (k, _, unit) in enumerate(delta_rows)}
     out: list[GroupBounds | None] = []
     for k, part in enumerate(value_parts):
         delta, delta_n = delta_end.get(k, (None, 0))
-        out.append(GroupBounds(n=part.size, values=ends[k], delta_n=delta_n, delta=delta))
-    return lows, highs, out
+        values = value_ends[k]
+        assert values is not None
+        out.append(GroupBounds(n=part.size, values=values, delta_n=delta_n, delta=delta))
+    return lows + delta_lows, highs + delta_highs, out
 
 
 def _verdict(
@@ -408,11 +427,14 @@ def gather(
     series = (
         read_series(ledger, task, baseline, missing, totals, series_cache, new_cases or {}) if missing else {}
     )
-    bounds_key = (alpha, confidence)
+
+    def bounds_key(pair: tuple[str, str]) -> Hashable:  # the values' bounds aim at the threshold
+        return (alpha, confidence, threshold_of(min_quality, pair[1]))
+
     priors: list[GroupBounds | None] = []
     for pair in missing:
         extends = series[pair][1] if pair in series else None
-        priors.append(None if extends is None else extends.bounds.get(bounds_key))
+        priors.append(None if extends is None else extends.bounds.get(bounds_key(pair)))
     bounds: list[GroupBounds | None] = []
     assessed = assess_many(
         [(series[pair][0].series if pair in series else None, pair[1]) for pair in missing],
@@ -426,7 +448,7 @@ def gather(
     )
     for pair, group_bounds in zip(missing, bounds, strict=True):  # each new cache entry's bounds
         if pair in series and group_bounds is not None:
-            series[pair][0].bounds = {bounds_key: group_bounds}
+            series[pair][0].bounds = {bounds_key(pair): group_bounds}
     for pair, ev in zip(missing, assessed, strict=True):
         out[pair] = ev
         if computed is not None:

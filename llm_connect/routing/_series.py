@@ -4,7 +4,7 @@ Routing code asks ``Router.decide`` after every batch of grades. A group (task,
 baseline, candidate, grader) the Router read before is extended by the cases
 that arrived since instead of being read again (:func:`read_series`), and its
 anytime bounds are continued from their running sums (:class:`GroupBounds`,
-:func:`~llm_connect.routing._bounds.continue_bounds`) instead of being
+:func:`~llm_connect.routing._betting.betting_bounds`) instead of being
 recomputed over every case. Both give exactly what a fresh read and a fresh
 computation give; the running totals of the ledger say when a change is more
 than new cases (a replicate of a known case, a case committed out of order),
@@ -19,6 +19,7 @@ from collections.abc import Hashable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from llm_connect.routing._betting import BetState
 from llm_connect.routing._bounds import RunningBound
 
 if TYPE_CHECKING:
@@ -31,12 +32,12 @@ _MAX_GROUPS = 10_000
 
 @dataclass(frozen=True, slots=True)
 class GroupBounds:
-    """One group's anytime bounds as running sums, at one (alpha, confidence): the per-case
-    values' (lower, mirrored upper) after ``n`` cases, and the paired deltas' after the
-    ``delta_n`` of those cases that have one (``None`` before the first)."""
+    """One group's anytime bounds as running sums, at one (alpha, confidence, threshold): the
+    per-case values' betting states (lower, mirrored upper) after ``n`` cases, and the paired
+    deltas' after the ``delta_n`` of those cases that have one (``None`` before the first)."""
 
     n: int
-    values: tuple[RunningBound, RunningBound]
+    values: tuple[BetState, BetState]
     delta_n: int
     delta: tuple[RunningBound, RunningBound] | None
 

@@ -30,7 +30,7 @@ def test_recorded_suite_prints_stats_and_a_routing_verdict(tmp_path: Path, db: s
     result = invoke("grade", str(suite), "--db", db)
     assert result.exit_code == 0, result.output
     assert "recorded:candidate" in result.stdout and "judge=exact" in result.stdout
-    assert "cases=60" in result.stdout and "mean=1.000 [0.928, 1.000]" in result.stdout
+    assert "cases=60" in result.stdout and "mean=1.000 [0.930, 1.000]" in result.stdout
     assert "verdict=proven" in result.stdout
     assert "task qa: route to small" in result.stdout
     assert QualityLedger(db).count() == 60

@@ -27,13 +27,13 @@ def _suite(tmp_path: Path, n: int, wrong: int, cased: int) -> Path:
 
 
 def test_the_sentence_says_the_rows_number_for_the_rule_out_it_names(tmp_path: Path) -> None:
-    # exact: mean 0.667, clearly below 0.9 but not yet ruled out (its row: ~N more cases would
-    # rule it out); exact:normalized: mean 0.933, hundreds of cases from proof. The candidate is
+    # exact: mean 0.833, below 0.9 but not yet ruled out (its row: ~N more cases would rule it
+    # out); exact:normalized: mean 0.933, hundreds of cases from proof. The candidate is
     # settled when exact rules it out, so the headline is exact's number, named as a rule-out
     # (it used to be the other judge's hundreds).
     report = tmp_path / "r.html"
     result = invoke(
-        "grade", str(_suite(tmp_path, 30, 2, 8)), "--db", f"sqlite:///{tmp_path / 'l.db'}",
+        "grade", str(_suite(tmp_path, 30, 2, 3)), "--db", f"sqlite:///{tmp_path / 'l.db'}",
         "-j", "exact", "-j", "exact:normalize=true", "--min-quality", "0.9", "--report", str(report),
     )  # fmt: skip
     out = result.stdout
@@ -45,7 +45,7 @@ def test_the_sentence_says_the_rows_number_for_the_rule_out_it_names(tmp_path: P
     assert expected in sentence, out
     # the gate's line for that judge says the same number
     assert (
-        f"on exact in qa: mean 0.667 vs 0.9, bounds [0.318, 0.992], 30 cases; about {rows['exact']} " in out
+        f"on exact in qa: mean 0.833 vs 0.9, bounds [0.562, 1.000], 30 cases; about {rows['exact']} " in out
     )
 
     page = report.read_text(encoding="utf-8")
@@ -56,10 +56,10 @@ def test_the_sentence_says_the_rows_number_for_the_rule_out_it_names(tmp_path: P
 
 
 def test_when_every_judge_would_prove_it_the_sentence_says_the_slowest(tmp_path: Path) -> None:
-    # exact: mean 0.975, exact:normalized: 1.0; both above 0.9, neither proven on 40 cases. Proof
+    # exact: mean 0.967, exact:normalized: 1.0; both above 0.9, neither proven on 30 cases. Proof
     # takes both judges: the headline is the larger of the two rows' numbers.
     result = invoke(
-        "grade", str(_suite(tmp_path, 40, 0, 1)), "--db", f"sqlite:///{tmp_path / 'l.db'}",
+        "grade", str(_suite(tmp_path, 30, 0, 1)), "--db", f"sqlite:///{tmp_path / 'l.db'}",
         "-j", "exact", "-j", "exact:normalize=true", "--min-quality", "0.9",
     )  # fmt: skip
     out = result.stdout

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from llm_connect.ledger import CaseSeries
+from llm_connect.routing._betting import cases_needed_many as betting_cases_needed
 from llm_connect.routing._bounds import (
     bounds_many,
     cases_needed,
@@ -118,8 +119,10 @@ def _reference(
     values = np.clip(np.asarray(series.sum_quality, dtype=float) / grades, 0.0, 1.0)
     n = values.size
     mean, var = float(values.mean()), float(values.var())
-    low = lower_bound(values, alpha, fixed_n=fixed_n)
-    high = upper_bound(values, alpha, fixed_n=fixed_n)
+    # anytime: the betting sequence aimed at the threshold; one look: the single-look interval
+    aim = None if fixed_n else min_quality
+    low = lower_bound(values, alpha, fixed_n=fixed_n, threshold=aim)
+    high = upper_bound(values, alpha, fixed_n=fixed_n, threshold=aim)
     assert low is not None and high is not None
     counts = np.asarray(series.delta_n, dtype=float)
     has = counts > 0
@@ -140,7 +143,11 @@ def _reference(
         status, needed = INSUFFICIENT, min_samples
     else:
         status = INSUFFICIENT if n < min_samples else UNDECIDED
-        projected = cases_needed(mean, var, min_quality, alpha, fixed_n=fixed_n)
+        projected = (
+            cases_needed(mean, var, min_quality, alpha, fixed_n=True)
+            if fixed_n
+            else betting_cases_needed([mean], [var], [min_quality], alpha)[0]
+        )
         needed = None if projected is None else max(projected, min_samples, n + 1)
     return {
         "n": n,
