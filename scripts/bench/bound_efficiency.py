@@ -224,7 +224,11 @@ def efficiency(runs: int, router_runs: int, seed: int) -> None:
     """Print the table of median cases to prove, and the router's ratio per regime."""
     cols = ["router", "router's bound", "eb c=0.5", "eb c=0.75", "truescore EB", "betting c=0.75"]
     print(f"## Median cases to prove (alpha {ALPHA}, a look every {LOOK} cases, up to {N_CASES})\n")
-    print(f"{runs} runs per regime; router on the first {router_runs} of them.\n")
+    print(
+        f"{runs} runs per regime. `router's bound`: the bound a Router decides with, continued look by look,"
+        f" on every run; `router`: the Router itself on a real SQLite ledger, on the first {router_runs}"
+        " runs only (its median is of those runs; the check below compares it run by run).\n"
+    )
     print("| regime | q | " + " | ".join(cols) + " |")
     print("|---|---|" + "---|" * len(cols))
     ratios: list[str] = []
