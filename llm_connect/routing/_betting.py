@@ -307,7 +307,7 @@ def cases_needed_many(
     q = np.array([thresholds[i] for i in rows], dtype=float)
     up = mean > q
     mean = np.where(up, mean, 1.0 - mean)[:, None]  # below the threshold: the mirrored side
-    q = np.where(up, q, 1.0 - q)[:, None]
+    q = np.clip(np.where(up, q, 1.0 - q), 1e-6, 1.0 - 1e-6)[:, None]  # as the grid keeps m inside (0, 1)
     var = np.maximum(np.array([variances[i] for i in rows], dtype=float), 1e-6)[:, None]
     t = _times()[None, :]
     mu_prev = (0.5 + (t - 1.0) * mean) / t

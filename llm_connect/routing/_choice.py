@@ -147,8 +147,9 @@ def _needs(candidate: CandidateEvidence, min_quality: float | Mapping[str, float
     if found is None:
         return f"{candidate.model} is too close to call"
     g, outcome = found
+    labels = plural(int(g.more_labels or 0), "more label")
     more = (
-        f"{plural(int(g.more_labels), 'more label')} (and {plural(int(more_cases(g) or 0), 'more case')})"
+        f"{labels} (and {plural(int(more_cases(g) or 0), 'more case')})"
         if g.target == "human"
         else f"{more_cases(g)} more cases"
     )

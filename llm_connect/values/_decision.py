@@ -302,8 +302,9 @@ class RoutingDecision:
     @property
     def policy(self) -> RoutingPolicy:
         """The :class:`RoutingPolicy` this decision was made under (``route_on``: the judges asked)."""
+        stated = {"min_quality": self.min_quality} if self.min_quality_stated else {}
         return RoutingPolicy(
-            min_quality=self.min_quality if self.min_quality_stated else None,
+            **stated,
             confidence=self.confidence,
             min_samples=self.min_samples,
             target=self.target,
