@@ -40,7 +40,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from llm_connect.errors import (
     AdapterError,
@@ -49,10 +49,7 @@ from llm_connect.errors import (
     ConfigurationError,
     RateLimitError,
 )
-from llm_connect.types import LLMResponse, RunConfig
-
-if TYPE_CHECKING:
-    from llm_connect.adapters import LLMAdapter
+from llm_connect.types import LLMResponse, Prompt, RunConfig
 
 __all__ = [
     "AUTO",
@@ -66,6 +63,21 @@ __all__ = [
     "refuses_format",
     "response_formats_used",
 ]
+
+
+class _Adapter(Protocol):
+    """What the ladder asks of an adapter: every :class:`~llm_connect.adapters.LLMAdapter` is one.
+
+    Spelled out here, not imported, so that this module stays below ``adapters`` (whose error
+    mapping reads :func:`names_response_format`), not even naming it for the type checker.
+    """
+
+    adapter_id: str
+
+    def complete(self, prompt: Prompt, run_config: RunConfig) -> LLMResponse: ...
+
+    async def acomplete(self, prompt: Prompt, run_config: RunConfig) -> LLMResponse: ...
+
 
 #: The ladder of response-format modes, most structured first.
 FORMATS: tuple[str, ...] = ("json_schema", "json_object_schema", "json_object", "text")
@@ -129,7 +141,7 @@ _accepted: dict[tuple[str, str], str] = {}
 _accepted_lock = threading.Lock()
 
 
-def _server_key(adapter: LLMAdapter) -> tuple[str, str]:
+def _server_key(adapter: _Adapter) -> tuple[str, str]:
     """``(endpoint, model)`` of the adapter's server; the adapter id for adapters without them."""
     endpoint = getattr(adapter, "endpoint", None)
     model = getattr(adapter, "model", None)
@@ -139,7 +151,7 @@ def _server_key(adapter: LLMAdapter) -> tuple[str, str]:
     )
 
 
-def accepted_format(adapter: LLMAdapter) -> str:
+def accepted_format(adapter: _Adapter) -> str:
     """The first mode of :data:`FORMATS` the ladder tries with ``adapter``'s server.
 
     ``"json_schema"`` until a call to that endpoint and model has had to fall back.
@@ -148,7 +160,7 @@ def accepted_format(adapter: LLMAdapter) -> str:
         return _accepted.get(_server_key(adapter), FORMATS[0])
 
 
-def _remember(adapter: LLMAdapter, mode: str) -> None:
+def _remember(adapter: _Adapter, mode: str) -> None:
     with _accepted_lock:
         _accepted[_server_key(adapter)] = mode
 
@@ -215,23 +227,23 @@ class ReplyFormat:
             params["response_format"] = response_format
         return base.replace(model_params=params)
 
-    def first_mode(self, adapter: LLMAdapter) -> str:
+    def first_mode(self, adapter: _Adapter) -> str:
         """The mode the next request to ``adapter`` is sent in (the pinned one, or the remembered one)."""
         return self.pinned or accepted_format(adapter)
 
-    def _modes(self, adapter: LLMAdapter) -> tuple[str, ...]:
+    def _modes(self, adapter: _Adapter) -> tuple[str, ...]:
         if self.pinned is not None:
             return (self.pinned,)
         first = accepted_format(adapter)
         return FORMATS[FORMATS.index(first) :]
 
-    def _succeeded(self, adapter: LLMAdapter, mode: str, modes: tuple[str, ...]) -> None:
+    def _succeeded(self, adapter: _Adapter, mode: str, modes: tuple[str, ...]) -> None:
         if self.pinned is None and mode != modes[0]:
             _remember(adapter, mode)
         with self._lock:
             self._used[(adapter.adapter_id, mode)] += 1
 
-    def complete(self, adapter: LLMAdapter, message: str, base: RunConfig) -> tuple[LLMResponse, str]:
+    def complete(self, adapter: _Adapter, message: str, base: RunConfig) -> tuple[LLMResponse, str]:
         """``adapter.complete`` down the ladder: ``(reply, mode that succeeded)``."""
         modes = self._modes(adapter)
         for mode in modes:
@@ -246,7 +258,7 @@ class ReplyFormat:
             return reply, mode
         raise AssertionError("unreachable: the last mode returns or raises")  # pragma: no cover
 
-    async def acomplete(self, adapter: LLMAdapter, message: str, base: RunConfig) -> tuple[LLMResponse, str]:
+    async def acomplete(self, adapter: _Adapter, message: str, base: RunConfig) -> tuple[LLMResponse, str]:
         """Async form of :meth:`complete` (``adapter.acomplete``)."""
         modes = self._modes(adapter)
         for mode in modes:

@@ -1,8 +1,14 @@
-"""Public modules export a sorted ``__all__`` whose names all resolve."""
+"""Every public module exports a sorted ``__all__`` whose names all resolve.
+
+The public modules are found on disk (each package of ``llm_connect``, ``values``, ``report``,
+``traffic`` and ``cli`` included, and every module no part of whose name starts with ``_``), so
+a new one is covered without being listed.
+"""
 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -16,24 +22,28 @@ def _isort_key(name: str) -> tuple[int, str]:
     return (2, name)
 
 
-PUBLIC_MODULES = [
-    "llm_connect",
-    "llm_connect.types",
-    "llm_connect.errors",
-    "llm_connect.adapters",
-    "llm_connect.grading",
-    "llm_connect.grading.judges",
-    "llm_connect.scoring",
-    "llm_connect.scoring.vrty",
-    "llm_connect.scoring.rules",
-    "llm_connect.scoring.persona",
-    "llm_connect.scoring.safety",
-    "llm_connect.ledger",
-    "llm_connect.labels",
-    "llm_connect.routing",
-    "llm_connect.calibration",
-    "llm_connect.stability",
-]
+PACKAGE = Path(__file__).resolve().parents[1] / "llm_connect"
+
+
+def _public_modules() -> list[str]:
+    """Every module of llm_connect no part of whose name starts with ``_``: each package (its
+    ``__init__``) and each public module, found on disk so that a new one is covered too."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if not any(part.startswith("_") for part in parts):
+            found.append(".".join(parts))
+    return found
+
+
+PUBLIC_MODULES = _public_modules()
+
+
+def test_every_package_is_covered() -> None:
+    packages = {f"llm_connect.{p.parent.name}" for p in PACKAGE.glob("*/__init__.py")}
+    assert {"llm_connect.values", "llm_connect.report", "llm_connect.traffic"} <= packages
+    assert {"llm_connect", *packages} <= set(PUBLIC_MODULES)
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)

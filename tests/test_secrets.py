@@ -343,12 +343,13 @@ def test_cli_masks_unexpected_errors_and_tracebacks(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from llm_connect.cli import _common
+    from llm_connect.cli._exit import ExitCode
 
     secret = CREDENTIALS["huggingface"]
     monkeypatch.setattr(_common, "_debug", False)
     monkeypatch.delenv("LLM_CONNECT_DEBUG", raising=False)
-    assert _common.report_exception(RuntimeError(f"third-party said {secret}")) == _common.EXIT_INTERNAL
-    assert _common.report_exception(AdapterError(f"rejected {secret}")) == _common.EXIT_FAILURES
+    assert _common.report_exception(RuntimeError(f"third-party said {secret}")) == ExitCode.INTERNAL
+    assert _common.report_exception(AdapterError(f"rejected {secret}")) == ExitCode.INCOMPLETE
     monkeypatch.setattr(_common, "_debug", True)
     try:
         raise KeyError(f"key {secret}")

@@ -3,8 +3,10 @@
 Commands: ``grade`` (a suite or one prompt), ``route``, ``ledger
 summary|show|failures|export|sql``, ``db upgrade|current`` and, when
 installed, ``calibrate``. This package is the only place an exception becomes
-an exit code: 0 ok, 1 quality gate failed, 2 usage or input error, 3 some
-cases failed after retries, 4 unexpected error, 130 interrupted.
+an exit code, from one table for every command (``_exit.ExitCode``, printed by
+every ``--help``): 0 ok, 1 a verdict against, 2 usage or input error, 3 work
+incomplete (calls failed after retries), 4 unexpected error, 5 NOT SETTLED,
+6 stability RISKY, 130 interrupted, 141 standard output closed.
 
 Module level imports stay light (typer only) so ``llm-connect --help`` is
 fast; every command imports what it needs when it runs.
@@ -130,11 +132,12 @@ def main() -> None:
     import sys
 
     from llm_connect.cli._common import report_exception
+    from llm_connect.cli._exit import ExitCode
 
     try:
         app()
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     except Exception as exc:  # anything that escaped a command's own handling
         sys.exit(report_exception(exc))

@@ -1,4 +1,4 @@
-"""Shared CLI plumbing: exit codes, error reporting, options, lazy consoles.
+"""Shared CLI plumbing: exceptions to exit codes (``_exit.ExitCode``), errors, options, lazy consoles.
 
 Kept free of heavy imports: ``llm-connect --help`` loads this module.
 """
@@ -15,14 +15,9 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
+from llm_connect.cli._exit import ExitCode, help_rows, returns_line
+
 __all__ = [
-    "EXIT_FAILURES",
-    "EXIT_GATE",
-    "EXIT_INTERNAL",
-    "EXIT_INTERRUPTED",
-    "EXIT_NOT_SETTLED",
-    "EXIT_OK",
-    "EXIT_USAGE",
     "ApiKeyOption",
     "BaseUrlOption",
     "DbOption",
@@ -35,29 +30,10 @@ __all__ = [
     "TimeoutOption",
     "debug_enabled",
     "fail",
+    "format_exit_codes",
     "handle_errors",
     "set_debug",
 ]
-
-EXIT_OK = 0
-"""Everything ran; the quality gate (if any) passed."""
-EXIT_GATE = 1
-"""A candidate's mean quality is below ``--min-quality``."""
-EXIT_USAGE = 2
-"""Bad options, a malformed suite, a database that cannot be opened."""
-EXIT_FAILURES = 3
-"""Some cases could not be graded after retries (listed; the rest recorded)."""
-EXIT_INTERNAL = 4
-"""An unexpected error (a bug): one line, rerun with ``--debug`` for the traceback."""
-EXIT_NOT_SETTLED = 5
-"""``grade --min-quality``: no candidate is ruled out, but the evidence does not prove the
-threshold for every one yet (``--allow-unsettled`` turns this into 0). Not 4: a crash must
-never pass for "not settled" in a CI script that allows unsettled runs."""
-EXIT_INTERRUPTED = 130
-"""Interrupted by Ctrl-C; everything finished was committed."""
-EXIT_BROKEN_PIPE = 141
-"""The reader of standard output went away (``| head``): 128 + SIGPIPE, as a shell tool ends,
-with no message."""
 
 _debug = False
 
@@ -71,12 +47,37 @@ def _fast_help(option: Any) -> Any:
     return option
 
 
+def _command_path(ctx: Any) -> str:
+    """The command's path under ``llm-connect`` (``"ledger show"``), the root's name left out."""
+    names = []
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(names))
+
+
+def format_exit_codes(ctx: Any, formatter: Any) -> None:
+    """The exit-code table (``_exit.ExitCode``, one for every command) as a help section, then
+    the codes this command returns (for a command in ``_exit.COMMAND_CODES``)."""
+    with formatter.section("Exit codes (the same for every llm-connect command)"):
+        formatter.write_dl(help_rows())
+        line = returns_line(_command_path(ctx))
+        if line is not None:
+            formatter.write_paragraph()
+            formatter.write_text(line)
+
+
 class FastHelpCommand(TyperCommand):
-    """A Typer command whose ``--help`` flag never triggers Pydantic imports, and whose plain
-    (not rich) help lists options under their ``rich_help_panel`` headings, in order of first use."""
+    """A Typer command whose ``--help`` flag never triggers Pydantic imports, whose plain
+    (not rich) help lists options under their ``rich_help_panel`` headings, in order of first use,
+    and ends with the exit-code table."""
 
     def get_help_option(self, ctx: Any) -> Any:
         return _fast_help(super().get_help_option(ctx))
+
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        super().format_epilog(ctx, formatter)
+        format_exit_codes(ctx, formatter)
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         args: list[tuple[str, str]] = []
@@ -98,10 +99,15 @@ class FastHelpCommand(TyperCommand):
 
 
 class FastHelpGroup(TyperGroup):
-    """A Typer group whose ``--help`` flag never triggers Pydantic imports."""
+    """A Typer group whose ``--help`` flag never triggers Pydantic imports, and whose help ends
+    with the exit-code table its commands share."""
 
     def get_help_option(self, ctx: Any) -> Any:
         return _fast_help(super().get_help_option(ctx))
+
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        super().format_epilog(ctx, formatter)
+        format_exit_codes(ctx, formatter)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -165,26 +171,26 @@ def echo_err(message: str) -> None:
     typer.echo(mask_secrets(message), err=True)
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+def fail(message: str, code: ExitCode = ExitCode.USAGE) -> NoReturn:
     """Print ``error: message`` on stderr and exit with ``code``."""
     echo_err(f"error: {message}")
     raise typer.Exit(code)
 
 
-def exit_code_for(exc: BaseException) -> int:
-    """The exit code an exception maps to (the CLI's only such table)."""
+def exit_code_for(exc: BaseException) -> ExitCode:
+    """The exit code an exception maps to, for every command (the CLI's only such mapping)."""
     from llm_connect import errors
 
-    if isinstance(exc, (errors.ConfigurationError, errors.SuiteError, errors.LedgerError)):
-        return EXIT_USAGE
-    if isinstance(exc, (errors.AdapterError, errors.JudgeError, errors.BudgetExceededError)):
-        return EXIT_FAILURES
-    if isinstance(exc, errors.CalibrationError):
-        return EXIT_USAGE
-    return EXIT_INTERNAL
+    usage = (errors.ConfigurationError, errors.SuiteError, errors.LedgerError, errors.CalibrationError)
+    if isinstance(exc, (*usage, errors.StabilityInputError)):  # a malformed input or tools file too
+        return ExitCode.USAGE
+    failed_calls = (errors.AdapterError, errors.JudgeError, errors.BudgetExceededError)
+    if isinstance(exc, (*failed_calls, errors.InsufficientRunsError, errors.StabilityEmbeddingError)):
+        return ExitCode.INCOMPLETE
+    return ExitCode.INTERNAL
 
 
-def report_exception(exc: BaseException) -> int:
+def report_exception(exc: BaseException) -> ExitCode:
     """Print a one-line message for ``exc`` (a traceback in debug mode); return its exit code.
 
     Whatever is printed has its credentials masked: our errors mask their own
@@ -219,11 +225,11 @@ def handle_errors(fn: F) -> F:
             raise
         except KeyboardInterrupt:
             echo_err("interrupted")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
         except BrokenPipeError:
             _quiet_stdout()
-            raise typer.Exit(EXIT_BROKEN_PIPE) from None
-        except TyperException:  # usage errors keep Typer's own message and exit code 2
+            raise typer.Exit(ExitCode.BROKEN_PIPE) from None
+        except TyperException:  # usage errors keep Typer's own message and exit code 2 (ExitCode.USAGE)
             raise
         except Exception as exc:
             raise typer.Exit(report_exception(exc)) from None

@@ -9,13 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from llm_connect.cli._common import (
-    EXIT_FAILURES,
-    EXIT_GATE,
-    EXIT_INTERRUPTED,
-    EXIT_NOT_SETTLED,
-    EXIT_OK,
-)
+from llm_connect.cli._exit import ExitCode
 
 __all__ = ["Conclusion", "conclude"]
 
@@ -34,26 +28,26 @@ class Conclusion:
     """Why routing could not run (the grades are kept)."""
     gate: Any
     """The ``GateResult`` when ``--min-quality`` was given, else ``None``."""
-    code: int
+    code: ExitCode
     """The exit code."""
     verdicts: list[Any] = field(default_factory=list)
     """``stats`` with each routing judge's evidence as the decision judged it (with ``--target
     human``, what people would say): what JUnit writes, as the gate reads it."""
 
 
-def exit_code(report: Any, gate: Any, *, allow_unsettled: bool) -> int:
+def exit_code(report: Any, gate: Any, *, allow_unsettled: bool) -> ExitCode:
     """130 interrupted, then 3 failed cases, then 1 gate FAILED, then 5 NOT SETTLED, else 0."""
     from llm_connect.routing import GATE_FAILED, GATE_NOT_SETTLED
 
     if report.interrupted:
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     if report.failures:
-        return EXIT_FAILURES
+        return ExitCode.INCOMPLETE
     if gate is not None and gate.outcome == GATE_FAILED:
-        return EXIT_GATE
+        return ExitCode.FAILED
     if gate is not None and gate.outcome == GATE_NOT_SETTLED and not allow_unsettled:
-        return EXIT_NOT_SETTLED
-    return EXIT_OK
+        return ExitCode.NOT_SETTLED
+    return ExitCode.OK
 
 
 def _gate_items(decisions: list[Any], stats: list[Any]) -> list[tuple[str, str, Any]]:

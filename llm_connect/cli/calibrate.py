@@ -8,9 +8,10 @@ stores it (routing reads it) and prints it. ``--against human`` compares the
 judge's stored grades with people's labels (``llm-connect labels import``). Heavy modules load only when the
 command runs.
 
-Exit codes: 0 the calibration passed, 1 it failed or has insufficient data,
-2 usage or input error (or a verdict would need grading beyond the compared pairs
-without ``--grade-missing``), 3 some pairs could not be graded (listed).
+Exit codes (the CLI's one table, ``_exit.ExitCode``): 0 the calibration passed, 1 it failed
+or has insufficient data, 2 usage or input error (or a verdict would need grading beyond the
+compared pairs without ``--grade-missing``), 3 some pairs could not be graded (listed), 4 an
+unexpected error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -22,9 +23,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from llm_connect.cli._common import (
-    EXIT_FAILURES,
-    EXIT_GATE,
-    EXIT_OK,
     DbOption,
     FastHelpCommand,
     JsonOption,
@@ -34,6 +32,7 @@ from llm_connect.cli._common import (
     open_ledger,
     stdout_is_tty,
 )
+from llm_connect.cli._exit import ExitCode
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -423,8 +422,9 @@ def calibrate_command(
     how often the answer shown first wins, and length preference, each with an interval.
     Where people's labels reach a verdict, they alone decide the calibration.
 
-    Exit codes: 0 pass, 1 fail or insufficient data, 2 usage or input error or more grading
-    needed (--grade-missing), 3 some pairs could not be graded.
+    A calibration with too little data fails; needing more grading than the compared pairs
+    (without --grade-missing) is a usage error; pairs that could not be graded leave the work
+    incomplete.
     """
     from llm_connect.calibration import (
         HUMAN,
@@ -560,5 +560,5 @@ def calibrate_command(
                 echo_err(f"error: {gid}: {message}")
             if len(messages) > 5:
                 echo_err(f"error: {gid}: ... and {len(messages) - 5} more")
-        raise typer.Exit(EXIT_FAILURES)
-    raise typer.Exit(EXIT_OK if report.passed else EXIT_GATE)
+        raise typer.Exit(ExitCode.INCOMPLETE)
+    raise typer.Exit(ExitCode.OK if report.passed else ExitCode.FAILED)

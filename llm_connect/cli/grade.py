@@ -416,10 +416,9 @@ def grade(
 ) -> None:
     """Grade candidates against a baseline on a suite; store every grade; route.
 
-    Exit codes: 0 ok (and, with --min-quality, the gate passed), 1 quality gate
-    FAILED (a candidate is ruled out), 2 usage or input error, 3 some cases failed
-    after retries, 4 unexpected error, 5 quality gate NOT SETTLED (0 with
-    --allow-unsettled), 130 interrupted (continue with --resume RUN_ID).
+    With --min-quality the exit code is the gate's (passed, FAILED: a candidate is ruled out,
+    NOT SETTLED); cases that failed after retries outrank it. After Ctrl-C, continue with
+    --resume RUN_ID.
     """
     from llm_connect.cli._conclusion import conclude
     from llm_connect.cli._grade_output import emit

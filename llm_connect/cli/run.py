@@ -15,7 +15,6 @@ from typing import Any
 import typer
 
 from llm_connect.cli._common import (
-    EXIT_OK,
     DbOption,
     FastHelpCommand,
     FastHelpGroup,
@@ -24,6 +23,7 @@ from llm_connect.cli._common import (
     handle_errors,
     stdout_is_tty,
 )
+from llm_connect.cli._exit import ExitCode
 
 __all__ = ["app", "render_status"]
 
@@ -125,7 +125,7 @@ def status(
                     time.sleep(interval)
                     current = ledger.run_status(run_id)
         except KeyboardInterrupt:
-            raise typer.Exit(EXIT_OK) from None
+            raise typer.Exit(ExitCode.OK) from None  # --watch ends on Ctrl-C: not an interruption
 
 
 def _watch_live(ledger: Any, run_id: str, first: Any, interval: float) -> None:

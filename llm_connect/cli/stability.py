@@ -1,10 +1,11 @@
 """``llm-connect stability``: send one request N times and get the Ruvrics verdict.
 
-Exit codes (this command's own table, as Ruvrics has them): 0 SAFE, 1 RISKY,
-2 DO_NOT_SHIP, 3 configuration error (a usage error too, such as ``--runs``
-outside 2..200, so that 2 always means DO_NOT_SHIP), 4 too few successful runs,
-5 embedding error, 6 invalid JSON input (a malformed input file), 7 tool error
-(a bad tools file or tools), 8 unexpected error, 130 interrupted.
+Exit codes are the CLI's one table (``_exit.ExitCode``, printed by ``--help``): 0 SAFE,
+1 DO_NOT_SHIP (the verdict against, as ``grade``'s FAILED gate), 6 RISKY, 2 a usage or input
+error (a bad option, model spec, config, input or tools file, an unusable ledger), 3 too few
+successful runs or a failed embedding (no verdict), 4 an unexpected error, 130 interrupted,
+141 standard output closed. Ruvrics' own 0/1/2 are not kept: 2 is a usage error for every
+command, and a crash or a usage error never shares a code with a verdict.
 
 Module level imports only typer: everything heavy loads inside the command.
 """
@@ -17,10 +18,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.exceptions import TyperException
 
 from llm_connect.cli._common import (
-    EXIT_INTERRUPTED,
     ApiKeyOption,
     BaseUrlOption,
     DbOption,
@@ -29,74 +28,13 @@ from llm_connect.cli._common import (
     SeedOption,
     TemperatureOption,
     TimeoutOption,
-    debug_enabled,
     echo_err,
+    handle_errors,
+    report_exception,
 )
+from llm_connect.cli._exit import STABILITY_VERDICT_CODES, ExitCode
 
-__all__ = [
-    "EXIT_CONFIG",
-    "EXIT_DO_NOT_SHIP",
-    "EXIT_EMBEDDING",
-    "EXIT_INVALID_JSON",
-    "EXIT_RISKY",
-    "EXIT_SAFE",
-    "EXIT_TOOL",
-    "EXIT_TOO_FEW_RUNS",
-    "EXIT_UNEXPECTED",
-    "app",
-    "exit_code_for",
-    "stability",
-]
-
-EXIT_SAFE = 0
-"""The verdict is SAFE."""
-EXIT_RISKY = 1
-"""The verdict is RISKY."""
-EXIT_DO_NOT_SHIP = 2
-"""The verdict is DO_NOT_SHIP."""
-EXIT_CONFIG = 3
-"""A configuration or usage error: a bad option or model spec, an unreadable file."""
-EXIT_TOO_FEW_RUNS = 4
-"""Fewer runs succeeded than the minimum (75% of the runs, at least 2)."""
-EXIT_EMBEDDING = 5
-"""The embedder failed."""
-EXIT_INVALID_JSON = 6
-"""The input file is not JSON, or a field of it is malformed."""
-EXIT_TOOL = 7
-"""The tools (a tools file or an input's tools) are malformed."""
-EXIT_UNEXPECTED = 8
-"""An unexpected error (a bug): one line, rerun with ``--debug`` for the traceback."""
-
-_VERDICT_CODES = {"SAFE": EXIT_SAFE, "RISKY": EXIT_RISKY, "DO_NOT_SHIP": EXIT_DO_NOT_SHIP}
-
-
-def exit_code_for(exc: BaseException) -> int:
-    """The exit code an exception maps to (this command's only such table)."""
-    from llm_connect import errors
-
-    if isinstance(exc, errors.ToolDefinitionError):
-        return EXIT_TOOL
-    if isinstance(exc, errors.StabilityInputError):
-        return EXIT_INVALID_JSON
-    if isinstance(exc, errors.InsufficientRunsError):
-        return EXIT_TOO_FEW_RUNS
-    if isinstance(exc, errors.StabilityEmbeddingError):
-        return EXIT_EMBEDDING
-    if isinstance(exc, (errors.ConfigurationError, errors.LedgerError)):
-        return EXIT_CONFIG
-    return EXIT_UNEXPECTED
-
-
-class _StabilityCommand(FastHelpCommand):
-    """Usage errors exit 3 (configuration error): exit 2 is the DO_NOT_SHIP verdict."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except TyperException as exc:  # click's UsageError (vendored by typer) carries exit_code 2
-            if getattr(exc, "exit_code", None) == 2:
-                exc.exit_code = EXIT_CONFIG
-            raise
+__all__ = ["app", "stability"]
 
 
 app = typer.Typer(
@@ -133,27 +71,6 @@ def _run_errors(lines: tuple[str, ...]) -> list[tuple[str, str]]:
         run, sep, text = line.partition(": ")
         pairs.append((run.removeprefix("run "), text) if sep and run.startswith("run ") else ("?", line))
     return pairs
-
-
-def _report_error(exc: BaseException) -> int:
-    from llm_connect._secrets import mask_secrets
-    from llm_connect.errors import InsufficientRunsError, LLMConnectError
-
-    code = exit_code_for(exc)
-    if debug_enabled():
-        import traceback
-
-        sys.stderr.write(mask_secrets("".join(traceback.format_exception(exc))))
-    if isinstance(exc, LLMConnectError):
-        echo_err(f"error: {exc}")
-        if isinstance(exc, InsufficientRunsError):
-            for line in once_each(_run_errors(exc.errors)):
-                echo_err(f"  {line}")
-    else:
-        first = (str(exc).strip().splitlines() or [""])[0]
-        hint = "" if debug_enabled() else " (run with --debug for the traceback)"
-        echo_err(f"error: unexpected {type(exc).__name__}: {first}{hint}")
-    return code
 
 
 def _stderr_is_tty() -> bool:
@@ -268,7 +185,7 @@ def _run(
     api_key: str | None,
     max_retries: int,
     store: tuple[str, str | None] | None = None,
-) -> int:
+) -> ExitCode:
     from llm_connect.adapters._local import local_embedding_adapter
     from llm_connect.errors import ConfigurationError
     from llm_connect.stability import analyze, load_query
@@ -360,10 +277,11 @@ def _run(
             typer.echo(f"\nReport written to {output}")
         if stored is not None:
             typer.echo(f"Stored as stability analysis {stored} for task {task!r}")
-    return _VERDICT_CODES[report.verdict]
+    return STABILITY_VERDICT_CODES[report.verdict]
 
 
-@app.command("stability", cls=_StabilityCommand)
+@app.command("stability", cls=FastHelpCommand)
+@handle_errors
 def stability(
     input_path: Annotated[
         Path,
@@ -479,11 +397,9 @@ def stability(
 
     Scores semantic (40%), tool (25%), structural (20%) and length (15%) consistency;
     prints the verdict, fingerprints and recommendations.
-
-    Exit codes: 0 SAFE, 1 RISKY, 2 DO_NOT_SHIP, 3 configuration or usage error,
-    4 too few successful runs, 5 embedding error, 6 invalid JSON input, 7 tool error,
-    8 unexpected error, 130 interrupted.
     """
+    from llm_connect.errors import InsufficientRunsError
+
     try:
         code = _run(
             input_path=input_path,
@@ -509,11 +425,9 @@ def stability(
             max_retries=max_retries,
             store=None if no_store else (task, db),
         )
-    except (typer.Exit, typer.Abort, SystemExit):
-        raise
-    except KeyboardInterrupt:
-        echo_err("interrupted")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    except Exception as exc:
-        raise typer.Exit(_report_error(exc)) from None
+    except InsufficientRunsError as exc:  # the error, then each distinct error of the failed runs once
+        code = report_exception(exc)
+        for line in once_each(_run_errors(exc.errors)):
+            echo_err(f"  {line}")
+        raise typer.Exit(code) from None
     raise typer.Exit(code)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.engine import URL
 
-import llm_connect
+from llm_connect._version import __version__
 from llm_connect.errors import LedgerError, SchemaVersionError
 from llm_connect.ledger._engine import display_url, ledger_errors, make_engine, resolve_url, write
 
@@ -30,7 +30,7 @@ def migrations_dir() -> Path:
     packaged = importlib.resources.files("llm_connect") / "_migrations"
     if packaged.is_dir():
         return Path(str(packaged))
-    source = Path(llm_connect.__file__).resolve().parent.parent / "migrations"
+    source = Path(__file__).resolve().parents[2] / "migrations"  # the source tree's migrations/
     if not (source / "env.py").is_file():
         raise LedgerError(f"the ledger's migration scripts are missing (looked in {packaged} and {source})")
     return source
@@ -91,7 +91,7 @@ def _check_known(conn: Connection, revision: str | None, url: URL) -> None:
     if known is None:
         raise SchemaVersionError(
             f"{display_url(url)} is at schema revision {revision!r}, which this version of llm-connect "
-            f"({llm_connect.__version__}, head {head_revision()!r}) does not know; it was probably "
+            f"({__version__}, head {head_revision()!r}) does not know; it was probably "
             "written by a newer llm-connect. Upgrade llm-connect; the database was not changed."
         )
 

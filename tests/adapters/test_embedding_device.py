@@ -21,6 +21,7 @@ from llm_connect.grading import JudgeContext, build_judge
 from llm_connect.ledger import QualityLedger
 from llm_connect.types import LLMResponse, RunConfig
 from tests.cli._util import invoke, pair_suite
+from tests.fixtures.skips import skip_or_fail
 
 pytestmark = pytest.mark.embeddings
 
@@ -28,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 AGREEMENT_TEXTS = json.loads(
     (ROOT / "tests" / "fixtures" / "embedding_agreement_texts.json").read_text(encoding="utf-8")
 )["texts"]
+NO_GPU_ENV = "LLM_CONNECT_REQUIRE_NO_GPU"
 ONNX_MIN_COSINE = 0.99999
 """Measured on the agreement set: min 0.9999999999984 (float32 rounding only)."""
 
@@ -38,7 +40,16 @@ def _no_gpu() -> bool:
     return not torch.cuda.is_available() and not torch.backends.mps.is_available()
 
 
-needs_no_gpu = pytest.mark.skipif(not _no_gpu(), reason="this machine has a GPU PyTorch sees")
+@pytest.fixture
+def no_gpu() -> None:
+    """The calling test checks what a machine without a GPU does: it cannot run where PyTorch sees one."""
+    if not _no_gpu():
+        skip_or_fail(
+            NO_GPU_ENV, "this machine has a GPU PyTorch sees", tests="tests of a machine without a GPU"
+        )
+
+
+needs_no_gpu = pytest.mark.usefixtures("no_gpu")
 
 
 def _response(text: str) -> LLMResponse:

@@ -21,8 +21,9 @@ must change nothing: grades, per-case and per-group stats, failures, skips and c
 the same row for row, and the run stays completed. The cut worker is killed if it has not
 exited 40 s after the link came back.
 
-Runs as root where network namespaces can be created (CI runs as root); it skips, saying why,
-only where ``ip netns add`` fails. initdb refuses to run as root: the cluster runs as the
+Runs as root where network namespaces can be created (CI runs as root, and ``.ci/run`` and
+``scripts/test`` install iproute2 where apt-get is there); it skips, saying why, only where
+``ip netns add`` fails, and fails instead under ``LLM_CONNECT_REQUIRE_NETNS=1`` (``.ci/run`` sets it). initdb refuses to run as root: the cluster runs as the
 ``postgres`` OS user (through ``runuser``, else ``su``). Everything the test creates
 (workers, cluster, model server, namespaces, veths, temporary directories) is removed even when
 it fails.
@@ -59,6 +60,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from llm_connect.ledger import FleetStatus, QualityLedger
+from tests.fixtures.skips import skip_or_fail
 
 pytestmark = pytest.mark.slow
 
@@ -134,7 +136,11 @@ class Host:
 def hosts() -> Iterator[list[Host]]:
     problem = netns_problem()
     if problem is not None:
-        pytest.skip(f"network namespaces cannot be created here, so the partition test cannot run: {problem}")
+        skip_or_fail(
+            "LLM_CONNECT_REQUIRE_NETNS",
+            f"network namespaces cannot be created here: {problem}",
+            tests="the partition test",
+        )
     tag = uuid.uuid4().hex[:6]
     net = free_net()
     made: list[Host] = []

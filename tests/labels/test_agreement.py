@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llm_connect.labels import CaseLabels, HumanLabel, agreement, cohen_kappa, fleiss_kappa
+from tests.fixtures.skips import import_or_skip
 
 
 def test_cohen_kappa_by_hand() -> None:
@@ -17,7 +18,7 @@ def test_cohen_kappa_by_hand() -> None:
 
 
 def test_cohen_kappa_matches_scikit_learn() -> None:
-    metrics = pytest.importorskip("sklearn.metrics")
+    metrics = import_or_skip("sklearn.metrics", tests="the comparison with scikit-learn")
     a = ["candidate", "baseline", "tie", "candidate", "candidate", "baseline", "tie", "baseline", "candidate"]
     b = ["candidate", "candidate", "tie", "candidate", "baseline", "baseline", "baseline", "baseline", "tie"]
     assert cohen_kappa(a, b) == pytest.approx(metrics.cohen_kappa_score(a, b))

@@ -33,6 +33,7 @@ import pytest
 from llm_connect.ledger import QualityLedger, RecordItem
 from llm_connect.types import LLMResponse, RunConfig, ToolCall, Usage
 from llm_connect.values import GradingResult
+from tests.fixtures.skips import skip_or_fail
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -121,9 +122,7 @@ def require_browser() -> None:
     reason = browser_missing()
     if reason is None:
         return
-    if os.environ.get(REQUIRE_BROWSER_ENV) == "1":
-        pytest.fail(f"{REQUIRE_BROWSER_ENV}=1 but {reason}", pytrace=False)
-    pytest.skip(f"browser tests: {reason}")
+    skip_or_fail(REQUIRE_BROWSER_ENV, reason, tests="browser tests")
 
 
 def start_chromium(*, javascript: bool = True) -> Any:

@@ -15,11 +15,19 @@ import pytest
 
 from llm_connect.scoring.vrty import IDF_SHA256, MAX_TOKENS, VrtyScorer, analyse
 from llm_connect.scoring.vrty._idf import idf_table
+from tests.fixtures.skips import skip_or_fail
 
-pytestmark = pytest.mark.skipif(
-    sys.version_info[:2] != (3, 11),
-    reason="vrty 1.0.1 installs only on Python 3.11 (dev extra, python_version marker)",
-)
+
+@pytest.fixture(autouse=True)
+def _python_3_11() -> None:
+    if sys.version_info[:2] != (3, 11):
+        skip_or_fail(
+            "LLM_CONNECT_REQUIRE_VRTY",
+            "vrty 1.0.1 installs only on Python 3.11 (dev extra, python_version marker), "
+            f"this is Python {sys.version_info.major}.{sys.version_info.minor}",
+            tests="the comparison with vrty 1.0.1",
+        )
+
 
 DIMENSIONS = ("composite", "relevance", "coherence", "completeness", "conciseness")
 

@@ -1,4 +1,4 @@
-"""``llm-connect stability``: the Ruvrics exit codes, output and errors (real server, real MiniLM)."""
+"""``llm-connect stability``: the verdicts as the CLI's exit codes, output and errors (real server, real MiniLM)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_connect.cli.stability import exit_code_for
+from llm_connect.cli._common import exit_code_for
+from llm_connect.cli._exit import ERRORS, STABILITY_VERDICT_CODES, VERDICTS, ExitCode
 from llm_connect.errors import (
     AdapterError,
     ConfigurationError,
@@ -18,6 +19,7 @@ from llm_connect.errors import (
     ToolDefinitionError,
 )
 from tests.cli._util import invoke
+from tests.fixtures.skips import skip_or_fail
 from tests.stability.conftest import (
     ANSWER,
     ORDER_TOOLS,
@@ -55,14 +57,14 @@ def test_an_identical_model_is_safe_exit_0(openai_server, minilm, query):
     assert len(openai_server.requests) == 20
 
 
-def test_risky_exits_1_and_do_not_ship_exits_2(openai_server, minilm, query, tmp_path):
+def test_risky_exits_6_and_do_not_ship_exits_1(openai_server, minilm, query, tmp_path):
     script(openai_server, short_or_long)
     risky = stability(openai_server, "--input", str(query), "--runs", "10")
-    assert risky.exit_code == 1 and "Verdict: RISKY" in risky.stdout and "VERBOSITY_DRIFT" in risky.stdout
+    assert risky.exit_code == 6 and "Verdict: RISKY" in risky.stdout and "VERBOSITY_DRIFT" in risky.stdout
     tools = write_json(tmp_path / "tools.json", ORDER_TOOLS)
     script(openai_server, tool_or_prose)
     bad = stability(openai_server, "--input", str(query), "--tools", str(tools), "--runs", "10")
-    assert bad.exit_code == 2 and "Verdict: DO_NOT_SHIP" in bad.stdout
+    assert bad.exit_code == 1 and "Verdict: DO_NOT_SHIP" in bad.stdout
     assert "NONDETERMINISTIC_TOOL_ROUTING (HIGH)" in bad.stdout and "Recommendations:" in bad.stdout
 
 
@@ -73,7 +75,7 @@ def test_json_output_and_report_file(openai_server, minilm, query, tmp_path):
         openai_server, "--input", str(query), "--runs", "6", "--json", "--output", str(report_path)
     )
     data = json.loads(result.stdout)
-    assert result.exit_code in (1, 2) and data["verdict"] in ("RISKY", "DO_NOT_SHIP")
+    assert result.exit_code in (6, 1) and data["verdict"] in ("RISKY", "DO_NOT_SHIP")
     assert "FORMAT_INCONSISTENCY" in [f["name"] for f in data["fingerprints"]]
     assert json.loads(report_path.read_text(encoding="utf-8")) == data
     assert len(data["runs"]) == 6 and data["runs"][0]["response"]["text"]
@@ -95,11 +97,11 @@ def test_run_config_options_reach_every_request(openai_server, minilm, query):
         ]
 
 
-def test_too_few_successful_runs_exits_4(openai_server, minilm, query):
+def test_too_few_successful_runs_exits_3(openai_server, minilm, query):
     for _ in range(10):
         openai_server.queue_fault(status=500)
     result = stability(openai_server, "--input", str(query), "--runs", "10", "--max-retries", "0")
-    assert result.exit_code == 4, result.output
+    assert result.exit_code == 3, result.output  # calls failed: incomplete, as grade's failed cases
     assert "only 0 of 10 runs succeeded; at least 8 are needed" in result.stderr
     assert "ServerError" in result.stderr and result.stdout == ""
 
@@ -112,30 +114,30 @@ def test_retried_failures_do_not_count(openai_server, minilm, query):
     assert len(openai_server.requests) == 5
 
 
-def test_a_malformed_input_file_exits_6_naming_file_and_field(openai_server, tmp_path):
+def test_a_malformed_input_file_exits_2_naming_file_and_field(openai_server, tmp_path):
     path = write_json(tmp_path / "query.json", {"messages": [{"role": "user", "content": 5}]})
     result = stability(openai_server, "--input", str(path))
-    assert result.exit_code == 6
+    assert result.exit_code == 2
     assert f"{path}: messages[0].content: must be a string" in result.stderr
     assert openai_server.requests == []
 
 
-def test_invalid_json_input_exits_6(openai_server, tmp_path):
+def test_invalid_json_input_exits_2(openai_server, tmp_path):
     path = tmp_path / "query.json"
     path.write_text('{"user_input": ', encoding="utf-8")
     result = stability(openai_server, "--input", str(path))
     assert (
-        result.exit_code == 6
+        result.exit_code == 2
         and f"{path}: line 1 column" in result.stderr
         and "not valid JSON" in result.stderr
     )
 
 
-def test_a_bad_tools_file_exits_7(openai_server, query, tmp_path):
+def test_a_bad_tools_file_exits_2(openai_server, query, tmp_path):
     tools = write_json(tmp_path / "tools.json", [{"type": "function", "function": {"name": ""}}])
     result = stability(openai_server, "--input", str(query), "--tools", str(tools))
     assert (
-        result.exit_code == 7 and f"{tools}: [0].function.name: must be a non-empty string" in result.stderr
+        result.exit_code == 2 and f"{tools}: [0].function.name: must be a non-empty string" in result.stderr
     )
     assert openai_server.requests == []
 
@@ -143,7 +145,7 @@ def test_a_bad_tools_file_exits_7(openai_server, query, tmp_path):
 @pytest.mark.parametrize("runs", ["1", "201", "many"])
 def test_runs_outside_2_to_200_is_a_usage_error(openai_server, query, runs):
     result = stability(openai_server, "--input", str(query), "--runs", runs)
-    assert result.exit_code == 3  # the configuration-error code: 2 means DO_NOT_SHIP
+    assert result.exit_code == 2  # the usage-error code of every command, never a verdict
     assert "--runs" in result.output and openai_server.requests == []
 
 
@@ -155,9 +157,9 @@ def test_runs_outside_2_to_200_is_a_usage_error(openai_server, query, runs):
         ["--model", "anthropic:claude"],
     ],
 )
-def test_a_bad_model_spec_exits_3(query, args):
+def test_a_bad_model_spec_exits_2(query, args):
     result = invoke("stability", "--input", str(query), *args)
-    assert result.exit_code == 3 and result.stderr.startswith("error: ")
+    assert result.exit_code == 2 and result.stderr.startswith("error: ")
 
 
 def test_a_config_file_overrides_thresholds(openai_server, minilm, query, tmp_path):
@@ -169,31 +171,47 @@ def test_a_config_file_overrides_thresholds(openai_server, minilm, query, tmp_pa
     )
     bad = write_json(tmp_path / "bad.json", {"safe_threshold": 2})
     result = stability(openai_server, "--input", str(query), "--config", str(bad))
-    assert result.exit_code == 3 and "safe_threshold" in result.stderr
+    assert result.exit_code == 2 and "safe_threshold" in result.stderr
 
 
-def test_missing_input_file_exits_3(openai_server, tmp_path):
+def test_missing_input_file_exits_2(openai_server, tmp_path):
     result = stability(openai_server, "--input", str(tmp_path / "nope.json"))
-    assert result.exit_code == 3 and "cannot read the input file" in result.stderr
+    assert result.exit_code == 2 and "cannot read the input file" in result.stderr
 
 
-def test_an_embedding_failure_exits_5(openai_server, query, tmp_path):
+def test_an_embedding_failure_exits_3(openai_server, query, tmp_path):
     script(openai_server, identical)
     result = stability(openai_server, "--input", str(query), "--runs", "2",
                        "--embedding-model", str(tmp_path / "no-such-model"))  # fmt: skip
-    assert result.exit_code == 5 and "could not embed the responses" in result.stderr
+    assert result.exit_code == 3 and "could not embed the responses" in result.stderr
     assert len(openai_server.requests) == 2  # the runs were made; the embedding failed
 
 
 def test_the_exit_code_table():
-    assert exit_code_for(ToolDefinitionError("x")) == 7
-    assert exit_code_for(InvalidJSONInputError("x")) == 6
-    assert exit_code_for(StabilityInputError("x")) == 6
-    assert exit_code_for(InsufficientRunsError("x", succeeded=1, failed=9, minimum=8)) == 4
-    assert exit_code_for(StabilityEmbeddingError("x")) == 5
-    assert exit_code_for(ConfigurationError("x")) == 3
-    assert exit_code_for(AdapterError("x")) == 8
-    assert exit_code_for(RuntimeError("x")) == 8
+    """Stability's errors map onto the CLI's one table: input errors are usage errors, failed
+    runs or embeddings leave the work incomplete, anything else is a crash."""
+    assert exit_code_for(ToolDefinitionError("x")) == ExitCode.USAGE == 2
+    assert exit_code_for(InvalidJSONInputError("x")) == ExitCode.USAGE
+    assert exit_code_for(StabilityInputError("x")) == ExitCode.USAGE
+    assert exit_code_for(ConfigurationError("x")) == ExitCode.USAGE
+    too_few = InsufficientRunsError("x", succeeded=1, failed=9, minimum=8)
+    assert exit_code_for(too_few) == ExitCode.INCOMPLETE == 3
+    assert exit_code_for(StabilityEmbeddingError("x")) == ExitCode.INCOMPLETE
+    assert exit_code_for(AdapterError("x")) == ExitCode.INCOMPLETE
+    assert exit_code_for(RuntimeError("x")) == ExitCode.INTERNAL == 4
+
+
+def test_no_verdict_shares_a_code_with_a_usage_error_or_a_crash():
+    """Issue 36: Ruvrics' DO_NOT_SHIP 2, too few runs 4 and embedding error 5 were every other
+    command's usage error, crash and NOT SETTLED. Now SAFE is 0, DO_NOT_SHIP is 1 (grade's FAILED
+    gate) and RISKY 6; every error code of stability is one no verdict uses."""
+    assert STABILITY_VERDICT_CODES == {"SAFE": 0, "DO_NOT_SHIP": 1, "RISKY": 6}
+    verdicts = set(STABILITY_VERDICT_CODES.values()) - {ExitCode.OK}
+    assert verdicts <= VERDICTS and not verdicts & ERRORS
+    assert {ExitCode.USAGE, ExitCode.INTERNAL, ExitCode.INCOMPLETE} <= ERRORS
+    errors = (ToolDefinitionError("x"), StabilityEmbeddingError("x"), ConfigurationError("x"), RuntimeError())
+    errors += (InsufficientRunsError("x", succeeded=1, failed=9, minimum=8),)
+    assert {exit_code_for(e) for e in errors} <= ERRORS
 
 
 def test_help_lists_the_options():
@@ -241,9 +259,9 @@ def test_no_store_leaves_the_ledger_alone(openai_server, minilm, query, tmp_path
     assert not db.exists()
 
 
-def test_an_unusable_ledger_exits_3_before_any_call(openai_server, query, tmp_path):
+def test_an_unusable_ledger_exits_2_before_any_call(openai_server, query, tmp_path):
     result = stability(openai_server, "--input", str(query), "--runs", "3", "--db", "nosuchdb://x")
-    assert result.exit_code == 3
+    assert result.exit_code == 2
     assert openai_server.requests == []
 
 
@@ -261,22 +279,26 @@ def test_the_embedding_backend_can_be_chosen(openai_server, minilm, query):
     assert json.loads(onnx_run.stdout)["embedder_id"] == "onnx:all-MiniLM-L6-v2"
     calls = len(openai_server.requests)
     bad = stability(openai_server, "--input", str(query), "--runs", "3", "--embedding-backend", "tpu")
-    assert bad.exit_code == 3 and "--embedding-backend: unknown embedding backend 'tpu'" in bad.stderr
+    assert bad.exit_code == 2 and "--embedding-backend: unknown embedding backend 'tpu'" in bad.stderr
     assert "allowed: torch, onnx" in bad.stderr
     assert len(openai_server.requests) == calls  # refused before any call
 
 
-def test_an_unavailable_embedding_device_exits_3_before_any_call(openai_server, query):
+def test_an_unavailable_embedding_device_exits_2_before_any_call(openai_server, query):
     import torch
 
     if torch.cuda.is_available():
-        pytest.skip("this machine has a CUDA device")
+        skip_or_fail(
+            "LLM_CONNECT_REQUIRE_NO_GPU",
+            "this machine has a CUDA device",
+            tests="the test of a machine without one",
+        )
     gpu = stability(openai_server, "--input", str(query), "--runs", "3", "--embedding-device", "cuda")
-    assert gpu.exit_code == 3
+    assert gpu.exit_code == 2
     assert "--embedding-device: embedding device 'cuda' is not available" in gpu.stderr
     assert "sees no CUDA device" in gpu.stderr
     bad = stability(openai_server, "--input", str(query), "--runs", "3", "--embedding-device", "tpu")
-    assert bad.exit_code == 3 and "auto, cpu, cuda, cuda:N" in bad.stderr
+    assert bad.exit_code == 2 and "auto, cpu, cuda, cuda:N" in bad.stderr
     onnx_gpu = stability(
         openai_server,
         "--input",
@@ -288,7 +310,7 @@ def test_an_unavailable_embedding_device_exits_3_before_any_call(openai_server, 
         "--embedding-device",
         "cuda",
     )
-    assert onnx_gpu.exit_code == 3 and "runs on the CPU" in onnx_gpu.stderr
+    assert onnx_gpu.exit_code == 2 and "runs on the CPU" in onnx_gpu.stderr
     assert openai_server.requests == []
 
 
@@ -306,7 +328,7 @@ def test_an_assistant_tool_call_turn_is_sent_as_a_strict_server_takes_it(openai_
     openai_server.responder = _refuses_null_content
     example = Path(__file__).resolve().parents[2] / "examples" / "stability-query.json"
     result = stability(openai_server, "--input", str(example), "--runs", "4", "--max-retries", "0")
-    assert result.exit_code in (0, 1, 2), result.output  # a verdict, not a failed run
+    assert result.exit_code in (0, 1, 6), result.output  # a verdict, not a failed run
     sent = [m for r in openai_server.requests for m in r.body["messages"] if m["role"] == "assistant"]
     assert sent and all(isinstance(m["content"], str) for m in sent)
     assert any(m.get("tool_calls") and m["content"] == "" for m in sent)
@@ -315,6 +337,6 @@ def test_an_assistant_tool_call_turn_is_sent_as_a_strict_server_takes_it(openai_
 def test_one_error_every_run_got_is_printed_once(openai_server, query):
     openai_server.responder = lambda body: (_ for _ in ()).throw(ValueError("the same refusal\nline two"))
     result = stability(openai_server, "--input", str(query), "--runs", "10", "--max-retries", "0")
-    assert result.exit_code == 4, result.output
+    assert result.exit_code == 3, result.output
     assert result.stderr.count("the same refusal") == 1 and "1 distinct error" in result.stderr
     assert "  10 runs (0, 1, 2, ...): ServerError" in result.stderr

@@ -12,6 +12,7 @@ import pytest
 from llm_connect.grading import load_suite
 from llm_connect.traffic import ImportOptions, import_traffic
 from llm_connect.traffic import _json as fastjson
+from tests.fixtures.skips import DEV_EXTRA_ENV, skip_or_fail
 from tests.traffic._otlp_attrs import chat_span, genai_messages, otlp_attr
 
 ORJSON = fastjson.use_orjson(True)
@@ -20,7 +21,9 @@ ORJSON = fastjson.use_orjson(True)
 @pytest.fixture(params=[True, False], ids=["orjson", "json"])
 def parser(request: pytest.FixtureRequest) -> Iterator[bool]:
     if request.param and not ORJSON:
-        pytest.skip("orjson is not installed")
+        skip_or_fail(
+            DEV_EXTRA_ENV, "orjson is not installed: pip install -e '.[dev]'", tests="the orjson path"
+        )
     fastjson.use_orjson(request.param)
     yield request.param
     fastjson.use_orjson(True)

@@ -19,10 +19,15 @@ from llm_connect.errors import TrafficImportError
 from llm_connect.grading import load_suite
 from llm_connect.traffic import ImportOptions, import_traffic
 from tests.fixtures.openai_server import OpenAIServer, chat_completion
+from tests.fixtures.skips import import_or_skip
 from tests.traffic._produce import CALLS
 
-pytest.importorskip("opentelemetry.instrumentation.openai_v2")
-pytest.importorskip("opentelemetry.exporter.otlp.json.file")
+
+@pytest.fixture(autouse=True)
+def _producers() -> None:
+    for module in ("opentelemetry.instrumentation.openai_v2", "opentelemetry.exporter.otlp.json.file"):
+        import_or_skip(module, tests="the OpenTelemetry producer tests")
+
 
 SERVED = "gpt-test-2025-01-01"
 REPO = Path(__file__).resolve().parents[2]
