@@ -120,10 +120,12 @@ def test_recorded_costs_follow_from_usage_and_list_prices(suite: list[dict[str, 
 
 def test_candidates_are_cheaper_and_faster_than_the_baseline(suite: list[dict[str, Any]]) -> None:
     def avg(model: str, field: str) -> float:
-        return mean(c["responses"][model][field] for c in suite)
+        return float(mean(c["responses"][model][field] for c in suite))
 
     ratio = avg(GOOD_CANDIDATE, "cost_usd") / avg(BASELINE, "cost_usd")
-    assert 1 / 25 < ratio < 1 / 10  # "about 1/15 of the baseline's cost"
+    assert (
+        1 / 25 < ratio < 1 / 10
+    )  # the README's "about 1/17": test_the_counts_the_readme_quotes_for_the_suite
     assert avg(WEAK_CANDIDATE, "cost_usd") < avg(GOOD_CANDIDATE, "cost_usd")
     assert avg(WEAK_CANDIDATE, "latency_ms") < avg(GOOD_CANDIDATE, "latency_ms") < avg(BASELINE, "latency_ms")
 
@@ -164,6 +166,33 @@ def test_some_good_candidate_answers_are_byte_identical_to_the_baseline(
     assert not any(c["responses"][WEAK_CANDIDATE]["text"] == c["responses"][BASELINE]["text"] for c in suite)
 
 
+def test_the_counts_the_readme_quotes_for_the_suite(suite: list[dict[str, Any]]) -> None:
+    """examples/README.md: gpt-4o-mini's "17 answers byte-identical to the baseline (10 of them in
+    extraction)", "about 1/17 of the baseline's cost and 0.6x its latency"."""
+    identical = [
+        c for c in suite if c["responses"][GOOD_CANDIDATE]["text"] == c["responses"][BASELINE]["text"]
+    ]
+    assert (len(identical), sum(c["task"] == "extraction" for c in identical)) == (17, 10)
+
+    def avg(model: str, field: str) -> float:
+        return float(mean(c["responses"][model][field] for c in suite))
+
+    assert round(avg(BASELINE, "cost_usd") / avg(GOOD_CANDIDATE, "cost_usd")) == 17
+    assert round(avg(GOOD_CANDIDATE, "latency_ms") / avg(BASELINE, "latency_ms"), 1) == 0.6
+    counts = {task: len(_by_task(suite, task)) for task in TASKS}
+    assert counts == {"support": 24, "extraction": 21, "summary": 21}  # the README's task table
+    extraction = _by_task(suite, "extraction")
+    kinds = [
+        c["expected"]["schema"] if isinstance(c["expected"]["schema"], str) else "inline" for c in extraction
+    ]
+    # "from a support ticket (8), a supplier invoice (7) or a customer email (6)"
+    assert {k: kinds.count(k) for k in kinds} == {
+        "schemas/ticket.schema.json": 8,
+        "schemas/invoice.schema.json": 7,
+        "inline": 6,
+    }
+
+
 # -- extraction cases: JSON answers and schemas ------------------------------------------
 
 
@@ -196,7 +225,9 @@ def test_good_candidate_extraction_responses_are_valid_against_their_schema(
 def test_weak_candidate_extraction_responses_include_invalid_json_and_schema_violations(
     suite: list[dict[str, Any]],
 ) -> None:
-    unparsable, schema_invalid, valid = [], [], []
+    unparsable: list[str] = []
+    schema_invalid: list[str] = []
+    valid: list[str] = []
     for case in _by_task(suite, "extraction"):
         try:
             data = _parse_json_response(case["responses"][WEAK_CANDIDATE]["text"])
@@ -426,23 +457,31 @@ def test_tools_suite_costs_follow_from_usage_and_list_prices(tools_suite: list[d
             assert resp["cost_usd"] == pytest.approx(cost, abs=1e-8), f"{case['id']}/{model}"
 
 
-def test_grading_the_tools_suite_separates_the_candidates(tmp_path: Path) -> None:
-    from tests.cli._util import invoke
+def test_the_counts_the_readme_quotes_for_the_tools_suite(tools_suite: list[dict[str, Any]]) -> None:
+    """examples/README.md: "Of the 23 cases, 17 are answered by calling tools (one of them two calls
+    at once) and 6 are plain questions", "8 conversations already hold earlier assistant tool calls",
+    "9 cases are the turns of three 3-turn sessions", gpt-4o-mini "makes the same calls on 20 of
+    the 23 cases", llama-3.1-8b "agrees with the baseline on 4 cases"."""
+    calls = [c for c in tools_suite if "tool_calls" in c["responses"][BASELINE]]
+    assert (len(tools_suite), len(calls)) == (23, 17)
+    assert sum(len(c["responses"][BASELINE]["tool_calls"]) == 2 for c in calls) == 1
+    assert sum(any(m.get("tool_calls") for m in c["messages"]) for c in tools_suite) == 8
+    sessions = [c["session"] for c in tools_suite if "session" in c]
+    assert (len(sessions), len(set(sessions))) == (9, 3)
 
-    result = invoke(
-        "grade", str(TOOLS_SUITE), "-b", f"recorded:{BASELINE}",
-        "-c", f"recorded:{GOOD_CANDIDATE}", "-c", f"recorded:{WEAK_CANDIDATE}",
-        "--judge", "tools", "--db", f"sqlite:///{tmp_path / 'ledger.db'}", "--json",
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    stats = json.loads(result.stdout)["stats"]
-    means = {s["candidate_model"]: s["mean"] for s in stats if s["grader_id"] == "tools"}
-    assert set(means) == {GOOD_CANDIDATE, WEAK_CANDIDATE}
-    assert means[GOOD_CANDIDATE] >= 0.85, means
-    assert means[WEAK_CANDIDATE] <= 0.6, means
-    assert means[GOOD_CANDIDATE] - means[WEAK_CANDIDATE] >= 0.3, means
-    assert all(s["n"] == len(_read_jsonl(TOOLS_SUITE)) for s in stats)
-    assert not any(s["passed"] for s in stats)  # fewer cases than min_samples: nothing is proven
+    def same(case: dict[str, Any], model: str) -> bool:
+        """The same calls in any order, arguments equal as parsed JSON (96 == 96.0), as the tools judge
+        counts a 1.0; both answering in text is a 1.0 too."""
+        left = [(c["name"], c["arguments"]) for c in case["responses"][BASELINE].get("tool_calls", [])]
+        right = [(c["name"], c["arguments"]) for c in case["responses"][model].get("tool_calls", [])]
+        for call in left:
+            if call not in right:
+                return False
+            right.remove(call)
+        return not right
+
+    assert sum(same(c, GOOD_CANDIDATE) for c in tools_suite) == 20
+    assert sum(same(c, WEAK_CANDIDATE) for c in tools_suite) == 4
 
 
 def test_stability_query_loads_with_the_suites_tools(tools_suite: list[dict[str, Any]]) -> None:
