@@ -3,7 +3,8 @@
 :func:`calibrate` pairs the grades of the judge under test with those of
 reference judges (same prompt, same baseline and candidate texts) from a
 :class:`~llm_connect.ledger.QualityLedger`, computes agreement statistics with
-reproducible bootstrap intervals, runs bias probes (position, length,
+reproducible bootstrap intervals (:func:`judge_agreement`, :class:`JudgeAgreement`; against
+people :func:`human_agreement`), runs bias probes (position, length,
 self-preference), gives a verdict against :class:`CalibrationThresholds` and
 stores the :class:`CalibrationReport` in the ledger's calibrations table,
 where routing reads it: ``Router.decide`` uses an LLM judge's grades only
@@ -15,6 +16,7 @@ every figure.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.calibration._calibrate import PROBES, calibrate, pair_key, resolve_grader
@@ -41,11 +43,11 @@ from llm_connect.calibration._stats import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
     MIN_PAIRS,
-    Agreement,
     ConfusionMatrix,
     Estimate,
-    agreement,
-    cohen_kappa,
+    JudgeAgreement,
+    judge_agreement,
+    pass_fail_kappa,
 )
 
 if TYPE_CHECKING:
@@ -58,7 +60,6 @@ __all__ = [
     "MIN_PAIRS",
     "PROBES",
     "SCALES",
-    "Agreement",
     "CalibrationReport",
     "CalibrationThresholds",
     "ConfusionMatrix",
@@ -68,20 +69,21 @@ __all__ = [
     "HumanAgreement",
     "HumanCase",
     "HumanReference",
+    "JudgeAgreement",
     "LengthPreference",
     "LengthProbe",
     "PositionProbe",
     "ReferenceResult",
     "SelfPreferenceProbe",
-    "agreement",
     "calibrate",
-    "cohen_kappa",
     "evaluate",
     "fill_missing_grades",
     "human_agreement",
+    "judge_agreement",
     "length_probe",
     "model_family",
     "pair_key",
+    "pass_fail_kappa",
     "plan_fill",
     "position_probe",
     "rebuild_judge",
@@ -91,9 +93,22 @@ __all__ = [
 ]
 
 
+_RENAMED = {"Agreement": "JudgeAgreement", "agreement": "judge_agreement"}
+"""Old names kept for one release (``contracts/calibration.md`` named them): they clashed with
+:mod:`llm_connect.labels`' ``Agreement`` and ``agreement``, which mean agreement between annotators."""
+
+
 def __getattr__(name: str) -> Any:
     if name == "write_plot":  # matplotlib loads only when a plot is written
         from llm_connect.calibration._plot import write_plot
 
         return write_plot
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        warnings.warn(
+            f"llm_connect.calibration.{name} is renamed {new}; the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

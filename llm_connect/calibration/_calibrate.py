@@ -49,7 +49,7 @@ from llm_connect.calibration._report import (
     judge_human,
     judge_reference,
 )
-from llm_connect.calibration._stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, MIN_PAIRS, agreement
+from llm_connect.calibration._stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, MIN_PAIRS, judge_agreement
 from llm_connect.errors import CalibrationError, ConfigurationError, LLMConnectError
 from llm_connect.grading.judges._registry import (
     is_llm_grader_id,
@@ -476,7 +476,7 @@ def calibrate(
         common = sorted(set(jrows) & set(graded[ref_id]))
         x = [jrows[k].quality_score for k in common]
         y = [graded[ref_id][k].quality_score for k in common]
-        agr = agreement(x, y, threshold=threshold, n_boot=n_boot, seed=seed, min_pairs=min_pairs)
+        agr = judge_agreement(x, y, threshold=threshold, n_boot=n_boot, seed=seed, min_pairs=min_pairs)
         results.append(judge_reference(ref_id, agr, thresholds, ref_spec))
         scores[ref_id] = tuple(zip(x, y, strict=True))
 

@@ -12,7 +12,8 @@ every figure computed on the same resamples; the interval is the 2.5th and
 97.5th percentile of the replicates where the figure is defined
 (:func:`~llm_connect.calibration._stats.estimate_from_replicates`). Figures on
 several order-verdicts per case (``first_shown_rate``) resample cases, not
-verdicts. The scored figures reuse :func:`~llm_connect.calibration._stats.agreement`.
+verdicts. The scored figures reuse :func:`~llm_connect.calibration._stats.judge_agreement`; the
+kappa is :func:`llm_connect.labels.cohen_kappa_rows` over the three classes.
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ from llm_connect.calibration._stats import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
     MIN_PAIRS,
-    Agreement,
     Estimate,
-    agreement,
+    JudgeAgreement,
     bootstrap_indices,
     estimate_from_replicates,
+    judge_agreement,
 )
-from llm_connect.labels._agreement import cohen_kappa as _cohen_kappa
+from llm_connect.labels import cohen_kappa, cohen_kappa_rows
 from llm_connect.values import PREFERENCES
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "HumanCase",
     "LengthPreference",
     "human_agreement",
-    "kappa_rows",
 ]
 
 LENGTH_MARGIN = 0.10
@@ -151,7 +151,7 @@ class HumanAgreement:
     """Of a pairwise judge's order-verdicts that are not ties, the share the answer shown first won."""
     n_first_shown: int
     length_preference: LengthPreference
-    scores: Agreement | None
+    scores: JudgeAgreement | None
     """Judge grade against the labels' mean score (cases with scored labels); ``None`` without any."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -173,20 +173,6 @@ class HumanAgreement:
             "length_preference": self.length_preference.to_dict(),
             "scores": None if self.scores is None else self.scores.to_dict(),
         }
-
-
-def kappa_rows(judge: NDArray[np.intp], human: NDArray[np.intp], k: int = len(PREFERENCES)) -> FloatArray:
-    """Cohen's kappa of each row's two class codes (``0..k-1``); NaN where chance agreement is 1.
-
-    ``p_o`` is the share of equal codes, ``p_e = sum_c p_judge(c) p_human(c)`` (Cohen 1960),
-    for every bootstrap row at once.
-    """
-    po = np.mean(judge == human, axis=1)
-    pe = np.zeros(judge.shape[0])
-    for c in range(k):
-        pe += np.mean(judge == c, axis=1) * np.mean(human == c, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(pe < 1.0, (po - pe) / np.where(pe < 1.0, 1.0 - pe, 1.0), np.nan)
 
 
 def _ratio_rows(num: FloatArray, den: FloatArray, idx: NDArray[np.intp]) -> FloatArray:
@@ -286,11 +272,11 @@ def human_agreement(
 
     idx = bootstrap_indices(n, n_boot=n_boot, seed=seed)
     equal = (j == h).astype(np.float64)
-    kappa = _cohen_kappa([c.judge_verdict for c in rows], [c.human_verdict for c in rows])
+    kappa = cohen_kappa([c.judge_verdict for c in rows], [c.human_verdict for c in rows])
     kappa_est = (
         Estimate.undefined("Cohen's kappa undefined: the judge and people give every case one same verdict")
         if kappa is None
-        else estimate_from_replicates(kappa, kappa_rows(j[idx], h[idx]))
+        else estimate_from_replicates(kappa, cohen_kappa_rows(j[idx], h[idx], len(PREFERENCES)))
     )
     position: Estimate | None = None
     if n_position:
@@ -304,7 +290,7 @@ def human_agreement(
         first = _ratio(wins, decided, idx, "every order-verdict is a tie")
     scored = [c for c in rows if c.human_score is not None]
     scores = (
-        agreement(
+        judge_agreement(
             [c.judge_score for c in scored],
             [c.human_score for c in scored if c.human_score is not None],
             threshold=threshold,

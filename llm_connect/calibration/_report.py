@@ -36,7 +36,7 @@ from typing import Any
 from llm_connect.calibration._human import HUMAN, HumanReference
 from llm_connect.calibration._human_stats import HumanAgreement
 from llm_connect.calibration._probes import LengthProbe, PositionProbe, SelfPreferenceProbe
-from llm_connect.calibration._stats import Agreement
+from llm_connect.calibration._stats import JudgeAgreement
 from llm_connect.errors import ConfigurationError
 
 __all__ = [
@@ -125,7 +125,7 @@ class ReferenceResult:
 
     reference: str
     """The reference's grader id."""
-    agreement: Agreement
+    agreement: JudgeAgreement
     status: str
     """``"pass"``, ``"fail"`` or ``"insufficient data"`` against the thresholds."""
     reasons: tuple[str, ...] = ()
@@ -157,7 +157,7 @@ def _fmt(value: float | None) -> str:
 
 def judge_reference(
     reference: str,
-    agreement: Agreement,
+    agreement: JudgeAgreement,
     thresholds: CalibrationThresholds,
     spec: Mapping[str, Any] | None = None,
 ) -> ReferenceResult:

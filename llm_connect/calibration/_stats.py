@@ -3,14 +3,15 @@
 Everything here works on plain arrays: ``x`` holds the judge under test's
 scores, ``y`` the reference judge's scores for the same pairs, in the same
 order. Point estimates come from :mod:`scipy.stats` (Pearson, Spearman,
-Kendall's tau-b) or closed formulas (mean absolute difference, Cohen's kappa);
+Kendall's tau-b) or closed formulas (mean absolute difference, Cohen's kappa of the
+pass/fail verdicts by :func:`llm_connect.labels.cohen_kappa_rows`, the one Cohen's kappa);
 the 95% intervals come from one percentile bootstrap per reference.
 
 The bootstrap
 -------------
 ``B`` resamples of the ``n`` pair indices are drawn with replacement from
 ``numpy.random.default_rng(seed)`` (seed 20261121 unless told otherwise), once
-per call of :func:`agreement`, and every statistic is computed on the same
+per call of :func:`judge_agreement`, and every statistic is computed on the same
 resamples (a paired bootstrap). The interval is the 2.5th and 97.5th
 percentile (numpy's default linear interpolation) of the replicates where the
 statistic is defined. If it is undefined in more than
@@ -31,22 +32,24 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from llm_connect.labels import cohen_kappa_rows
+
 __all__ = [
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_SEED",
     "MAX_UNDEFINED_FRACTION",
     "MIN_PAIRS",
-    "Agreement",
     "ConfusionMatrix",
     "Estimate",
-    "agreement",
+    "JudgeAgreement",
     "bootstrap_indices",
-    "cohen_kappa",
     "confusion_matrix",
     "estimate_from_replicates",
+    "judge_agreement",
     "kendall_tau",
     "mean_abs_diff",
     "mean_with_ci",
+    "pass_fail_kappa",
     "pearson",
     "spearman",
     "spearman_with_ci",
@@ -136,7 +139,7 @@ class ConfusionMatrix:
 
 
 @dataclass(frozen=True)
-class Agreement:
+class JudgeAgreement:
     """How well one judge's scores agree with a reference's, pair by pair.
 
     When ``n < min_pairs`` every statistic is ``None`` and ``status`` is
@@ -259,18 +262,18 @@ def confusion_matrix(x: ArrayLike, y: ArrayLike, threshold: float) -> ConfusionM
     )
 
 
-def cohen_kappa(x: ArrayLike, y: ArrayLike, threshold: float) -> tuple[float | None, str | None]:
-    """Cohen's kappa of the pass/fail verdicts at ``threshold``.
+def pass_fail_kappa(x: ArrayLike, y: ArrayLike, threshold: float) -> tuple[float | None, str | None]:
+    """Cohen's kappa of the pass/fail verdicts at ``threshold``, with the reason when undefined.
 
     ``kappa = (p_o - p_e) / (1 - p_e)`` with ``p_o`` the observed agreement and
     ``p_e = p_j p_r + (1 - p_j)(1 - p_r)`` the agreement expected from the two
-    pass rates. Undefined (``None``) when ``p_e == 1``: both judges give every
-    pair the same verdict.
+    pass rates: :func:`llm_connect.labels.cohen_kappa_rows` with two classes. Undefined
+    (``None``) when ``p_e == 1``: both judges give every pair the same verdict.
     """
     xa, ya = _as_pair(x, y)
     if xa.size == 0:
         return None, "Cohen's kappa needs at least 1 pair"
-    value = _kappa_rows((xa >= threshold)[None, :], (ya >= threshold)[None, :])[0]
+    value = cohen_kappa_rows((xa >= threshold)[None, :], (ya >= threshold)[None, :], 2)[0]
     if math.isnan(value):
         return None, "Cohen's kappa undefined: both judges give every pair the same verdict"
     return float(value), None
@@ -341,19 +344,6 @@ def _kendall_rows(x: FloatArray, y: FloatArray, idx: NDArray[np.intp]) -> FloatA
     return np.clip(tau, -1.0, 1.0)
 
 
-def _kappa_rows(jp: NDArray[np.bool_], rp: NDArray[np.bool_]) -> FloatArray:
-    po = np.mean(jp == rp, axis=1)
-    pj = np.mean(jp, axis=1)
-    pr = np.mean(rp, axis=1)
-    pe = pj * pr + (1.0 - pj) * (1.0 - pr)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kappa = np.where(pe < 1.0, (po - pe) / np.where(pe < 1.0, 1.0 - pe, 1.0), np.nan)
-    # pe == 1 up to rounding: every verdict identical on both sides
-    same = (np.all(jp == jp[:, :1], axis=1)) & (np.all(rp == rp[:, :1], axis=1)) & np.all(jp == rp, axis=1)
-    kappa[same] = np.nan
-    return kappa
-
-
 def estimate_from_replicates(
     value: float | None, replicates: ArrayLike, *, reason: str | None = None
 ) -> Estimate:
@@ -376,7 +366,7 @@ def estimate_from_replicates(
 # -- the whole comparison --------------------------------------------------------------------------
 
 
-def agreement(
+def judge_agreement(
     x: ArrayLike,
     y: ArrayLike,
     *,
@@ -384,7 +374,7 @@ def agreement(
     n_boot: int = DEFAULT_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
     min_pairs: int = MIN_PAIRS,
-) -> Agreement:
+) -> JudgeAgreement:
     """Every agreement statistic of judge scores ``x`` against reference scores ``y``.
 
     ``x[i]`` and ``y[i]`` must grade the same pair. Fewer than ``min_pairs``
@@ -397,7 +387,7 @@ def agreement(
     if n < max(min_pairs, 1):
         why = f"insufficient data: {n} paired grades < minimum {min_pairs}"
         none = Estimate.undefined(why)
-        return Agreement(n, "insufficient data", why, none, none, none, none, none, none, None)
+        return JudgeAgreement(n, "insufficient data", why, none, none, none, none, none, none, None)
 
     idx = bootstrap_indices(n, n_boot=n_boot, seed=seed)
     xs, ys = xa[idx], ya[idx]
@@ -407,8 +397,8 @@ def agreement(
     p, p_why = pearson(xa, ya)
     s, s_why = spearman(xa, ya)
     k, k_why = kendall_tau(xa, ya)
-    kap, kap_why = cohen_kappa(xa, ya, threshold)
-    return Agreement(
+    kap, kap_why = pass_fail_kappa(xa, ya, threshold)
+    return JudgeAgreement(
         n=n,
         status="ok",
         reason=None,
@@ -419,7 +409,7 @@ def agreement(
         ),
         mean_abs_diff=estimate_from_replicates(mean_abs_diff(xa, ya), np.mean(np.abs(xs - ys), axis=1)),
         cohen_kappa=estimate_from_replicates(
-            kap, _kappa_rows(jps, rps) if kap is not None else [], reason=kap_why
+            kap, cohen_kappa_rows(jps, rps, 2) if kap is not None else [], reason=kap_why
         ),
         agreement_rate=estimate_from_replicates(float(np.mean(jp == rp)), np.mean(jps == rps, axis=1)),
         confusion=replace(confusion_matrix(xa, ya, threshold), rates=_cell_rates(jp, rp, idx)),

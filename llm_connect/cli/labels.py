@@ -171,11 +171,11 @@ def export(
     db: str | None = DbOption,
 ) -> None:
     """Write the stored labels as JSON Lines or CSV, ready to import again."""
-    from llm_connect.labels import FORMATS, write_labels
+    from llm_connect.labels import LABEL_FORMATS, write_labels
 
     fmt = file_format or ("csv" if output is not None and output.suffix.lower() == ".csv" else "jsonl")
-    if fmt not in FORMATS:
-        raise typer.BadParameter(f"{fmt!r} is not one of {', '.join(FORMATS)}", param_hint="--format")
+    if fmt not in LABEL_FORMATS:
+        raise typer.BadParameter(f"{fmt!r} is not one of {', '.join(LABEL_FORMATS)}", param_hint="--format")
     with open_ledger(db) as ledger:
         labels = ledger.labels(task=task or None, candidate=candidate or None)
     if output is None:
@@ -441,10 +441,10 @@ def _decided_earlier(
 def _write_sheet(ledger: Any, path: Path, cases: list[tuple[str, str, str]]) -> int:
     """Write the labelling sheet of ``cases`` to ``path`` (format by its extension); exit 2 naming
     the file when it cannot be written."""
-    from llm_connect.labels import detect_format
+    from llm_connect.labels import detect_label_format
     from llm_connect.report._label_sheet import write_label_sheet
 
-    fmt = detect_format(path, "")
+    fmt = detect_label_format(path, "")
     try:
         with path.open("w", encoding="utf-8", newline="") as out:
             return write_label_sheet(ledger, cases, out, fmt)

@@ -11,7 +11,8 @@ replaced. Labels never change a grade.
   or :func:`import_labels` for a JSON Lines / CSV file (``llm-connect labels import``).
 * Reading: :meth:`QualityLedger.labels <llm_connect.ledger.QualityLedger.labels>`;
   :meth:`LabelStore.case_labels` (per case, with the annotators' majority), :meth:`LabelStore.counts`.
-* Agreement between annotators: :func:`agreement` (Cohen's kappa for two, Fleiss' for more),
+* Agreement between annotators: :func:`agreement` (Cohen's kappa for two, Fleiss' for more;
+  :func:`cohen_kappa_rows` is the vectorised Cohen's kappa every package uses),
   :func:`label_status` per task and candidate (``llm-connect labels status``).
 
 Example::
@@ -27,16 +28,17 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from llm_connect.errors import LabelError
-from llm_connect.labels._agreement import Agreement, agreement, cohen_kappa, fleiss_kappa
+from llm_connect.labels._agreement import Agreement, agreement, cohen_kappa, cohen_kappa_rows, fleiss_kappa
 from llm_connect.labels._files import (
-    FORMATS,
-    detect_format,
+    LABEL_FORMATS,
+    detect_label_format,
     read_label_file,
     read_label_lines,
     read_labels,
@@ -53,8 +55,8 @@ from llm_connect.ledger import LabelCounts, LabelStore, LabelWrite, QualityLedge
 from llm_connect.values import LABEL_FIELDS, PREFERENCES, CaseLabels, HumanLabel, score_verdict
 
 __all__ = [
-    "FORMATS",
     "LABEL_FIELDS",
+    "LABEL_FORMATS",
     "PREFERENCES",
     "STRATEGIES",
     "Agreement",
@@ -71,7 +73,8 @@ __all__ = [
     "agreement",
     "choose_for_labels",
     "cohen_kappa",
-    "detect_format",
+    "cohen_kappa_rows",
+    "detect_label_format",
     "fleiss_kappa",
     "import_labels",
     "label_status",
@@ -255,3 +258,20 @@ def label_status(
             )
         )
     return out
+
+
+_RENAMED = {"FORMATS": "LABEL_FORMATS", "detect_format": "detect_label_format"}
+"""Old names kept for one release (``contracts/labels.md`` named them): they clashed with
+:mod:`llm_connect.traffic`'s ``FORMATS`` and ``detect_format``, which are about traffic files."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        warnings.warn(
+            f"llm_connect.labels.{name} is renamed {new}; the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

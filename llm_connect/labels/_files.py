@@ -24,15 +24,22 @@ from llm_connect.errors import LabelError
 from llm_connect.labels._sheet import SHEET_FIELDS, sheet_preference
 from llm_connect.values import LABEL_FIELDS, HumanLabel
 
-__all__ = ["FORMATS", "detect_format", "read_label_file", "read_label_lines", "read_labels", "write_labels"]
+__all__ = [
+    "LABEL_FORMATS",
+    "detect_label_format",
+    "read_label_file",
+    "read_label_lines",
+    "read_labels",
+    "write_labels",
+]
 
 #: The formats a labels file may have.
-FORMATS: tuple[str, ...] = ("jsonl", "csv")
+LABEL_FORMATS: tuple[str, ...] = ("jsonl", "csv")
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
 _REQUIRED = ("task", "case_id", "candidate")
 
 
-def detect_format(path: str | Path, text: str) -> str:
+def detect_label_format(path: str | Path, text: str) -> str:
     """``jsonl`` or ``csv``: by the extension of ``path``, else by the first non-blank character."""
     by_extension = _EXTENSIONS.get(Path(path).suffix.lower())
     if by_extension is not None:
@@ -80,9 +87,9 @@ def _records(path: str | Path, format: str | None) -> Iterator[tuple[int, dict[s
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise LabelError(f"cannot read the labels file: {exc}", path=name) from None
-    fmt = format or detect_format(path, text)
-    if fmt not in FORMATS:
-        raise LabelError(f"unknown labels format {fmt!r} (one of {', '.join(FORMATS)})", path=name)
+    fmt = format or detect_label_format(path, text)
+    if fmt not in LABEL_FORMATS:
+        raise LabelError(f"unknown labels format {fmt!r} (one of {', '.join(LABEL_FORMATS)})", path=name)
     return _jsonl_records(text, name) if fmt == "jsonl" else _csv_records(text, name)
 
 
@@ -198,8 +205,8 @@ def write_labels(labels: Iterable[HumanLabel], out: IO[str], format: str = "json
     """Write ``labels`` to ``out`` as JSON Lines or CSV (fields in :data:`LABEL_FIELDS` order,
     a missing value an empty cell); returns how many. What it writes reads back as the same
     labels (:func:`read_labels`)."""
-    if format not in FORMATS:
-        raise ValueError(f"labels format must be one of {', '.join(FORMATS)}, not {format!r}")
+    if format not in LABEL_FORMATS:
+        raise ValueError(f"labels format must be one of {', '.join(LABEL_FORMATS)}, not {format!r}")
     count = 0
     if format == "jsonl":
         for label in labels:

@@ -2,7 +2,7 @@
 
 Usage: python scripts/bench/calibration.py [--resamples 2000] [--sizes 50,200,1000] [--repeat 3]
 
-``agreement()`` computes Pearson, Spearman, Kendall's tau-b, MAD, Cohen's kappa and the
+``judge_agreement()`` computes Pearson, Spearman, Kendall's tau-b, MAD, Cohen's kappa and the
 agreement rate with a 2,000-resample percentile bootstrap. The baseline, measured in the
 same run on the same resample indices, is the obvious loop: one ``scipy.stats`` call per
 statistic per resample. Prints the median wall time of each and the ratio; also checks
@@ -18,7 +18,7 @@ import time
 import numpy as np
 from scipy import stats
 
-from llm_connect.calibration import agreement
+from llm_connect.calibration import judge_agreement
 from llm_connect.calibration._stats import DEFAULT_SEED, bootstrap_indices
 
 
@@ -57,9 +57,9 @@ def main() -> None:
     for n in (int(s) for s in args.sizes.split(",")):
         x = np.round(rng.random(n), 1)  # ties, as LLM judges give
         y = np.clip(np.round(x + rng.normal(0, 0.2, n), 2), 0, 1)
-        fast = timed(lambda x=x, y=y: agreement(x, y, n_boot=args.resamples), args.repeat)
+        fast = timed(lambda x=x, y=y: judge_agreement(x, y, n_boot=args.resamples), args.repeat)
         slow = timed(lambda x=x, y=y: naive(x, y, args.resamples), 1)
-        got = agreement(x, y, n_boot=args.resamples)
+        got = judge_agreement(x, y, n_boot=args.resamples)
         want = naive(x, y, args.resamples)
         same = all(
             np.allclose((getattr(got, k).ci_low, getattr(got, k).ci_high), want[k], atol=1e-9) for k in want

@@ -16,8 +16,7 @@ import pytest
 from scipy import stats
 
 from llm_connect.calibration import HUMAN, CalibrationThresholds, calibrate
-from llm_connect.calibration._human_stats import kappa_rows
-from llm_connect.labels import HumanLabel, cohen_kappa
+from llm_connect.labels import HumanLabel, cohen_kappa_rows
 from llm_connect.ledger import QualityLedger
 from llm_connect.routing import Router
 from llm_connect.routing._calibration_gate import HUMAN as ROUTING_HUMAN
@@ -222,13 +221,14 @@ def test_vectorised_kappa_equals_cohens_kappa_on_every_resample() -> None:
     judge = rng.integers(0, 3, size=40)
     people = np.where(rng.uniform(size=40) < 0.6, judge, rng.integers(0, 3, size=40))
     idx = rng.integers(0, 40, size=(200, 40))
-    rows = kappa_rows(judge[idx], people[idx])
-    names = np.array(["candidate", "baseline", "tie"])
+    rows = cohen_kappa_rows(judge[idx], people[idx], 3)
     for b in range(200):
-        expected = cohen_kappa(list(names[judge[idx[b]]]), list(names[people[idx[b]]]))
-        assert rows[b] == pytest.approx(expected)
+        a, p = judge[idx[b]], people[idx[b]]
+        p_o = float(np.mean(a == p))
+        p_e = sum(float(np.mean(a == c)) * float(np.mean(p == c)) for c in range(3))
+        assert rows[b] == pytest.approx((p_o - p_e) / (1 - p_e))
     same = np.zeros((1, 5), dtype=np.intp)
-    assert np.isnan(kappa_rows(same, same)[0])  # one class on both sides: undefined
+    assert np.isnan(cohen_kappa_rows(same, same, 3)[0])  # one class on both sides: undefined
 
 
 def test_the_command_calibrates_against_people_from_stored_grades(

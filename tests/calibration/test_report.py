@@ -12,8 +12,8 @@ import pytest
 from llm_connect.calibration import (
     CalibrationReport,
     CalibrationThresholds,
-    agreement,
     evaluate,
+    judge_agreement,
     length_probe,
     position_probe,
     write_plot,
@@ -24,10 +24,10 @@ from llm_connect.errors import ConfigurationError
 RNG = np.random.default_rng(9)
 X = RNG.random(60)
 GOOD = judge_reference(
-    "good", agreement(X, np.clip(X + RNG.normal(0, 0.05, 60), 0, 1)), CalibrationThresholds()
+    "good", judge_agreement(X, np.clip(X + RNG.normal(0, 0.05, 60), 0, 1)), CalibrationThresholds()
 )
-BAD = judge_reference("bad", agreement(X, RNG.random(60)), CalibrationThresholds())
-FEW = judge_reference("few", agreement(X[:20], X[:20]), CalibrationThresholds())
+BAD = judge_reference("bad", judge_agreement(X, RNG.random(60)), CalibrationThresholds())
+FEW = judge_reference("few", judge_agreement(X[:20], X[:20]), CalibrationThresholds())
 
 
 def test_every_reference_must_pass_unless_told_otherwise() -> None:
@@ -76,7 +76,7 @@ def test_thresholds_round_trip_and_reject_unknown_keys() -> None:
 
 
 def _report() -> CalibrationReport:
-    constant = judge_reference("flat", agreement([0.5] * 60, X), CalibrationThresholds())
+    constant = judge_reference("flat", judge_agreement([0.5] * 60, X), CalibrationThresholds())
     verdict, passed = evaluate([GOOD, constant], CalibrationThresholds())
     return CalibrationReport(
         judge="llm:openai:gpt-4.1:rubric-v1",

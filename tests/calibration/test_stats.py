@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from llm_connect.calibration import MIN_PAIRS, agreement, cohen_kappa
+from llm_connect.calibration import MIN_PAIRS, judge_agreement, pass_fail_kappa
 from llm_connect.calibration._stats import (
     _kendall_rows,
     _pearson_rows,
@@ -43,7 +43,7 @@ def test_kappa_and_confusion_match_the_textbook_formula() -> None:
     assert (a, b, c, d) == (9, 2, 1, 3)  # counted by hand: pass means score >= 0.5
     po = (a + d) / n
     pe = ((a + b) / n) * ((a + c) / n) + ((c + d) / n) * ((b + d) / n)
-    value, reason = cohen_kappa(JUDGE, REF, 0.5)
+    value, reason = pass_fail_kappa(JUDGE, REF, 0.5)
     assert reason is None
     assert value == pytest.approx((po - pe) / (1 - pe))
     assert cm.to_dict()["matrix"] == [[a, b], [c, d]]
@@ -65,7 +65,7 @@ def test_threshold_is_inclusive() -> None:
 def test_constant_scores_give_undefined_correlations_not_nan(
     x: list[float], y: list[float], who: str
 ) -> None:
-    result = agreement(x, y)
+    result = judge_agreement(x, y)
     for name in ("pearson", "spearman", "kendall_tau"):
         est = getattr(result, name)
         assert est.value is None and est.ci_low is None and est.ci_high is None
@@ -76,24 +76,24 @@ def test_constant_scores_give_undefined_correlations_not_nan(
 
 
 def test_kappa_undefined_when_every_verdict_is_the_same() -> None:
-    value, reason = cohen_kappa([0.9] * 5, [0.8] * 5, 0.5)
+    value, reason = pass_fail_kappa([0.9] * 5, [0.8] * 5, 0.5)
     assert value is None and reason is not None and "same verdict" in reason
     # opposite constant verdicts: p_e = 0, kappa defined and 0 - agreement no better than chance
-    assert cohen_kappa([0.9] * 5, [0.1] * 5, 0.5) == (0.0, None)
+    assert pass_fail_kappa([0.9] * 5, [0.1] * 5, 0.5) == (0.0, None)
 
 
 def test_fewer_than_the_minimum_pairs_is_insufficient_data() -> None:
-    result = agreement(JUDGE[: MIN_PAIRS - 1], REF[: MIN_PAIRS - 1])
+    result = judge_agreement(JUDGE[: MIN_PAIRS - 1], REF[: MIN_PAIRS - 1])
     assert result.status == "insufficient data"
     assert result.n == MIN_PAIRS - 1
     assert result.spearman.value is None and "insufficient data" in (result.spearman.reason or "")
     assert result.confusion is None
-    assert agreement(JUDGE[:MIN_PAIRS], REF[:MIN_PAIRS]).status == "ok"
+    assert judge_agreement(JUDGE[:MIN_PAIRS], REF[:MIN_PAIRS]).status == "ok"
 
 
 def test_tiny_samples_are_computed_when_the_minimum_allows() -> None:
     # Two pairs: scipy defines r = rho = tau = 1 for two increasing points.
-    result = agreement([0.1, 0.9], [0.2, 0.8], min_pairs=2, n_boot=200)
+    result = judge_agreement([0.1, 0.9], [0.2, 0.8], min_pairs=2, n_boot=200)
     assert result.pearson.value == pytest.approx(1.0)
     assert result.kendall_tau.value == pytest.approx(1.0)
     # most resamples of 2 points hold one point twice: the interval is refused, with a reason
@@ -102,9 +102,9 @@ def test_tiny_samples_are_computed_when_the_minimum_allows() -> None:
 
 
 def test_bootstrap_is_reproducible_and_seeded() -> None:
-    first = agreement(JUDGE, REF).to_dict()
-    assert agreement(JUDGE, REF).to_dict() == first
-    other = agreement(JUDGE, REF, seed=7).to_dict()
+    first = judge_agreement(JUDGE, REF).to_dict()
+    assert judge_agreement(JUDGE, REF).to_dict() == first
+    other = judge_agreement(JUDGE, REF, seed=7).to_dict()
     assert other["spearman"]["value"] == first["spearman"]["value"]
     assert other["spearman"]["ci_low"] != first["spearman"]["ci_low"]
 
@@ -113,7 +113,7 @@ def test_intervals_contain_the_estimate_on_informative_data() -> None:
     rng = np.random.default_rng(1)
     x = rng.random(80)
     y = np.clip(x + rng.normal(0, 0.15, 80), 0, 1)
-    result = agreement(x, y)
+    result = judge_agreement(x, y)
     for name in ("pearson", "spearman", "kendall_tau", "mean_abs_diff", "cohen_kappa", "agreement_rate"):
         est = getattr(result, name)
         assert est.ci_low is not None and est.ci_high is not None, name
@@ -154,13 +154,13 @@ def test_interval_is_the_2_5_and_97_5_percentile_of_defined_replicates() -> None
 
 def test_bad_input_is_rejected() -> None:
     with pytest.raises(ValueError, match="same length"):
-        agreement([0.1, 0.2], [0.1])
+        judge_agreement([0.1, 0.2], [0.1])
     with pytest.raises(ValueError, match="finite"):
-        agreement([0.1, float("nan")], [0.1, 0.2], min_pairs=1)
+        judge_agreement([0.1, float("nan")], [0.1, 0.2], min_pairs=1)
 
 
 def test_confusion_cells_carry_rates_with_intervals() -> None:
-    cm = agreement(JUDGE, REF).confusion
+    cm = judge_agreement(JUDGE, REF).confusion
     assert cm is not None
     assert cm.rates["both_pass"].value == pytest.approx(cm.both_pass / cm.n)
     assert sum(e.value for e in cm.rates.values() if e.value is not None) == pytest.approx(1.0)
@@ -180,3 +180,14 @@ def test_kendall_replicates_above_the_pairwise_limit_use_scipy_per_resample() ->
     reps = _kendall_rows(x, y, idx)
     for b in range(5):
         assert reps[b] == pytest.approx(stats.kendalltau(x[idx[b]], y[idx[b]]).statistic, abs=1e-12)
+
+
+def test_the_old_names_still_work_for_one_release_with_a_warning() -> None:
+    import llm_connect.calibration as calibration
+    from llm_connect.calibration import JudgeAgreement
+
+    with pytest.warns(DeprecationWarning, match="renamed JudgeAgreement"):
+        assert calibration.Agreement is JudgeAgreement
+    with pytest.warns(DeprecationWarning, match="renamed judge_agreement"):
+        assert calibration.agreement is judge_agreement
+    assert "Agreement" not in calibration.__all__ and "agreement" not in calibration.__all__

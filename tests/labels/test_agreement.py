@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from llm_connect.labels import CaseLabels, HumanLabel, agreement, cohen_kappa, fleiss_kappa
+from llm_connect.labels import CaseLabels, HumanLabel, agreement, cohen_kappa, cohen_kappa_rows, fleiss_kappa
 from tests.fixtures.skips import import_or_skip
 
 
@@ -22,6 +23,31 @@ def test_cohen_kappa_matches_scikit_learn() -> None:
     a = ["candidate", "baseline", "tie", "candidate", "candidate", "baseline", "tie", "baseline", "candidate"]
     b = ["candidate", "candidate", "tie", "candidate", "baseline", "baseline", "baseline", "baseline", "tie"]
     assert cohen_kappa(a, b) == pytest.approx(metrics.cohen_kappa_score(a, b))
+
+
+def test_vectorised_kappa_matches_scikit_learn_on_every_row() -> None:
+    metrics = import_or_skip("sklearn.metrics", tests="the comparison with scikit-learn")
+    rng = np.random.default_rng(5)
+    first = rng.integers(0, 3, size=(50, 30))
+    second = np.where(rng.uniform(size=(50, 30)) < 0.5, first, rng.integers(0, 3, size=(50, 30)))
+    rows = cohen_kappa_rows(first, second, 3)
+    assert rows.shape == (50,)
+    for a, b, value in zip(first, second, rows, strict=True):
+        assert value == pytest.approx(metrics.cohen_kappa_score(a, b))
+    # booleans are the two classes of a pass/fail kappa
+    passes, other = first >= 1, second >= 1
+    for a, b, value in zip(passes, other, cohen_kappa_rows(passes, other, 2), strict=True):
+        assert value == pytest.approx(metrics.cohen_kappa_score(a, b))
+
+
+def test_vectorised_kappa_is_nan_where_chance_agreement_is_one() -> None:
+    same = np.array([[1, 1, 1], [0, 1, 2]])
+    rows = cohen_kappa_rows(same, same)
+    assert np.isnan(rows[0]) and rows[1] == 1.0
+    assert np.isnan(cohen_kappa_rows(np.zeros((2, 0), dtype=np.intp), np.zeros((2, 0), dtype=np.intp))).all()
+    assert cohen_kappa_rows(np.array([True, True]), np.array([False, False]), 2).tolist() == [0.0]
+    with pytest.raises(ValueError, match="shapes"):
+        cohen_kappa_rows(np.zeros((1, 2), dtype=np.intp), np.zeros((1, 3), dtype=np.intp))
 
 
 def test_kappa_is_undefined_when_every_label_says_the_same() -> None:
@@ -91,3 +117,15 @@ def test_agreement_uses_fleiss_for_more_annotators() -> None:
     assert (found.method, found.cases, found.annotators) == ("fleiss", 3, 3)
     assert found.kappa == pytest.approx(0.25)  # the table of the hand example above
     assert agreement([_case("c0", ("a", "tie"))]).method is None
+
+
+def test_the_renamed_file_names_still_work_for_one_release_with_a_warning() -> None:
+    import llm_connect.labels as labels
+
+    with pytest.warns(DeprecationWarning, match="renamed LABEL_FORMATS"):
+        assert labels.FORMATS is labels.LABEL_FORMATS
+    with pytest.warns(DeprecationWarning, match="renamed detect_label_format"):
+        assert labels.detect_format is labels.detect_label_format
+    assert "FORMATS" not in labels.__all__ and "detect_format" not in labels.__all__
+    with pytest.raises(AttributeError):
+        labels.no_such_name  # noqa: B018
