@@ -111,9 +111,7 @@ REEXPORTS: dict[str, str] = {
 """Names exported by more than one package on purpose: the same object, defined below and
 re-exported higher up, with the reason. A package and its subpackages count as one package."""
 
-KNOWN_CLASHES: dict[str, str] = {
-    "FORMATS": "scoring.rules' answer formats vs traffic's file formats: not renamed yet (issue 36, item 1)",
-}
+KNOWN_CLASHES: dict[str, str] = {}
 """Names two packages export with different meanings, left to rename: each fails the test once
 renamed (remove it here then), and a new clash fails it too."""
 

@@ -147,3 +147,13 @@ def test_grader_id_and_spec_name_the_format() -> None:
     judge = build_judge("format:YAML")
     assert judge.grader_id == "format:yaml"
     assert judge.scorer.spec == {"name": "format", "args": {"fmt": "yaml"}}
+
+
+def test_the_answer_formats_old_name_still_works_for_one_release_with_a_warning() -> None:
+    import llm_connect.scoring.rules as rules
+
+    with pytest.warns(DeprecationWarning, match="renamed ANSWER_FORMATS"):
+        assert rules.FORMATS is rules.ANSWER_FORMATS
+    assert "FORMATS" not in rules.__all__ and "json" in rules.ANSWER_FORMATS
+    with pytest.raises(AttributeError):
+        rules.no_such_name  # noqa: B018

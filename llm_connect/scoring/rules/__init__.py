@@ -11,7 +11,10 @@ when that case is scored.
 
 from __future__ import annotations
 
-from llm_connect.scoring.rules._format import FORMATS, FormatScorer
+import warnings
+from typing import Any
+
+from llm_connect.scoring.rules._format import ANSWER_FORMATS, FormatScorer
 from llm_connect.scoring.rules._schema import DRAFTS, SchemaScorer
 from llm_connect.scoring.rules._text import (
     STOP_WORDS,
@@ -23,8 +26,8 @@ from llm_connect.scoring.rules._text import (
 )
 
 __all__ = [
+    "ANSWER_FORMATS",
     "DRAFTS",
-    "FORMATS",
     "STOP_WORDS",
     "CompletenessScorer",
     "CorrectnessScorer",
@@ -34,3 +37,20 @@ __all__ = [
     "SchemaScorer",
     "content_words",
 ]
+
+
+_RENAMED = {"FORMATS": "ANSWER_FORMATS"}
+"""Old names kept for one release (``contracts/scorers.md`` named it): ``FORMATS`` clashed with
+:mod:`llm_connect.traffic`'s ``FORMATS``, which are traffic file formats."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        new = _RENAMED[name]
+        warnings.warn(
+            f"llm_connect.scoring.rules.{name} is renamed {new}; the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

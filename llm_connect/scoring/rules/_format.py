@@ -14,9 +14,9 @@ from llm_connect.scoring._base import Score
 from llm_connect.scoring.rules._common import unfence
 from llm_connect.values._case import Case
 
-__all__ = ["FORMATS", "FormatScorer"]
+__all__ = ["ANSWER_FORMATS", "FormatScorer"]
 
-FORMATS: tuple[str, ...] = ("csv", "json", "markdown", "xml", "yaml")
+ANSWER_FORMATS: tuple[str, ...] = ("csv", "json", "markdown", "xml", "yaml")
 """The formats :class:`FormatScorer` checks."""
 
 # Fence info strings accepted around each format (besides no info string at all).
@@ -165,7 +165,8 @@ class FormatScorer:
 
     def __init__(self, fmt: str = "json") -> None:
         if not isinstance(fmt, str) or fmt.lower() not in _CHECKS:
-            raise ConfigurationError(f"judge 'format': unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+            known = ", ".join(ANSWER_FORMATS)
+            raise ConfigurationError(f"judge 'format': unknown format {fmt!r} (known: {known})")
         self.fmt = fmt.lower()
         self.name = f"format:{self.fmt}"
         self.spec: Mapping[str, Any] = {"name": "format", "args": {"fmt": self.fmt}}
