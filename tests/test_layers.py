@@ -24,7 +24,8 @@ TOP = "llm_connect"
 """``llm_connect/__init__.py``, the top-level package's own re-exports."""
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("_version", "_json", "_hints", "_extras", "_secrets"),  # leaves: import nothing of llm_connect
+    # leaves: import nothing of llm_connect
+    ("_version", "_json", "_hints", "_extras", "_secrets", "_renamed"),
     ("errors",),
     ("_conversation",),
     ("types",),

@@ -16,9 +16,9 @@ every figure.
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Any
 
+from llm_connect._renamed import renamed_attribute
 from llm_connect.calibration._calibrate import PROBES, calibrate, pair_key, resolve_grader
 from llm_connect.calibration._fill import FillPlan, FillReport, fill_missing_grades, plan_fill, rebuild_judge
 from llm_connect.calibration._human import HUMAN, HumanReference
@@ -103,12 +103,4 @@ def __getattr__(name: str) -> Any:
         from llm_connect.calibration._plot import write_plot
 
         return write_plot
-    if name in _RENAMED:
-        new = _RENAMED[name]
-        warnings.warn(
-            f"llm_connect.calibration.{name} is renamed {new}; the old name goes in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return renamed_attribute(__name__, _RENAMED, globals(), name)

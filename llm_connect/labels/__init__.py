@@ -28,12 +28,12 @@ Example::
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_connect._renamed import renamed_attribute
 from llm_connect.errors import LabelError
 from llm_connect.labels._agreement import Agreement, agreement, cohen_kappa, cohen_kappa_rows, fleiss_kappa
 from llm_connect.labels._files import (
@@ -266,12 +266,4 @@ _RENAMED = {"FORMATS": "LABEL_FORMATS", "detect_format": "detect_label_format"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _RENAMED:
-        new = _RENAMED[name]
-        warnings.warn(
-            f"llm_connect.labels.{name} is renamed {new}; the old name goes in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return renamed_attribute(__name__, _RENAMED, globals(), name)

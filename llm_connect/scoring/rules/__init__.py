@@ -11,9 +11,9 @@ when that case is scored.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
+from llm_connect._renamed import renamed_attribute
 from llm_connect.scoring.rules._format import ANSWER_FORMATS, FormatScorer
 from llm_connect.scoring.rules._schema import DRAFTS, SchemaScorer
 from llm_connect.scoring.rules._text import (
@@ -45,12 +45,4 @@ _RENAMED = {"FORMATS": "ANSWER_FORMATS"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _RENAMED:
-        new = _RENAMED[name]
-        warnings.warn(
-            f"llm_connect.scoring.rules.{name} is renamed {new}; the old name goes in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return renamed_attribute(__name__, _RENAMED, globals(), name)
