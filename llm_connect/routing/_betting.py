@@ -55,6 +55,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from llm_connect.routing._sizes import running_sums, sample_sizes
+
 __all__ = ["TRUNCATION", "BetState", "betting_bounds", "cases_needed_many", "grid", "plugin_weight"]
 
 TRUNCATION = 0.75
@@ -262,23 +264,6 @@ def _shown(state: BetState, q: float | None, alpha: float) -> float:
 # -- projection ---------------------------------------------------------------------------
 
 
-@cache
-def _times() -> Any:
-    """Sample sizes the projection evaluates: 1..256 exactly, then geometric up to ten million."""
-    np = _np()
-    head = np.arange(1, 257, dtype=float)
-    return np.concatenate((head, np.unique(np.round(np.geomspace(257, 10_000_000, 400)))))
-
-
-def _running_sum(f: Any) -> Any:
-    """``sum_{i<=t} f(i)`` along each row at each of :func:`_times`: exact over the unit steps,
-    the trapezoid rule beyond."""
-    np = _np()
-    steps = np.diff(_times(), prepend=0.0)
-    shifted = np.concatenate((f[:, :1], f[:, :-1]), axis=1)
-    return np.cumsum(np.where(steps <= 1.0, f, (f + shifted) / 2.0 * steps), axis=1)
-
-
 def _expected_log_growth(bet: Any, mean: Any, var: Any, q: Any) -> Any:
     """``E log(1 + bet (x - q))`` for ``x`` on two points with the given mean and variance:
     ``mean (1 - s)`` and ``mean + (1 - mean) s`` with chances ``1 - mean`` and ``mean``, where
@@ -309,19 +294,19 @@ def cases_needed_many(
     mean = np.where(up, mean, 1.0 - mean)[:, None]  # below the threshold: the mirrored side
     q = np.clip(np.where(up, q, 1.0 - q), 1e-6, 1.0 - 1e-6)[:, None]  # as the grid keeps m inside (0, 1)
     var = np.maximum(np.array([variances[i] for i in rows], dtype=float), 1e-6)[:, None]
-    t = _times()[None, :]
+    t = sample_sizes()[None, :]
     mu_prev = (0.5 + (t - 1.0) * mean) / t
     sigma2_prev = (0.25 + (t - 1.0) * var) / t
     cap = TRUNCATION / q
     gap = mu_prev - q
     aimed = np.minimum(np.maximum(0.0, gap / (sigma2_prev + gap * gap)), cap)
     plugin = np.minimum(np.sqrt(2.0 * math.log(1.0 / alpha) / (sigma2_prev * t * np.log1p(t))), cap)
-    log_a = _running_sum(_expected_log_growth(aimed, mean, var, q))
-    log_p = _running_sum(_expected_log_growth(plugin, mean, var, q))
+    log_a = running_sums(_expected_log_growth(aimed, mean, var, q))
+    log_p = running_sums(_expected_log_growth(plugin, mean, var, q))
     w = np.array([plugin_weight(thresholds[i]) for i in rows])[:, None]
     hits = np.logaddexp(log_a + np.log1p(-w), log_p + np.log(w)) >= math.log(1.0 / alpha)
     first = hits.argmax(axis=1)
-    times = _times()
+    times = sample_sizes()
     for k, i in enumerate(rows):
         if hits[k, first[k]]:
             out[i] = int(times[first[k]])

@@ -49,8 +49,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
+
+from llm_connect.routing._sizes import running_sums, sample_sizes
 
 __all__ = [
     "TRUNCATION",
@@ -67,9 +68,6 @@ __all__ = [
 
 TRUNCATION = 0.75
 """``c``: the largest bet; any value in (0, 1) keeps the guarantee (the paper suggests 1/2 or 3/4)."""
-
-_MAX_PROJECTED = 10_000_000
-""":func:`cases_needed` looks this far ahead; beyond it the answer is ``None`` (not settled)."""
 
 
 def _np() -> Any:
@@ -402,25 +400,11 @@ def mean_interval(
 # -- projection ---------------------------------------------------------------------------
 
 
-@cache
-def _grid() -> Any:
-    """Sample sizes the projection evaluates: 1..256 exactly, then geometric up to the limit."""
-    np = _np()
-    head = np.arange(1, 257, dtype=float)
-    tail = np.unique(np.round(np.geomspace(257, _MAX_PROJECTED, 400)))
-    return np.concatenate((head, tail))
-
-
-@cache
-def _grid_steps() -> Any:
-    """The gaps between the sample sizes of :func:`_grid` (the first from 0)."""
-    return _np().diff(_grid(), prepend=0.0)
-
-
 def _projected_lower(mean: float, var: float, alpha: float, fixed_n: bool) -> Any:
-    """The expected lower bound at each sample size of :func:`_grid`, for data of this mean/variance."""
+    """The expected lower bound at each of :func:`~llm_connect.routing._sizes.sample_sizes`, for
+    data of this mean and variance."""
     np = _np()
-    t = _grid()
+    t = sample_sizes()
     log_inv_alpha = math.log(1.0 / alpha)
     var = max(var, 1e-6)
     # Expected running estimates after t observations of mean `mean` and variance `var`.
@@ -433,17 +417,9 @@ def _projected_lower(mean: float, var: float, alpha: float, fixed_n: bool) -> An
         return mean - (log_inv_alpha + t * 4.0 * var * psi) / (t * lam)
     lam = np.minimum(TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (sigma2_prev * t * np.log1p(t))))
     psi = (-np.log1p(-lam) - lam) / 4.0
-    sum_lam = _running_sum(t, lam)
-    sum_vpsi = _running_sum(t, ev * psi)
+    sum_lam = running_sums(lam[None, :])[0]
+    sum_vpsi = running_sums((ev * psi)[None, :])[0]
     return mean - (log_inv_alpha + sum_vpsi) / sum_lam
-
-
-def _running_sum(t: Any, f: Any) -> Any:
-    """``sum_{i<=t} f(i)`` at each grid point: exact over the unit steps, trapezoid beyond."""
-    np = _np()
-    steps = np.diff(t, prepend=0.0)
-    increments = np.where(steps <= 1.0, f, (f + np.concatenate(([f[0]], f[:-1]))) / 2.0 * steps)
-    return np.cumsum(increments)
 
 
 def cases_needed(
@@ -466,13 +442,13 @@ def cases_needed(
         hits = np.nonzero(_projected_lower(1.0 - mean, var, alpha, fixed_n) > 1.0 - threshold)[0]
     if hits.size == 0:
         return None
-    return int(_grid()[hits[0]])
+    return int(sample_sizes()[hits[0]])
 
 
 def _projected_lower_rows(mean: Any, var: Any, alpha: float, fixed_n: bool) -> Any:
     """:func:`_projected_lower` for each ``mean[i]``, ``var[i]``: one row per pair."""
     np = _np()
-    t = _grid()
+    t = sample_sizes()
     log_inv_alpha = math.log(1.0 / alpha)
     mean = np.asarray(mean, dtype=float)[:, None]
     var = np.maximum(np.asarray(var, dtype=float), 1e-6)[:, None]
@@ -485,18 +461,9 @@ def _projected_lower_rows(mean: Any, var: Any, alpha: float, fixed_n: bool) -> A
         return mean - (log_inv_alpha + t * 4.0 * var * psi) / (t * lam)
     lam = np.minimum(TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (sigma2_prev * t * np.log1p(t))))
     psi = (-np.log1p(-lam) - lam) / 4.0
-    sum_lam = _running_sum_rows(t, lam)
-    sum_vpsi = _running_sum_rows(t, ev * psi)
+    sum_lam = running_sums(lam)
+    sum_vpsi = running_sums(ev * psi)
     return mean - (log_inv_alpha + sum_vpsi) / sum_lam
-
-
-def _running_sum_rows(t: Any, f: Any) -> Any:
-    """:func:`_running_sum` along each row of ``f``."""
-    np = _np()
-    steps = _grid_steps()
-    shifted = np.concatenate((f[:, :1], f[:, :-1]), axis=1)
-    increments = np.where(steps <= 1.0, f, (f + shifted) / 2.0 * steps)
-    return np.cumsum(increments, axis=1)
 
 
 def cases_needed_many(
@@ -521,7 +488,7 @@ def cases_needed_many(
     )
     hits = np.where(up[:, None], projected >= threshold, projected > 1.0 - threshold)
     first = hits.argmax(axis=1)
-    grid = _grid()
+    grid = sample_sizes()
     for k, i in enumerate(rows):
         if hits[k, first[k]]:
             out[i] = int(grid[first[k]])
