@@ -53,16 +53,30 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, overload
 
 from llm_connect.routing._sizes import running_sums, sample_sizes
 
-__all__ = ["TRUNCATION", "BetState", "betting_bounds", "cases_needed_many", "grid", "plugin_weight"]
+__all__ = [
+    "TRUNCATION",
+    "BetState",
+    "betting_bounds",
+    "betting_trace",
+    "cases_needed_many",
+    "grid",
+    "mirror",
+    "plugin_weight",
+]
 
 TRUNCATION = 0.75
 """``c``: each bet is at most ``c / m``, so every factor of the capital is at least ``1 - c``."""
 UPPER_HAIR = 1e-9
 """The upper side aims at ``1 - q + UPPER_HAIR``: a rejection there is an upper bound below ``q``."""
+AIM_TRUNCATION = 0.5
+"""The aimed gambler's bets are also at most ``AIM_TRUNCATION / q``: in the first cases of 0/1
+values its variance estimate is low (a run of ones) and its bet near the cap would lose most of
+the capital on the first zero (at 0.8 against 0.7 it needed 160 cases with the cap at 3/4, 135
+at 1/2, truescore's EB 140; ``docs/decisions.md``)."""
 _CHUNK_CELLS = 1 << 20
 """At most this many (case x grid point) cells are computed at once."""
 
@@ -114,12 +128,20 @@ class BetState:
 
 
 def _sides(
-    xs: Sequence[Any], starts: Sequence[BetState], qs: Sequence[float | None], alphas: Sequence[float]
+    xs: Sequence[Any],
+    starts: Sequence[BetState],
+    qs: Sequence[float | None],
+    alphas: Sequence[float],
+    trace: list[tuple[Any, Any]] | None = None,
+    plugin_shares: Sequence[float] | None = None,
 ) -> list[BetState]:
     """The states of several sides after their new cases ``xs[i]`` (non-empty), computed together:
     each side is a row of one zero-padded matrix (a padded cell adds exactly nothing to any
     running sum, so each row's figures are those of the row alone), in chunks of at most
-    :data:`_CHUNK_CELLS` (row x case x grid point) cells."""
+    :data:`_CHUNK_CELLS` (row x case x grid point) cells. ``trace``: a list that receives, per
+    chunk, ``(at_q, shown)`` (row x case): the mixture's log capital at the threshold after
+    each case, and the largest grid point its capital rejects then (0 where none).
+    ``plugin_shares``: the plug-in gambler's share per row (default :func:`plugin_weight`)."""
     np = _np()
     rows = len(xs)
     lengths = np.fromiter((x.size for x in xs), dtype=np.intp, count=rows)
@@ -131,7 +153,7 @@ def _sides(
     cap = (TRUNCATION / m)[None, :, :]
     log_target = np.log(1.0 / np.asarray(alphas, dtype=float))[:, None]
     aim_at = np.array([np.nan if q is None else q for q in qs])[:, None]
-    log_w_plugin = np.log([plugin_weight(q) for q in qs])
+    log_w_plugin = np.log(plugin_shares if plugin_shares is not None else [plugin_weight(q) for q in qs])
     log_w_aimed = np.log1p(-np.exp(log_w_plugin))
     t0 = np.fromiter((s.t for s in starts), dtype=float, count=rows)
     sum_x = np.fromiter((s.sum_x for s in starts), dtype=float, count=rows)
@@ -155,7 +177,8 @@ def _sides(
         sigma2_prev = np.concatenate((((0.25 + sum_sq) / (t0 + 1.0))[:, None], sigma2[:, :-1]), axis=1)
         plug_bet = np.sqrt(2.0 * log_target / (sigma2_prev * t * np.log1p(t)))
         gap = mu_prev - aim_at
-        aim_bet = np.where(np.isnan(aim_at), plug_bet, np.maximum(0.0, gap / (sigma2_prev + gap * gap)))
+        aimed_bet = np.minimum(AIM_TRUNCATION / m[:, :1], np.maximum(0.0, gap / (sigma2_prev + gap * gap)))
+        aim_bet = np.where(np.isnan(aim_at), plug_bet, aimed_bet)
         # (case, row, grid point), a padded cell betting nothing (its factor is exactly 1). Summing
         # over the first axis adds the cases one after another, in order (as np.cumsum does),
         # so the capital continued from a state is the whole series' capital bit for bit.
@@ -167,6 +190,13 @@ def _sides(
         at_q = np.logaddexp(
             np.cumsum(log_a[:, :, 0], axis=0) + log_w_aimed, np.cumsum(log_p[:, :, 0], axis=0) + log_w_plugin
         )
+        if trace is not None:
+            mixture = np.logaddexp(
+                np.cumsum(log_a, axis=0) + log_w_aimed[None, :, None],
+                np.cumsum(log_p, axis=0) + log_w_plugin[None, :, None],
+            )
+            shown = np.where(mixture >= log_target[None, :, :], m[None, :, :], 0.0).max(axis=2)
+            trace.append((at_q.T, shown.T))
         best = np.maximum(best, np.where(real.T, at_q, -np.inf).max(axis=0))
         aimed, plugin = np.add.reduce(log_a, axis=0), np.add.reduce(log_p, axis=0)
         t0, sum_x, sum_sq = t[:, -1], sums_x[:, -1], sums_sq[:, -1]
@@ -230,7 +260,7 @@ def betting_bounds(
         ends = _batched(
             [xs[i] for i in todo] + [1.0 - xs[i] for i in todo],
             [pairs[i][0] for i in todo] + [pairs[i][1] for i in todo],
-            [thresholds[i] for i in todo] + [_mirror(thresholds[i]) for i in todo],
+            [thresholds[i] for i in todo] + [mirror(thresholds[i]) for i in todo],
             [alphas[i] for i in todo] * 2,
         )
         for k, i in enumerate(todo):
@@ -239,12 +269,34 @@ def betting_bounds(
     highs: list[float | None] = []
     for (lower, upper), q, alpha in zip(pairs, thresholds, alphas, strict=True):
         lows.append(None if lower.t == 0 else _shown(lower, q, alpha))
-        highs.append(None if upper.t == 0 else 1.0 - _shown(upper, _mirror(q), alpha))
+        highs.append(None if upper.t == 0 else 1.0 - _shown(upper, mirror(q), alpha))
     return lows, highs, [None if p[0].t == 0 else p for p in pairs]
 
 
-def _mirror(q: float | None) -> float | None:
+@overload
+def mirror(q: float) -> float: ...
+@overload
+def mirror(q: None) -> None: ...
+def mirror(q: float | None) -> float | None:
+    """The threshold the upper side aims at: ``1 - q`` and a hair above it."""
     return None if q is None else 1.0 - q + UPPER_HAIR
+
+
+def betting_trace(
+    x: Any, start: BetState, threshold: float, alpha: float, plugin_share: float | None = None
+) -> tuple[BetState, Any, Any]:
+    """One side continued over the values ``x`` (1-D, in [0, 1], non-empty) from ``start``, and
+    after each value: the log capital of the mixture at ``threshold`` and the largest grid
+    point (:func:`grid`) its capital rejects at ``alpha`` then (0 where none). The state is
+    the one :func:`betting_bounds` would reach, bit for bit (the gamblers' capitals do not
+    depend on their shares; ``plugin_share``, default :func:`plugin_weight`, sets the mixture
+    the trace reads and the state's ``best_at_q``)."""
+    np = _np()
+    values = np.asarray(x, dtype=float)
+    pieces: list[tuple[Any, Any]] = []
+    shares = None if plugin_share is None else [plugin_share]
+    (end,) = _sides([values], [start], [threshold], [alpha], pieces, shares)
+    return end, np.concatenate([p[0][0] for p in pieces]), np.concatenate([p[1][0] for p in pieces])
 
 
 def _shown(state: BetState, q: float | None, alpha: float) -> float:
@@ -299,7 +351,7 @@ def cases_needed_many(
     sigma2_prev = (0.25 + (t - 1.0) * var) / t
     cap = TRUNCATION / q
     gap = mu_prev - q
-    aimed = np.minimum(np.maximum(0.0, gap / (sigma2_prev + gap * gap)), cap)
+    aimed = np.minimum(np.maximum(0.0, gap / (sigma2_prev + gap * gap)), np.minimum(cap, AIM_TRUNCATION / q))
     plugin = np.minimum(np.sqrt(2.0 * math.log(1.0 / alpha) / (sigma2_prev * t * np.log1p(t))), cap)
     log_a = running_sums(_expected_log_growth(aimed, mean, var, q))
     log_p = running_sums(_expected_log_growth(plugin, mean, var, q))

@@ -4,7 +4,7 @@ Per (task, candidate), the labels as read so far (:class:`Labels`: each labelled
 annotators' preferences and scores, and the mark of the last label read); per group (task,
 baseline, candidate, grader), the sampled cases as arrays (:class:`Group`: the judge's
 value, inclusion probability and whether chosen, in the sampler's order; people's value on
-each chosen case) with the bound's running sums at the first pending label, per ``alpha``.
+each chosen case) with the bound's running sums at the first pending label, per ``alpha`` and threshold.
 
 A decision reads only what arrived since (:class:`~llm_connect.ledger._design.DesignReader`:
 sampling rows past the last position, labels past the last id, with the checks that say
@@ -55,7 +55,7 @@ class Labels:
 @dataclass(frozen=True, slots=True, eq=False)
 class Group:
     """One group's sampled cases as read so far, people's values placed on them, and the
-    bound's running sums per ``alpha`` (valid for the first ``state.t`` cases as they are)."""
+    bound's running sums per ``alpha`` and threshold (valid for the first ``state.t`` cases as they are)."""
 
     rows: DesignRows
     mark: DesignMark
@@ -67,7 +67,7 @@ class Group:
     """Sampling position of each labelled case id (``None``: not sampled when last looked)."""
     outside: frozenset[str]
     """Labelled case ids not on a chosen case of :attr:`rows` (left out of the bound)."""
-    states: dict[float, PPIState] = field(default_factory=dict)
+    states: dict[tuple[float, float], PPIState] = field(default_factory=dict)
     evidence: dict[Hashable, GraderEvidence] = field(default_factory=dict)
 
 
@@ -223,7 +223,7 @@ def _continued(group: Group, alpha: float, min_quality: float, min_samples: int)
         min_quality=min_quality,
         floor=rows.floor,
         min_samples=min_samples,
-        start=group.states.get(alpha),
+        start=group.states.get((alpha, min_quality)),
     )
 
 
@@ -269,7 +269,7 @@ def group_evidence(
             else:
                 hb, state = _continued(group, alpha, min_quality, min_samples)
                 if state is not None:
-                    group.states[alpha] = state
+                    group.states[(alpha, min_quality)] = state
                 ev = bound_evidence(
                     hb, gid, left_out=len(group.outside), undecided=undecided, alpha=alpha,
                     preferences=_preferences(labels), agreement=rank_agreement(group.rows.judge, group.human),

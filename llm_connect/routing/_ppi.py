@@ -23,13 +23,14 @@ Ville's inequality
     mu >= max_t (sum eta_i y_i - sum (gamma_i xi_i - log(1 + gamma_i xi_i)) - log(1/alpha)) / sum eta_i
 
 at every ``t`` at once with probability ``1 - alpha``. The upper bound is the same for ``-y``.
-At rate 1 (every case labelled) the factor is the empirical-Bernstein one of ``_bounds``, so
-the bound is the labels' own (:func:`~llm_connect.routing._ppi_running.side_terms`).
-Under uniform labelling the labels alone are a random subsample, and the bound is that of the
-mixture ``w E_labels + (1 - w) E_ppi`` of the existing bound's e-process over the labels and
-this one (``w`` = :data:`LABELS_SHARE`), at least as tight as either at its share of
-``alpha``. The argument and the measurements: ``docs/decisions.md``, "Routing on what people
-would say".
+
+Under uniform labelling the labelled cases are a random subsample, and the bound is that of a
+fixed mixture of three e-processes (the insurance the labels buy, issue 35): the two gamblers
+of the judges' target's betting sequence (``_betting``: one aimed at ``min_quality``, one
+predictable plug-in) over the labels alone, and this one, with the shares of
+:func:`~llm_connect.routing._ppi_running.arm_weights`. With every case labelled the bound is
+the labels arm alone, the judges' target's own bound on people's values. The argument and the
+measurements: ``docs/decisions.md``, "Routing on what people would say".
 
 Pending labels (chosen, not yet labelled): the sequence stops before the first pending case;
 the cases after it wait (:attr:`HumanBound.waiting`). Labels on cases the sampler did not
@@ -45,14 +46,15 @@ from typing import Any
 import numpy as np
 
 from llm_connect.errors import ConfigurationError
-from llm_connect.routing._bounds import TRUNCATION, cases_needed
+from llm_connect.routing._bounds import cases_needed
 from llm_connect.routing._ppi_running import (
     _RIDGE,
     LAM_MAX,
     PPIState,
     _range,
+    arm_weights,
     continue_sequence,
-    mixture_lower,
+    continue_with_bounds,
     side_terms,
     start_state,
 )
@@ -66,7 +68,6 @@ def plural(n: int, noun: str) -> str:
 
 __all__ = [
     "ACTIVE_FLOOR",
-    "LABELS_SHARE",
     "NO_HUMAN_LABELS",
     "HumanBound",
     "PPISequence",
@@ -74,17 +75,13 @@ __all__ = [
     "human_bound_continued",
     "inclusion_probabilities",
     "judge_uncertainty",
+    "labels_share",
     "ppi_sequence",
     "uniform_inclusion",
 ]
 
 NO_HUMAN_LABELS = "no human labels yet"
 """The status of a candidate whose bound has no human label to stand on."""
-
-
-LABELS_SHARE = 0.5
-"""Under uniform labelling, the weight of the labels-alone e-process in the mixture with the
-prediction-powered one (fixed before any data; its bets are tuned at this share of ``alpha``)."""
 
 
 ACTIVE_FLOOR = 0.9
@@ -212,40 +209,6 @@ def _tuning(j: Any, p: Any, ch: Any, h: Any) -> tuple[Any, Any]:
     return lam, mh - lam * mj
 
 
-def _labels_only(ch: Any, h: Any, alpha: float) -> tuple[Any, Any, Any, Any]:
-    """The e-processes of the existing anytime bounds (``_bounds``: WSR Thm 2) over the
-    labelled cases alone, in their order, read after each case: ``(a, b, a_up, b_up)`` with
-    the lower side's e-process ``exp(a - b m)`` at a candidate mean ``m`` and the upper side's
-    ``exp(a_up + b_up m)`` (all 0 before the first label: an e-process of 1). The bets are
-    tuned at ``alpha``. Valid when the sampler chose cases whatever their grade (uniform
-    labelling), since the labelled cases are then a random subsample."""
-    log_inv_alpha = math.log(1.0 / alpha)
-    count = np.cumsum(ch, axis=-1)
-    width = max(1, int(count.max()) if count.size else 1)
-    order = np.argsort(~ch, axis=-1, kind="stable")
-    x = np.take_along_axis(h, order, axis=-1)[..., :width]
-    x = np.where(np.arange(width) < count[..., -1:], x, 0.0)
-    t = np.arange(1, width + 1, dtype=float)
-    at = np.maximum(count - 1, 0)
-
-    def sums(v: Any) -> tuple[Any, Any]:
-        mean_after = (0.5 + np.cumsum(v, axis=-1)) / (t + 1.0)
-        sq_after = (0.25 + np.cumsum((v - mean_after) ** 2, axis=-1)) / (t + 1.0)
-        m = _shift(mean_after, 0.5)
-        lam = np.minimum(
-            TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (_shift(sq_after, 0.25) * t * np.log1p(t)))
-        )
-        psi = -np.log1p(-lam) - lam
-        a = np.cumsum(lam * v, axis=-1) - np.cumsum(psi * (v - m) ** 2, axis=-1)
-        b = np.cumsum(lam, axis=-1)
-        pick = (np.take_along_axis(a, at, axis=-1), np.take_along_axis(b, at, axis=-1))
-        return np.where(count > 0, pick[0], 0.0), np.where(count > 0, pick[1], 0.0)
-
-    a, b = sums(x)
-    a_up, b_up = sums(1.0 - x)  # the lower side of 1 - H: exp(a' - b' (1 - m))
-    return a, b, a_up - b_up, b_up
-
-
 def ppi_sequence(
     judge: Any,
     inclusion: Any,
@@ -255,6 +218,7 @@ def ppi_sequence(
     *,
     floor: float,
     labels_share: float = 0.0,
+    threshold: float = 0.5,
 ) -> PPISequence:
     """The anytime lower and upper bounds of the mean human value after each case.
 
@@ -262,28 +226,27 @@ def ppi_sequence(
     [``floor``, 1], ``chosen`` boolean, ``human`` in [0, 1] on every chosen case (ignored
     elsewhere). No validation: :func:`human_bound` validates and cuts pending cases.
     ``labels_share`` > 0 (uniform labelling only): the bounds of the mixture with that weight
-    on the e-process of the labels alone (the existing bound, bets tuned at that share of
-    ``alpha``) and the rest on the prediction-powered one (bets at the rest), valid at ``alpha``
-    and at least as tight as either bound at its share.
+    on the labels arm (the betting sequence over the labels alone, aimed at ``threshold``, bets
+    tuned at that share of ``alpha``) and the rest on the prediction-powered one (bets tuned at
+    the rest); 1: the labels arm alone (every case labelled). :func:`labels_share` gives the
+    share :func:`human_bound` uses.
     """
     if labels_share > 0.0:
-        ch = np.asarray(chosen, dtype=bool)
-        h = np.where(ch, np.nan_to_num(np.asarray(human, dtype=float)), 0.0)
-        seq, (a2, b2, c2, d2) = _ppi_arm(judge, inclusion, ch, h, alpha * (1.0 - labels_share), floor)
-        a1, b1, c1, d1 = _labels_only(ch, h, alpha * labels_share)
-        lia = math.log(1.0 / alpha)
-        low = mixture_lower(a1, b1, a2, b2, labels_share, lia)
-        high = -mixture_lower(c1, d1, c2, d2, labels_share, lia)
-        return replace(seq, lower=np.clip(low, 0.0, 1.0), upper=np.clip(high, 0.0, 1.0))
-    return _ppi_arm(judge, inclusion, chosen, human, alpha, floor)[0]
+        arm_alpha = alpha * (1.0 - labels_share) if labels_share < 1.0 else alpha
+        seq = _ppi_arm(judge, inclusion, chosen, human, arm_alpha, floor)
+        j, p, ch, h = (np.atleast_2d(np.asarray(x)) for x in (judge, inclusion, chosen, human))
+        lower, upper = np.empty(j.shape), np.empty(j.shape)
+        for r in range(j.shape[0]):
+            _, lower[r], upper[r] = continue_with_bounds(
+                start_state(alpha, floor, labels_share, threshold), j[r], p[r], ch[r].astype(bool), h[r]
+            )
+        shape = np.shape(judge)
+        return replace(seq, lower=lower.reshape(shape), upper=upper.reshape(shape))
+    return _ppi_arm(judge, inclusion, chosen, human, alpha, floor)
 
 
-def _ppi_arm(
-    judge: Any, inclusion: Any, chosen: Any, human: Any, alpha: float, floor: float
-) -> tuple[PPISequence, tuple[Any, Any, Any, Any]]:
-    """The prediction-powered sequence alone (bets tuned at ``alpha``), and its e-processes
-    after each case: ``(a, b, a_up, b_up)``, the lower side ``exp(a - b m)`` at a candidate
-    mean ``m`` and the upper side ``exp(a_up + b_up m)``."""
+def _ppi_arm(judge: Any, inclusion: Any, chosen: Any, human: Any, alpha: float, floor: float) -> PPISequence:
+    """The prediction-powered sequence alone, bets tuned at ``alpha``."""
     j = np.asarray(judge, dtype=float)
     p = np.asarray(inclusion, dtype=float)
     ch = np.asarray(chosen, dtype=bool)
@@ -313,8 +276,7 @@ def _ppi_arm(
     high = -((up[0] - up[1] - log_inv_alpha) / up[2])
     lower = np.clip(np.maximum.accumulate(low, axis=-1), 0.0, 1.0)
     upper = np.clip(np.minimum.accumulate(high, axis=-1), 0.0, 1.0)
-    sums = (lo[0] - lo[1], lo[2], up[0] - up[1], up[2])
-    return PPISequence(lower=lower, upper=upper, y=y, lam=lam, offset=c), sums
+    return PPISequence(lower=lower, upper=upper, y=y, lam=lam, offset=c)
 
 
 # -- one candidate's evidence ----------------------------------------------------------------
@@ -388,6 +350,24 @@ def _validate(
     return j, p, ch, h, floor
 
 
+def _settings(state: PPIState) -> tuple[float, float, float, float]:
+    return state.alpha, state.floor, state.share, state.threshold
+
+
+def labels_share(inclusion: Any, threshold: float) -> float:
+    """The labels arm's weight for these inclusion probabilities: its two gamblers' shares of
+    :func:`~llm_connect.routing._ppi_running.arm_weights` under uniform labelling below rate 1
+    (the labelled cases are then a random subsample), 1 when every case is labelled (the labels
+    arm alone), 0 otherwise (active labelling: the prediction-powered arm alone)."""
+    p = np.asarray(inclusion, dtype=float)
+    if not p.size or not bool(np.all(p == p[0])):
+        return 0.0
+    if p[0] >= 1.0:
+        return 1.0
+    aimed, plugin, _ = arm_weights(threshold)
+    return aimed + plugin
+
+
 def human_bound(
     judge: Any,
     inclusion: Any,
@@ -404,8 +384,8 @@ def human_bound(
     Per case in arrival order: ``judge`` (``J_t``), ``inclusion`` (``p_t``, fixed before the
     label), ``chosen`` and ``human`` (``H_t``; NaN when not chosen or not yet labelled).
     ``floor``: the least inclusion probability the sampler could give (default: the least
-    given). Under uniform labelling (every ``p_t`` equal, below 1) the bound is that of the
-    mixture with weight :data:`LABELS_SHARE` on the labels-alone e-process. Status: ``ruled out``
+    given). Under uniform labelling (every ``p_t`` equal) the labels arm takes the share
+    :func:`labels_share` of the mixture. Status: ``ruled out``
     (upper < ``min_quality``), ``proven`` (lower >= it with at
     least ``min_samples`` cases), ``undecided``/``insufficient``, or :data:`NO_HUMAN_LABELS`.
     Raises ``ConfigurationError`` (a ``ValueError``) naming the case for bad input, including a
@@ -473,20 +453,9 @@ def human_bound_continued(
     )
     if labels_used == 0:
         return base, None
-    uniform = bool(np.all(p == p[0]))  # labels alone are a random subsample only then
-    share = LABELS_SHARE if uniform and p[0] < 1.0 else 0.0
+    state = start_state(alpha, floor, labels_share(p, min_quality), min_quality)
     # The sequence over the cases used, continued from ``start`` when it belongs to it.
-    state = start_state(alpha, floor, share)
-    if (
-        start is not None
-        and start.t <= cut
-        and (start.alpha, start.floor, start.share)
-        == (
-            state.alpha,
-            state.floor,
-            state.share,
-        )
-    ):
+    if start is not None and start.t <= cut and _settings(start) == _settings(state):
         state = start
     state = continue_sequence(state, j[state.t : cut], p[state.t : cut], ch[state.t : cut], h[state.t : cut])
     lower, upper = state.bounds()

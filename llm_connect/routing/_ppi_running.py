@@ -20,20 +20,22 @@ from typing import Any
 
 import numpy as np
 
+from llm_connect.routing._betting import BetState, betting_trace, mirror, plugin_weight
 from llm_connect.routing._bounds import TRUNCATION
 
 __all__ = [
     "STATE_VERSION",
-    "LabelSums",
     "PPIState",
     "continue_sequence",
-    "mixture_root",
+    "continue_with_bounds",
     "side_terms",
     "start_state",
 ]
 
-STATE_VERSION = "3"
-"""Version of :class:`PPIState`'s fields and their meaning. "3": below rate 1 each case's
+STATE_VERSION = "4"
+"""Version of :class:`PPIState`'s fields and their meaning. "4": the labels arm is the betting
+sequence aimed at the threshold (``_betting``, at ``alpha`` times the labels' share) and every
+case labelled means the labels arm alone; the state carries the threshold. "3": below rate 1 each case's
 factor is the exact bet ``1 + gamma xi`` (not Fan's bound), bets up to 3/4. "2": each side of the
 prediction-powered e-process has its own scale and sums (``*_up``: the upper side, on ``-y``);
 under uniform labelling the bounds are those of the mixture of the two e-processes
@@ -46,10 +48,6 @@ truncate at 1/2 or 3/4). With the exact factor ``log(1 + gamma xi)`` a bet only 
 ``gamma^2 xi^2 / 2`` on the values that occur, so 3/4 proved with fewer labels than 1/2 in
 ``scripts/bench/ppi_sim.py`` (with Fan's bound, whose penalty ``psi_E(gamma)`` at 3/4 is 2.3x
 its quadratic approximation on every value, 1/2 did)."""
-
-_NEWTON = 4
-"""Newton steps for the mixture's root: quadratic convergence from below (every step is
-valid); 3 reach 1e-13 in the simulations' regimes."""
 
 LAM_MAX = 2.0
 """The largest judge coefficient ``lam_t`` the tuning may pick."""
@@ -98,101 +96,15 @@ def side_terms(v: Any, centre: Any, bet: Any, own: Any, width: Any, floor: float
     return eta * v, step - np.log1p(step), eta
 
 
-def mixture_root(a1: Any, b1: Any, a2: Any, b2: Any, share: float, log_inv_alpha: float) -> Any:
-    """The ``m`` at which ``w exp(a1 - b1 m) + (1 - w) exp(a2 - b2 m) = 1/alpha`` (``w = share``),
-    element-wise: the lower end of the confidence set of the mixture of two e-processes, each
-    ``exp(a - b m)`` at the candidate mean ``m`` (``b1 >= 0``, ``b2 > 0``).
-
-    Newton's method on the log of the left side (convex and decreasing in ``m``) from the
-    larger of the two single-arm roots, where the left side is at least ``1/alpha``: every
-    iterate stays at or below the root, so stopping early is conservative, never invalid.
-    """
-    lw1, lw2 = math.log(share), math.log1p(-share)
-    has1 = b1 > 0.0
-    r1 = np.where(has1, (a1 + lw1 - log_inv_alpha) / np.where(has1, b1, 1.0), -np.inf)
-    m = np.maximum(r1, (a2 + lw2 - log_inv_alpha) / b2)
-    for _ in range(_NEWTON):
-        e1 = lw1 + a1 - b1 * m
-        e2 = lw2 + a2 - b2 * m
-        first = e1 >= e2
-        q = np.exp(-np.abs(e1 - e2))  # the smaller term over the larger
-        g = np.where(first, e1, e2) + np.log1p(q) - log_inv_alpha
-        slope = np.where(first, b1 + b2 * q, b2 + b1 * q) / (1.0 + q)
-        m = m + g / slope
-    return m
-
-
-def _single_roots(a1: Any, b1: Any, a2: Any, b2: Any, share: float, log_inv_alpha: float) -> tuple[Any, Any]:
-    """Bounds on :func:`mixture_root`: the larger single-arm root at the arms' weights (the
-    root is at least that) and at weight 1 (at most that: a convex combination is at most its
-    largest term)."""
-    lw1, lw2 = math.log(share), math.log1p(-share)
-    has1 = b1 > 0.0
-    safe1 = np.where(has1, b1, 1.0)
-    low = np.maximum(
-        np.where(has1, (a1 + lw1 - log_inv_alpha) / safe1, -np.inf), (a2 + lw2 - log_inv_alpha) / b2
-    )
-    high = np.maximum(np.where(has1, (a1 - log_inv_alpha) / safe1, -np.inf), (a2 - log_inv_alpha) / b2)
-    return low, high
-
-
-def mixture_lower(a1: Any, b1: Any, a2: Any, b2: Any, share: float, log_inv_alpha: float) -> Any:
-    """The running maximum along the last axis of :func:`mixture_root`.
-
-    The root is solved only where it can raise the running maximum: where its upper bound
-    (:func:`_single_roots`) is below the running maximum of its lower bound, the lower bound
-    stands in; the running maximum is the same as with every root solved.
-    """
-    low, high = _single_roots(a1, b1, a2, b2, share, log_inv_alpha)
-    solve = high > np.maximum.accumulate(low, axis=-1)
-    out = low.copy()
-    if solve.any():
-        out[solve] = mixture_root(a1[solve], b1[solve], a2[solve], b2[solve], share, log_inv_alpha)
-    return np.maximum.accumulate(out, axis=-1)
-
-
-def mixture_best(
-    a1: Any, b1: Any, a2: Any, b2: Any, share: float, log_inv_alpha: float, best: float
-) -> float:
-    """``max(best, the largest mixture_root over these cases)`` (1-D), equal to the last entry of
-    :func:`mixture_lower` over the cases before and these: only the cases whose root's upper
-    bound exceeds ``best`` and every root's lower bound are solved."""
-    low, high = _single_roots(a1, b1, a2, b2, share, log_inv_alpha)
-    reach = max(best, float(low.max()))
-    solve = high > reach
-    if solve.any():
-        reach = max(
-            reach, float(mixture_root(a1[solve], b1[solve], a2[solve], b2[solve], share, log_inv_alpha).max())
-        )
-    return reach
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSums:
-    """The labels-alone bound (``_ppi._labels_only``, one side) after ``t`` labels."""
-
-    t: int = 0
-    sum_v: float = 0.0
-    sum_sq: float = 0.0
-    sum_lam_v: float = 0.0
-    sum_psi: float = 0.0
-    sum_lam: float = 0.0
-    best: float = -math.inf
-
-    @property
-    def lower(self) -> float:
-        """The bound so far, clipped to 0..1 (0 before any label)."""
-        return 0.0 if self.t == 0 else min(1.0, max(0.0, self.best))
-
-
 @dataclass(frozen=True, slots=True)
 class PPIState:
     """Running sums of the prediction-powered sequence after ``t`` cases, at one ``alpha``,
-    ``floor`` and labels share (the settings the sums belong to)."""
+    ``floor``, labels share and threshold (the settings the sums belong to)."""
 
     alpha: float
     floor: float
     share: float
+    threshold: float = 0.5
     t: int = 0
     # the tuning's weighted moments over labelled cases: count, Σw, Σwj, Σwh, Σwjh, Σwjj
     tuning: tuple[float, float, float, float, float, float] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -207,7 +119,9 @@ class PPIState:
     sum_eta_up: float = 0.0
     best_low: float = -math.inf
     best_high: float = math.inf
-    labels: tuple[LabelSums, LabelSums] = field(default_factory=lambda: (LabelSums(), LabelSums()))
+    labels: tuple[BetState, BetState] = field(default_factory=lambda: (BetState(), BetState()))
+    """The labels arm's betting states: on people's values aimed at the threshold, and on one
+    minus them aimed at the mirrored threshold (empty with a share of 0)."""
 
     def bounds(self) -> tuple[float, float]:
         """``(lower, upper)`` after the ``t`` cases (the last entries of ``ppi_sequence``)."""
@@ -219,9 +133,9 @@ class PPIState:
         return float(lam[0]), float(c[0])
 
 
-def start_state(alpha: float, floor: float, share: float) -> PPIState:
+def start_state(alpha: float, floor: float, share: float, threshold: float = 0.5) -> PPIState:
     """The state before any case."""
-    return PPIState(alpha=float(alpha), floor=float(floor), share=float(share))
+    return PPIState(alpha=float(alpha), floor=float(floor), share=float(share), threshold=float(threshold))
 
 
 def _running(first: float, values: Any) -> Any:
@@ -241,44 +155,94 @@ def _coefficients(n_lab: Any, sw: Any, swj: Any, swh: Any, swjh: Any, swjj: Any)
     return lam, mh - lam * mj
 
 
-def _labels(start: LabelSums, v: Any, log_inv_alpha: float) -> tuple[LabelSums, Any, Any]:
-    """``_ppi._labels_only``'s lower bound of ``v`` (the new labelled values) continued, and its
-    e-process's exponent ``a - b m`` after each new label: ``(state, a, b)``."""
-    if not v.size:
-        return start, np.zeros(0), np.zeros(0)
-    t0 = float(start.t)
-    t = t0 + np.arange(1, v.size + 1, dtype=float)
-    sum_v = _running(start.sum_v, v)
-    mean_after = (0.5 + sum_v) / (t + 1.0)
-    sum_sq = _running(start.sum_sq, (v - mean_after) ** 2)
-    sq_after = (0.25 + sum_sq) / (t + 1.0)
-    m = np.concatenate((np.array([(0.5 + start.sum_v) / (t0 + 1.0)]), mean_after[:-1]))
-    s2 = np.concatenate((np.array([(0.25 + start.sum_sq) / (t0 + 1.0)]), sq_after[:-1]))
-    lam = np.minimum(TRUNCATION, np.sqrt(2.0 * log_inv_alpha / (s2 * t * np.log1p(t))))
-    psi = -np.log1p(-lam) - lam
-    sum_lam_v = _running(start.sum_lam_v, lam * v)
-    sum_psi = _running(start.sum_psi, psi * (v - m) ** 2)
-    sum_lam = _running(start.sum_lam, lam)
-    exponent = sum_lam_v - sum_psi
-    low = (exponent - log_inv_alpha) / sum_lam
-    state = LabelSums(
-        t=start.t + int(v.size),
-        sum_v=float(sum_v[-1]),
-        sum_sq=float(sum_sq[-1]),
-        sum_lam_v=float(sum_lam_v[-1]),
-        sum_psi=float(sum_psi[-1]),
-        sum_lam=float(sum_lam[-1]),
-        best=max(start.best, float(low.max())),
-    )
-    return state, exponent, sum_lam
+ARM_WEIGHTS_MIDDLE = (0.6, 0.1, 0.3)
+"""Under uniform labelling, the shares of the three e-processes for a threshold in 0.3..0.7:
+the labels' aimed gambler, the labels' plug-in gambler, the prediction-powered arm. With a
+judge of no signal the aimed gambler carries the bound (its share costs ``log(1/0.6)`` of
+capital against the labels arm alone's ``log 2``); with a good judge the prediction-powered
+arm does (``log(1/0.3)`` against ``log 2`` before: a few more labels)."""
+
+ARM_WEIGHTS_EDGE = (0.1, 0.75, 0.15)
+"""The shares for a threshold at or beyond 0.2 or 0.8 (linear in between): near the ceiling a
+judge cannot beat people's own small variance, and the plug-in gambler's bets are the best
+from the first label (``docs/decisions.md``)."""
 
 
-def _per_case(start: LabelSums, a: Any, b: Any, ch: Any) -> tuple[Any, Any]:
-    """The labels arm's ``(a, b)`` after each case of a piece (``ch``: chosen), from the values
-    after each of its labels; before the piece's first label, the start's (0 before any)."""
-    k = np.cumsum(ch)
-    a0 = start.sum_lam_v - start.sum_psi
-    return np.concatenate(([a0], a))[k], np.concatenate(([start.sum_lam], b))[k]
+def arm_weights(threshold: float) -> tuple[float, float, float]:
+    """``(aimed, plug-in, prediction-powered)`` shares for ``threshold`` (summing to 1), fixed
+    before any case: :data:`ARM_WEIGHTS_MIDDLE` in 0.3..0.7, :data:`ARM_WEIGHTS_EDGE` at or
+    beyond 0.2 and 0.8, linear in between."""
+    e = min(1.0, max(0.0, (abs(threshold - 0.5) - 0.2) / 0.1))
+    a, p, r = ((1.0 - e) * x + e * y for x, y in zip(ARM_WEIGHTS_MIDDLE, ARM_WEIGHTS_EDGE, strict=True))
+    return a, p, r
+
+
+def labels_plugin_share(threshold: float, share: float) -> float:
+    """The plug-in gambler's share within the labels arm: the judges' target's
+    (:func:`~llm_connect.routing._betting.plugin_weight`) when the labels arm stands alone
+    (``share`` 1), else the ratio of :func:`arm_weights`."""
+    if share >= 1.0:
+        return plugin_weight(threshold)
+    a, p, _ = arm_weights(threshold)
+    return p / (a + p)
+
+
+def _log_weights(share: float) -> tuple[float, float]:
+    """``(log w, log(1 - w))`` of the labels arm and the prediction-powered arm."""
+    if share >= 1.0:
+        return 0.0, -math.inf
+    return (-math.inf if share <= 0.0 else math.log(share)), math.log1p(-share)
+
+
+def _side(
+    start: BetState,
+    values: Any,
+    chosen: Any,
+    aim: float,
+    exponent: Any,
+    slope: Any,
+    share: float,
+    alpha: float,
+) -> tuple[BetState, Any]:
+    """One side of the mixture after each case: the labels arm continued over ``values`` (the
+    new labels, on this side's scale) and the best mean this side rejects then, on its scale
+    (``-inf`` where none). The prediction-powered arm's log e-value at a mean ``m`` of this
+    side is ``exponent - slope m`` after each case.
+
+    A mean is rejected after a case when the mixture ``w K_labels + (1 - w) K_ppi`` has
+    reached ``1 / alpha``: at ``aim`` (the threshold; rejected means proven or ruled out),
+    or through one arm alone at its weight (the prediction-powered root, the labels arm's
+    largest rejected grid point at ``alpha w``); both arms' capitals fall as the mean rises,
+    so each of these is rejected by the mixture, and every smaller mean with it.
+    """
+    log_w_labels, log_w_ppi = _log_weights(share)
+    log_target = math.log(1.0 / alpha)
+    rejected = np.full(exponent.shape, -math.inf)
+    if log_w_ppi > -math.inf:
+        rejected = (exponent + log_w_ppi - log_target) / slope
+    at_aim = exponent - slope * aim + log_w_ppi if log_w_ppi > -math.inf else rejected
+    state = start
+    if log_w_labels > -math.inf:
+        k = np.cumsum(chosen)
+        before = _at_aim(start, labels_plugin_share(aim, share))
+        inner = labels_plugin_share(aim, share)
+        if values.size:
+            state, labels_at_aim, shown = betting_trace(values, start, aim, alpha * share, inner)
+        else:
+            labels_at_aim, shown = np.zeros(0), np.zeros(0)
+        labels_at_aim = np.concatenate(([before], labels_at_aim))[k] + log_w_labels
+        shown = np.concatenate(([-math.inf], np.where(shown > 0.0, shown, -math.inf)))[k]
+        at_aim = np.logaddexp(at_aim, labels_at_aim) if log_w_ppi > -math.inf else labels_at_aim
+        rejected = np.maximum(rejected, shown)
+    return state, np.where(at_aim >= log_target, np.maximum(rejected, aim), rejected)
+
+
+def _at_aim(state: BetState, w: float) -> float:
+    """The labels arm's log capital at its threshold (grid point 0) in ``state`` (0 before any),
+    the plug-in gambler's share ``w``."""
+    if not state.log_aimed:
+        return 0.0
+    return float(np.logaddexp(state.log_aimed[0] + math.log1p(-w), state.log_plugin[0] + math.log(w)))
 
 
 def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, human: Any) -> PPIState:
@@ -287,15 +251,22 @@ def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, 
     The same computation as :func:`~llm_connect.routing._ppi.ppi_sequence` over the cases
     before and these together, at ``start``'s settings; no validation (``human_bound``'s).
     """
+    return continue_with_bounds(start, judge, inclusion, chosen, human)[0]
+
+
+def continue_with_bounds(
+    start: PPIState, judge: Any, inclusion: Any, chosen: Any, human: Any
+) -> tuple[PPIState, Any, Any]:
+    """:func:`continue_sequence`, and the running lower and upper bounds after each new case."""
     j = np.asarray(judge, dtype=float)
     n = j.size
     if n == 0:
-        return start
+        return start, np.zeros(0), np.zeros(0)
     p = np.asarray(inclusion, dtype=float)
     ch = np.asarray(chosen, dtype=bool)
     h = np.where(ch, np.nan_to_num(np.asarray(human, dtype=float)), 0.0)
     floor, share = start.floor, start.share
-    alpha = start.alpha * (1.0 - share) if share > 0.0 else start.alpha
+    alpha = start.alpha * (1.0 - share) if 0.0 < share < 1.0 else start.alpha
     log_inv_alpha = math.log(1.0 / alpha)
 
     # The tuning after each case, and before each (the state's sums before the first).
@@ -334,24 +305,23 @@ def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, 
     )
     labels = start.labels
     if share > 0.0:
+        # The mixture of the labels arm and this arm, on each side's own scale: people's
+        # values for the lower side, one minus them (at the mirrored threshold) for the upper.
         v = h[ch]
-        lia = math.log(1.0 / (start.alpha * share))
-        lo_state, lo_a, lo_b = _labels(labels[0], v, lia)
-        up_state, up_a, up_b = _labels(labels[1], 1.0 - v, lia)
-        a1, b1 = _per_case(labels[0], lo_a, lo_b, ch)
-        c1, d1 = _per_case(labels[1], up_a, up_b, ch)
-        lia_all = math.log(1.0 / start.alpha)
-        best_low = mixture_best(a1, b1, sum_eta_y - penalty, sum_eta, share, lia_all, start.best_low)
-        best_high = -mixture_best(
-            c1 - d1, d1, sum_up - penalty_up, sum_eta_up, share, lia_all, -start.best_high
-        )
+        q = start.threshold
+        lo_state, low = _side(labels[0], v, ch, q, sum_eta_y - penalty, sum_eta, share, start.alpha)
+        up_state, high = _side(
+            labels[1], 1.0 - v, ch, mirror(q), sum_up - penalty_up + sum_eta_up, sum_eta_up,
+            share, start.alpha,
+        )  # fmt: skip
+        high = 1.0 - high
         labels = (lo_state, up_state)
     else:
         low = (sum_eta_y - penalty - log_inv_alpha) / sum_eta
         high = -((sum_up - penalty_up - log_inv_alpha) / sum_eta_up)
-        best_low = max(start.best_low, float(low.max()))
-        best_high = min(start.best_high, float(high.min()))
-    return replace(
+    lower = np.maximum.accumulate(np.concatenate(([start.best_low], low)))[1:]
+    upper = np.minimum.accumulate(np.concatenate(([start.best_high], high)))[1:]
+    state = replace(
         start,
         t=start.t + n,
         tuning=tuple(float(s[-1]) for s in sums),  # type: ignore[arg-type]
@@ -363,7 +333,8 @@ def continue_sequence(start: PPIState, judge: Any, inclusion: Any, chosen: Any, 
         sum_eta_y_up=float(sum_up[-1]),
         penalty_up=float(penalty_up[-1]),
         sum_eta_up=float(sum_eta_up[-1]),
-        best_low=best_low,
-        best_high=best_high,
+        best_low=float(lower[-1]),
+        best_high=float(upper[-1]),
         labels=labels,
     )
+    return state, np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)

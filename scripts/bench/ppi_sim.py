@@ -16,7 +16,12 @@ Sections (markdown on stdout, every number reproducible from the flags):
     and by the bound, uniform (with and without the labels-alone arm) and active, at rates
     0.1, 0.2 and 0.3;
 (c) regimes: human mean x judge agreement x rate -> median labels and cases needed, and the
-    ratio to labels alone (the existing bound with every case labelled), uniform and active;
+    ratio to the best labels-only sequence (issue 35): the least median labels, on the labels
+    each uniform run drew and at its looks, of the labels arm alone (the betting sequence
+    aimed at min_quality that the judges' target uses), truescore 0.7.4's empirical-Bernstein
+    sequence (``truescore.sequential.confidence_sequence``, one-sided; our implementation of
+    the same construction, cap 1/2, where truescore is not installed) and the hedged betting
+    test at min_quality (Waudby-Smith & Ramdas, Theorem 3, c = 3/4), uniform and active;
 (d) the cost of one call of ``human_bound`` with 100,000 cases and 2,000 labels.
 
 Runs that never prove within the horizon count as infinitely many labels in the medians.
@@ -29,15 +34,21 @@ import math
 import time
 
 import numpy as np
+from bound_efficiency import betting_log_capital, eb_lower
 from decisions_sim import anytime_lower
 from decisions_sim import rate as rate_ci
 
+try:
+    from truescore.sequential import confidence_sequence
+except ImportError:  # a dev extra
+    confidence_sequence = None
+
 from llm_connect.routing._ppi import (
     ACTIVE_FLOOR,
-    LABELS_SHARE,
     human_bound,
     inclusion_probabilities,
     judge_uncertainty,
+    labels_share,
     ppi_sequence,
 )
 
@@ -45,7 +56,7 @@ ALPHA = 0.05
 LOOK_EVERY = 10
 MIN_SAMPLES = 30
 CHUNK = 100
-SHARE = [LABELS_SHARE]
+SHARE: list[float | None] = [None]  # None: the share human_bound uses (labels_share)
 
 
 def active_inclusion(u: np.ndarray, rate: float, pilot: np.ndarray) -> np.ndarray:
@@ -71,7 +82,13 @@ def labels_at(chosen: np.ndarray, cases: np.ndarray) -> np.ndarray:
 
 
 def bound_runs(
-    judge: np.ndarray, p: np.ndarray, chosen: np.ndarray, human: np.ndarray, floor: float, uniform: bool
+    judge: np.ndarray,
+    p: np.ndarray,
+    chosen: np.ndarray,
+    human: np.ndarray,
+    floor: float,
+    uniform: bool,
+    threshold: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Anytime lower and upper bounds of every run after every case, in chunks of runs."""
     lows, highs = [], []
@@ -83,11 +100,44 @@ def bound_runs(
             human[s : s + CHUNK],
             ALPHA,
             floor=floor,
-            labels_share=SHARE[0] if uniform else 0.0,
+            labels_share=(SHARE[0] or labels_share(p[:1, 0], threshold)) if uniform else 0.0,
+            threshold=threshold,
         )
         lows.append(seq.lower)
         highs.append(seq.upper)
     return np.concatenate(lows), np.concatenate(highs)
+
+
+def labels_only(human: np.ndarray, threshold: float) -> dict[str, np.ndarray]:
+    """Labels needed per run (every case labelled, a look every 10 labels) by each labels-only
+    sequence: the labels arm alone, the empirical-Bernstein sequence (truescore's where
+    installed) and the hedged betting test at ``threshold``."""
+    ones = np.ones(human.shape)
+    arm = [
+        ppi_sequence(
+            human[s : s + CHUNK], ones[s : s + CHUNK], ones[s : s + CHUNK].astype(bool), human[s : s + CHUNK],
+            ALPHA, floor=1.0, labels_share=1.0, threshold=threshold,
+        ).lower
+        for s in range(0, human.shape[0], CHUNK)
+    ]  # fmt: skip
+    if confidence_sequence is not None:
+        eb = np.stack([confidence_sequence(row, alpha=ALPHA, one_sided=True).lower_bounds for row in human])
+    else:
+        eb = eb_lower(human, ALPHA, 0.5)
+    capital = betting_log_capital(human, ALPHA, threshold, 0.75)
+    return {
+        "labels arm": first_proof(np.concatenate(arm), threshold),
+        EB_NAME: first_proof(eb, threshold),
+        "hedged betting": first_proof(np.where(capital >= math.log(1 / ALPHA), threshold, 0.0), threshold),
+    }
+
+
+EB_NAME = "truescore EB" if confidence_sequence is not None else "EB (ours, cap 1/2)"
+
+
+def best_of(got: dict[str, np.ndarray]) -> float:
+    """The least median among the labels-only sequences."""
+    return min(float(np.median(v)) for v in got.values())
 
 
 def med(x: np.ndarray) -> str:
@@ -136,6 +186,7 @@ def validity(seed: int, runs: int, n: int) -> None:
                 human,
                 0.2 if strategy == "uniform" else 0.2 * ACTIVE_FLOOR,
                 strategy == "uniform",
+                0.9,
             )
             routed = np.isfinite(first_proof(low, 0.9))
             rows.append(
@@ -203,9 +254,43 @@ def needed(
     else:  # "uniform", or "uniform, no labels arm": the prediction-powered e-process alone
         p, floor = np.full(human.shape, rate), rate
     chosen = rng.random(human.shape) < p
-    low, _ = bound_runs(judge, p, chosen, human, floor, strategy == "uniform")
+    low, _ = bound_runs(judge, p, chosen, human, floor, strategy == "uniform", threshold)
     cases = first_proof(low, threshold)
+    LAST_CHOSEN[0] = chosen
     return labels_at(chosen, cases), cases
+
+
+LAST_CHOSEN: list[np.ndarray] = [np.zeros((0, 0), bool)]
+"""The cases :func:`needed` chose last (for the paired labels-only columns)."""
+
+
+def paired_labels_only(human: np.ndarray, chosen: np.ndarray, threshold: float) -> dict[str, np.ndarray]:
+    """Labels needed per run by each labels-only sequence run on the very labels the human
+    bound's run drew (in the same order), read at the same looks (every 10 cases)."""
+    names = ("labels arm", EB_NAME, "hedged betting")
+    lows = {k: np.zeros(human.shape) for k in names}
+    for r in range(human.shape[0]):
+        x = human[r][chosen[r]]
+        if not x.size:
+            continue
+        per_label = {
+            "labels arm": ppi_sequence(
+                x, np.ones(x.size), np.ones(x.size, bool), x, ALPHA, floor=1.0, labels_share=1.0,
+                threshold=threshold,
+            ).lower,
+            EB_NAME: (
+                confidence_sequence(x, alpha=ALPHA, one_sided=True).lower_bounds
+                if confidence_sequence is not None
+                else eb_lower(x[None], ALPHA, 0.5)[0]
+            ),
+            "hedged betting": np.where(
+                betting_log_capital(x[None], ALPHA, threshold, 0.75)[0] >= math.log(1 / ALPHA), threshold, 0.0
+            ),
+        }  # fmt: skip
+        k = np.cumsum(chosen[r]) - 1  # the last label's index after each case
+        for name, v in per_label.items():
+            lows[name][r] = np.where(k >= 0, np.asarray(v)[np.maximum(k, 0)], 0.0)
+    return {k: labels_at(chosen, first_proof(v, threshold)) for k, v in lows.items()}
 
 
 # -- (b) labels saved ------------------------------------------------------------------------
@@ -225,9 +310,12 @@ def labels_saved(seed: int, runs: int, n: int) -> None:
     )
     rng = np.random.default_rng([seed, 2])
     human = (rng.random((runs, n)) < 0.62).astype(float)
-    alone = first_proof(anytime_lower(human, ALPHA), 0.5)
-    base = float(np.median(alone))
-    rows = [["labels alone (every case labelled, existing bound)", "", "1.0", med(alone), med(alone), "1.00"]]
+    only = labels_only(human, 0.5)
+    base = best_of(only)
+    rows = [
+        [f"labels alone, {k} (every case labelled)", "", "1.0", med(v), med(v), f"{np.median(v) / base:.2f}"]
+        for k, v in only.items()
+    ]
     for m, (judge_name, wrong) in enumerate(JUDGE_MODELS):
         jrng = np.random.default_rng([seed, 2, m])
         if wrong is None:
@@ -261,13 +349,15 @@ def labels_saved(seed: int, runs: int, n: int) -> None:
                     "",
                 ]
             )
-    table(["rule", "judge", "rate", "median labels", "median cases", "labels / labels alone"], rows)
+    table(["rule", "judge", "rate", "median labels", "median cases", "labels / best labels alone"], rows)
 
 
 # -- (c) regimes -----------------------------------------------------------------------------
 
 
 REGIMES = [(0.62, 0.5), (0.8, 0.7), (0.97, 0.9)]
+LABELS_GUESS = [150, 140, 90]
+"""About the labels a labels-only sequence needs per regime (the horizon is six times that)."""
 JUDGES: list[float | None] = [0.95, 0.8, None]
 RATES = [0.1, 0.3, 0.5]
 
@@ -275,22 +365,20 @@ RATES = [0.1, 0.3, 0.5]
 def regimes(seed: int, runs: int) -> None:
     print(
         f"### (c) Regimes: median labels (and cases) needed, uniform labelling; last column active "
-        f"({runs} runs per cell)\n"
+        f"({runs} runs per cell)\n\nThe labels-only columns run on the labels each uniform run drew, "
+        "read at the same looks; the ratios are to the least of their medians.\n"
     )
     rows = []
     worst = worst_active = 0.0
     for k, (mean, threshold) in enumerate(REGIMES):
-        rng = np.random.default_rng([seed, 4, k])
-        # labels alone over 1,000 runs whatever ``runs``: its median moves in steps of 10 labels
-        human, _ = pairwise(rng, max(runs, 1000), 4000, mean, None)
-        alone = first_proof(anytime_lower(human, ALPHA), threshold)
-        base = float(np.median(alone))
         for a, agree in enumerate(JUDGES):
             for r in RATES:
-                n = int(min(20_000, 6 * base / r + 500))
+                n = int(min(20_000, 6 * LABELS_GUESS[k] / r + 500))
                 hrng = np.random.default_rng([seed, 5, k, a, int(r * 100)])
                 h, j = pairwise(hrng, runs, n, mean, agree)
                 labels, cases = needed(h, j, threshold, r, "uniform", hrng)
+                only = paired_labels_only(h, LAST_CHOSEN[0], threshold)
+                base = best_of(only)
                 act, _ = needed(
                     h, j, threshold, r, "active", np.random.default_rng([seed, 7, k, a, int(r * 100)])
                 )
@@ -302,7 +390,8 @@ def regimes(seed: int, runs: int) -> None:
                         f"{mean} vs {threshold}",
                         "no signal" if agree is None else f"{agree:.0%}",
                         f"{r}",
-                        med(alone),
+                        " / ".join(med(v) for v in only.values()),
+                        f"{base:.0f}",
                         med(labels),
                         med(cases),
                         f"{ratio:.2f}",
@@ -314,7 +403,8 @@ def regimes(seed: int, runs: int) -> None:
             "human mean vs min_quality",
             "judge agrees",
             "rate",
-            "labels alone",
+            f"labels alone: labels arm / {EB_NAME} / hedged betting",
+            "best",
             "labels (human bound)",
             "cases (human bound)",
             "ratio",
@@ -351,7 +441,7 @@ def main() -> None:
     parser.add_argument("--grid-runs", type=int, default=200, help="runs per cell of (c)")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument(
-        "--labels-share", type=float, default=LABELS_SHARE, help="share of alpha on labels alone"
+        "--labels-share", type=float, default=None, help="the labels arm's share (default: human_bound's)"
     )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 100 runs, 40 per cell")
     args = parser.parse_args()

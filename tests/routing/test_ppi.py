@@ -6,16 +6,18 @@ import numpy as np
 import pytest
 
 from llm_connect.errors import ConfigurationError
+from llm_connect.routing._betting import BetState, betting_trace, mirror
 from llm_connect.routing._bounds import lower_bound, upper_bound
 from llm_connect.routing._ppi import (
-    LABELS_SHARE,
     NO_HUMAN_LABELS,
     human_bound,
     inclusion_probabilities,
     judge_uncertainty,
+    labels_share,
     ppi_sequence,
     uniform_inclusion,
 )
+from llm_connect.routing._ppi_running import labels_plugin_share
 
 
 def _first_look(lower: np.ndarray, threshold: float) -> np.ndarray:
@@ -47,19 +49,36 @@ def test_a_biased_judge_does_not_route_when_people_say_no(strategy: str) -> None
     human = rng.beta(8.5, 1.5, (runs, n))
     judge = np.clip(human + 0.1, 0.0, 1.0)
     if strategy == "uniform":
-        p, floor, share = np.full((runs, n), 0.2), 0.2, 0.5
+        p, floor, share = np.full((runs, n), 0.2), 0.2, labels_share([0.2], 0.9)
     else:
         pilot = judge_uncertainty(np.clip(rng.beta(8.5, 1.5, 2000) + 0.1, 0.0, 1.0))
         p = inclusion_probabilities(judge_uncertainty(judge).ravel(), 0.2, reference=pilot).reshape(runs, n)
         floor, share = 0.1, 0.0
     chosen = rng.random((runs, n)) < p
-    seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=floor, labels_share=share)
+    seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=floor, labels_share=share, threshold=0.9)
     routed = np.isfinite(_first_look(seq.lower, 0.9)).mean()
     assert routed <= 0.09  # nominal 5%; the judge alone routes nearly every run
-    assert np.isfinite(_first_look(lower_bound_rows(judge), 0.9)).mean() > 0.9  # the judge alone
+    assert np.isfinite(_first_look(lower_bound_rows(judge, 0.9), 0.9)).mean() > 0.9  # the judge alone
 
 
-def test_rate_one_is_the_existing_bound_on_the_labels() -> None:
+def test_every_case_labelled_is_the_routers_bound_on_the_labels() -> None:
+    """At rate 1 the bound is the labels arm alone: the betting sequence the judges' target uses
+    (``_betting``), on people's values, proven exactly when it is; its lower bound is at least
+    the judges' target's (a running maximum over the looks, where the router reads the last)."""
+    from llm_connect.routing._betting import betting_bounds
+
+    rng = np.random.default_rng([23, 12])
+    for mean, q in ((0.62, 0.5), (0.95, 0.9), (0.5, 0.6)):
+        human = (rng.random(400) < mean).astype(float)
+        p, chosen = np.ones(400), np.ones(400, bool)
+        got = human_bound(np.full(400, 0.5), p, chosen, human, alpha=0.05, min_quality=q, min_samples=1)
+        (low,), (high,), _ = betting_bounds([human], [0.05], [q], [None])
+        assert (got.status == "proven") == (low >= q) and (got.status == "ruled out") == (high < q)
+        assert got.lower is not None and got.lower >= low - 1e-12
+        assert got.upper is not None and got.upper <= high + 1e-12
+
+
+def test_rate_one_without_the_labels_arm_is_the_empirical_bernstein_bound() -> None:
     rng = np.random.default_rng([23, 2])
     human = rng.beta(6, 2, 200)
     judge = np.clip(human + rng.normal(0, 0.2, 200), 0, 1)
@@ -86,23 +105,27 @@ def test_a_judge_with_no_signal_needs_about_as_many_labels_as_people_alone() -> 
     rng = np.random.default_rng([23, 4])
     runs, n = 100, 3000
     human, judge = _pairwise(rng, runs, n, 0.62, None)
-    alone = float(np.median(_first_look(lower_bound_rows(human[:, :1000]), 0.5)))
+    alone = float(np.median(_first_look(lower_bound_rows(human[:, :1000], 0.5), 0.5)))
     p = np.full((runs, n), 0.3)
     chosen = rng.random((runs, n)) < p
-    seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=0.3, labels_share=0.5)
+    seq = ppi_sequence(
+        judge, p, chosen, human, 0.05, floor=0.3, labels_share=labels_share([0.3], 0.5), threshold=0.5
+    )
     cases = _first_look(seq.lower, 0.5)
     labels = _labels_at(cases, chosen)
-    assert 0.6 <= float(np.median(labels)) / alone <= 1.8
+    assert 0.6 <= float(np.median(labels)) / alone <= 1.25
 
 
 def test_a_good_judge_saves_labels() -> None:
     rng = np.random.default_rng([23, 5])
     runs, n = 100, 1500
     human, judge = _pairwise(rng, runs, n, 0.62, 0.95)
-    alone = float(np.median(_first_look(lower_bound_rows(human), 0.5)))
+    alone = float(np.median(_first_look(lower_bound_rows(human, 0.5), 0.5)))
     p = np.full((runs, n), 0.2)
     chosen = rng.random((runs, n)) < p
-    seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=0.2, labels_share=0.5)
+    seq = ppi_sequence(
+        judge, p, chosen, human, 0.05, floor=0.2, labels_share=labels_share([0.3], 0.5), threshold=0.5
+    )
     cases = _first_look(seq.lower, 0.5)
     assert float(np.median(cases)) * 0.2 / alone < 0.6  # about 0.33 measured
 
@@ -117,24 +140,27 @@ def test_near_the_ceiling_labelling_never_needs_much_more_than_labels_alone(stra
     rng = np.random.default_rng([23, 9])
     runs, n = 200, 2000
     human, judge = _pairwise(rng, runs, n, 0.97, 0.95)
-    alone = float(np.median(_first_look(lower_bound_rows(human[:, :400]), 0.9)))
+    alone = float(np.median(_first_look(lower_bound_rows(human[:, :400], 0.9), 0.9)))
     if strategy == "uniform":
-        p, floor, share = np.full((runs, n), 0.2), 0.2, LABELS_SHARE
+        p, floor, share = np.full((runs, n), 0.2), 0.2, labels_share([0.2], 0.9)
     else:
         pilot = judge_uncertainty(_pairwise(rng, 1, 2000, 0.97, 0.95)[1].ravel())
         p = inclusion_probabilities(judge_uncertainty(judge).ravel(), 0.2, reference=pilot).reshape(runs, n)
         floor, share = float(p.min()), 0.0
     chosen = rng.random((runs, n)) < p
-    seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=floor, labels_share=share)
+    seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=floor, labels_share=share, threshold=0.9)
     cases = _first_look(seq.lower, 0.9)
     labels = _labels_at(cases, chosen)
     assert float(np.median(labels)) / alone <= 1.3
 
 
-def lower_bound_rows(x: np.ndarray) -> np.ndarray:
-    """The existing anytime bound of every prefix of every row (labels alone, every case labelled)."""
-    seq = ppi_sequence(x, np.ones_like(x), np.ones(x.shape, bool), x, 0.05, floor=1.0)
-    return seq.lower
+def lower_bound_rows(x: np.ndarray, threshold: float, alpha: float = 0.05) -> np.ndarray:
+    """The labels-only bound of every prefix of every row (every case labelled): the betting
+    sequence aimed at ``threshold``."""
+    ones = np.ones(x.shape, bool)
+    return ppi_sequence(
+        x, np.ones_like(x), ones, x, alpha, floor=1.0, labels_share=1.0, threshold=threshold
+    ).lower
 
 
 def test_no_labels_yet_is_a_status_not_an_error() -> None:
@@ -217,22 +243,34 @@ def test_bad_input_names_the_case() -> None:
 
 
 def test_the_mixture_is_at_least_as_tight_as_either_arm_at_its_share() -> None:
-    """Uniform labelling mixes the labels-alone and prediction-powered e-processes (weight
-    LABELS_SHARE on labels): a convex combination is at least each weighted term, so the
-    bounds are at least those of either arm alone at its share of alpha (the old split)."""
+    """Uniform labelling mixes the labels arm and the prediction-powered e-process (weight
+    ``labels_share`` on labels): a convex combination is at least each weighted term, so the
+    bounds are at least those of either arm alone at its share of alpha, and the threshold
+    is proven no later than by either."""
     rng = np.random.default_rng([23, 8])
-    for mean, agree in ((0.62, 0.95), (0.97, None), (0.3, 0.8)):
+    for mean, agree, q in ((0.62, 0.95, 0.5), (0.97, None, 0.9), (0.3, 0.8, 0.4)):
+        w = labels_share([0.2], q)
         human, judge = _pairwise(rng, 20, 1500, mean, agree)
         p = np.full(human.shape, 0.2)
         chosen = rng.random(human.shape) < p
-        mixed = ppi_sequence(judge, p, chosen, human, 0.05, floor=0.2, labels_share=LABELS_SHARE)
-        ppi = ppi_sequence(judge, p, chosen, human, 0.05 * (1 - LABELS_SHARE), floor=0.2)
-        for t in (99, 499, 1499):
-            for r in range(20):
-                labels = human[r, : t + 1][chosen[r, : t + 1]]
-                low = max(ppi.lower[r, t], lower_bound(labels, 0.05 * LABELS_SHARE))
-                high = min(ppi.upper[r, t], upper_bound(labels, 0.05 * LABELS_SHARE))
-                assert mixed.lower[r, t] >= low - 1e-9 and mixed.upper[r, t] <= high + 1e-9
+        mixed = ppi_sequence(judge, p, chosen, human, 0.05, floor=0.2, labels_share=w, threshold=q)
+        ppi = ppi_sequence(judge, p, chosen, human, 0.05 * (1 - w), floor=0.2)
+        for r in range(20):
+            labels = human[r][chosen[r]]
+            alone_low = _labels_arm(labels, q, 0.05 * w, labels_plugin_share(q, w))
+            alone_high = 1.0 - _labels_arm(1.0 - labels, mirror(q), 0.05 * w, labels_plugin_share(q, w))
+            k = np.cumsum(chosen[r]) - 1  # the last label's index after each case
+            low = np.maximum(ppi.lower[r], np.where(k >= 0, alone_low[np.maximum(k, 0)], 0.0))
+            high = np.minimum(ppi.upper[r], np.where(k >= 0, alone_high[np.maximum(k, 0)], 1.0))
+            assert np.all(mixed.lower[r] >= low - 1e-12) and np.all(mixed.upper[r] <= high + 1e-12)
+
+
+def _labels_arm(x: np.ndarray, q: float, alpha: float, plugin_share: float) -> np.ndarray:
+    """The labels arm's own lower bound after each value: the running maximum of the largest
+    grid point it rejects at ``alpha``, and ``q`` once its capital at ``q`` reaches 1/alpha."""
+    _, at_q, shown = betting_trace(x, BetState(), q, alpha, plugin_share)
+    reached = np.maximum.accumulate(at_q) >= np.log(1.0 / alpha)
+    return np.maximum.accumulate(np.maximum(shown, np.where(reached, q, 0.0)))
 
 
 @pytest.mark.parametrize("mean", [0.97, 0.03, 0.5])
@@ -247,13 +285,13 @@ def test_bounds_cover_the_mean_near_the_ceiling_and_the_floor(mean: float, strat
     for agree in (None, 0.95):
         human, judge = _pairwise(rng, runs, n, mean, agree)
         if strategy == "uniform":
-            p, floor, share = np.full((runs, n), 0.2), 0.2, LABELS_SHARE
+            p, floor, share = np.full((runs, n), 0.2), 0.2, labels_share([0.2], mean)
         else:
             u = judge_uncertainty(judge)
             p = inclusion_probabilities(u.ravel(), 0.2, 0.1, reference=u[0]).reshape(runs, n)
             floor, share = 0.1, 0.0
         chosen = rng.random((runs, n)) < p
-        seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=floor, labels_share=share)
+        seq = ppi_sequence(judge, p, chosen, human, 0.05, floor=floor, labels_share=share, threshold=mean)
         truth = human.mean()  # the population mean, up to 1e-3
         assert (seq.lower[:, -1] > truth + 0.005).mean() <= 0.08
         assert (seq.upper[:, -1] < truth - 0.005).mean() <= 0.08
