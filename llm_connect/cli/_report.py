@@ -287,9 +287,3 @@ def stats_lines(stats: Sequence[RunStats], *, confidence: float) -> list[str]:
             f"verdict={_verdict_text(s)}"
         )
     return lines
-
-
-def decision_to_json(decision: Any) -> dict[str, Any]:
-    """The JSON form of a routing decision (its own ``to_dict``)."""
-    data: dict[str, Any] = decision.to_dict()
-    return data

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from llm_connect.types import RunConfig
 
@@ -30,7 +30,7 @@ _PARAMS = ("top_p", "stop", "seed", "frequency_penalty", "presence_penalty", "re
 """Recorded settings sent as request parameters (``model_params``)."""
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -32,14 +32,9 @@ from llm_connect.types import LLMResponse, RunConfig
 if TYPE_CHECKING:
     from llm_connect.adapters import LLMAdapter
 
-__all__ = ["CallLimit", "RateLimit", "RateLimiter", "ResilientAdapter", "RetryPolicy", "is_retryable"]
+__all__ = ["CallLimit", "RateLimit", "RateLimiter", "ResilientAdapter", "RetryPolicy"]
 
 T = TypeVar("T")
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """Whether a failed call may succeed when retried (``AdapterError.retryable``)."""
-    return isinstance(exc, AdapterError) and bool(exc.retryable)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ one surface forgot a setting. The defaults live here and nowhere else.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -170,14 +170,15 @@ class RoutingPolicy:
             changes["min_quality"] = None
         return replace(self, **changes)
 
-    def for_judges(self, graded: Sequence[str]) -> RoutingPolicy:
+    def for_judges(self, graded: Iterable[str]) -> RoutingPolicy:
         """This policy for a task whose judges are ``graded``: ``route_on`` narrowed to the judges
         graded there (kept whole when it names none of them, so each says "no grades"), or every
         graded judge, in id order, when ``route_on`` is empty. The report and ``grade`` decide
         each task of a run under it; ``Router.decide`` takes ``route_on`` as given."""
+        names = set(graded)
         if not self.route_on:
-            return self.replace(route_on=tuple(sorted(set(graded))))
-        narrowed = tuple(g for g in self.route_on if g in set(graded))
+            return self.replace(route_on=tuple(sorted(names)))
+        narrowed = tuple(g for g in self.route_on if g in names)
         return self.replace(route_on=narrowed or self.route_on)
 
     def alpha(self, n_candidates: int) -> float:

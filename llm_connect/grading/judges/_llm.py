@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llm_connect._structured import FORMATS, ReplyFormat, accepted_format, check_format_option, forget_formats
+from llm_connect._structured import FORMATS, accepted_format, check_format_option, forget_formats
 from llm_connect.errors import ConfigurationError, JudgeOutputError
 from llm_connect.grading._protocols import Case
 from llm_connect.grading._results import GradingResult
@@ -65,7 +65,6 @@ __all__ = [
     "make_llm_judge",
     "parse_judge_reply",
     "render_judge_prompt",
-    "response_format_param",
 ]
 
 
@@ -140,11 +139,6 @@ JUDGE_REPLY_SCHEMA: dict[str, Any] = {
 #: ``json_schema``, ``json_object_schema`` (``json_object`` with the schema alongside),
 #: ``json_object``, then plain ``text`` (no ``response_format``).
 RESPONSE_FORMATS: tuple[str, ...] = FORMATS
-
-
-def response_format_param(mode: str) -> dict[str, Any] | None:
-    """The ``response_format`` request parameter for ``mode`` (``None`` for ``"text"``)."""
-    return ReplyFormat(_SCHEMA_NAME, JUDGE_REPLY_SCHEMA).param(mode)
 
 
 def accepted_response_format(adapter: LLMAdapter) -> str:
