@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from llm_connect.adapters._providers import ProviderOptions, build_adapter
 from llm_connect.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from llm_connect.adapters._base import LLMAdapter
 
-__all__ = ["PROVIDERS", "adapter_from_spec"]
-
-#: Providers :func:`adapter_from_spec` knows (``recorded:NAME`` is resolved by the CLI).
-PROVIDERS: tuple[str, ...] = ("openai",)
+__all__ = ["adapter_from_spec"]
 
 
 def adapter_from_spec(
@@ -26,10 +24,14 @@ def adapter_from_spec(
     """The adapter named by ``spec`` (``openai:gpt-4o-mini``, ``openai:llama3.1:8b``).
 
     Everything after the first ``:`` is the model name, so model names may hold
-    colons themselves.
+    colons themselves. The provider before it is looked up in the provider registry
+    (``llm_connect/adapters/_providers.py``): the built-in ``openai`` and ``recorded``
+    (``recorded:NAME`` is resolved by the CLI from a suite, not here) and any provider a
+    plugin declares in the entry-point group ``llm_connect.adapters``.
 
     Raises:
-        ConfigurationError: the spec is malformed or names an unknown provider.
+        ConfigurationError: the spec is malformed, names an unknown provider, or its
+            provider cannot build the adapter (a plugin that fails to load included).
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigurationError(f"adapter spec must be a non-empty 'provider:model' string, not {spec!r}")
@@ -38,15 +40,5 @@ def adapter_from_spec(
         raise ConfigurationError(
             f"adapter spec {spec!r} must have the form 'provider:model' (e.g. openai:gpt-4o-mini)"
         )
-    if provider == "openai":
-        from llm_connect.adapters._openai import OpenAIAdapter
-
-        return OpenAIAdapter(model.strip(), base_url=base_url, api_key=api_key, pricing=pricing)
-    if provider == "recorded":
-        raise ConfigurationError(
-            f"adapter spec {spec!r}: recorded adapters are read from a suite's responses by the CLI, "
-            "not built from a spec"
-        )
-    raise ConfigurationError(
-        f"adapter spec {spec!r}: unknown provider {provider!r} (known: {', '.join(PROVIDERS)})"
-    )
+    options = ProviderOptions(spec=spec, base_url=base_url, api_key=api_key, pricing=pricing)
+    return build_adapter(provider, model.strip(), options)
