@@ -1,5 +1,9 @@
 """Judges: compare a candidate response with a baseline response. Every judge lives here.
 
+Every judge is a :class:`BaseJudge`: it writes its scoring logic only (``score`` and/or
+``ascore``, returning a :class:`Scored`), and the base gives it ``judge``, ``ajudge`` and
+the validated :class:`~llm_connect.grading.GradingResult`.
+
 Built-in judges: :class:`ExactMatchJudge` (``exact``), :class:`ToolCallJudge`
 (``tools``), :class:`EmbeddingSimilarityJudge` (``embedding``), :class:`LLMJudge`
 (``llm``), :class:`PairwiseJudge` (``pairwise``), :class:`VrtyJudge` (``vrty``),
@@ -19,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from llm_connect._structured import response_formats_used
+from llm_connect.grading.judges._base import BaseJudge, Scored
 from llm_connect.grading.judges._exact import ExactMatchJudge
 from llm_connect.grading.judges._registry import (
     ENTRY_POINT_GROUP,
@@ -42,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "BaseJudge",
     "EmbeddingSimilarityJudge",
     "ExactMatchJudge",
     "JudgeContext",
@@ -49,6 +55,7 @@ __all__ = [
     "PairwiseJudge",
     "PersonaJudge",
     "RelativeJudge",
+    "Scored",
     "ToolCallJudge",
     "VrtyJudge",
     "build_judge",

@@ -8,13 +8,13 @@ ask and how they read the reply; everything else is here, once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llm_connect._structured import ReplyFormat, check_format_option
-from llm_connect.errors import ConfigurationError
+from llm_connect.errors import ConfigurationError, JudgeOutputError
 from llm_connect.grading._protocols import judge_spec, spec_args
-from llm_connect.grading._results import GradingResult
+from llm_connect.grading.judges._base import BaseJudge
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
@@ -22,12 +22,18 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AskingJudge"]
 
+T = TypeVar("T")
+
 DEFAULT_MAX_TOKENS = 512
 """The judge call's token cap unless ``max_tokens`` says otherwise (left out of the stored spec)."""
 
 
-class AskingJudge:
-    """Base of the judges that ask a model (``asks_llm = True``): set up by :meth:`_setup`."""
+class AskingJudge(BaseJudge):
+    """Base of the judges that ask a model (``asks_llm = True``): set up by :meth:`_setup`.
+
+    A subclass writes :meth:`~BaseJudge.score` (sync, ``adapter.complete``) and
+    :meth:`~BaseJudge.ascore` (``adapter.acomplete``) through :meth:`_complete` and
+    :meth:`_acomplete`."""
 
     asks_llm = True
     """A model gives the grade: routing trusts it only after a passing calibration."""
@@ -120,26 +126,26 @@ class AskingJudge:
             details["seed"] = self.seed
         return details
 
-    def _grade(
-        self,
-        score: float,
-        notes: str,
-        details: dict[str, Any],
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-    ) -> GradingResult:
-        """The validated grade of this judge."""
-        return GradingResult(
-            quality_score=score,
-            notes=notes,
-            grader_id=self.grader_id,
-            baseline_response=baseline_response,
-            candidate_response=candidate_response,
-            details=details,
-            prompt=prompt,
-            run_config=run_config,
-            asks_llm=self.asks_llm,
-        )
+    def _complete(self, message: str, run_config: RunConfig) -> tuple[LLMResponse, str]:
+        """``(reply, mode)``: ``message`` sent to the judge model for a pair graded under
+        ``run_config``, down the reply-format ladder (or in the pinned mode)."""
+        return self.reply_format.complete(self.adapter, message, self._base(run_config))
+
+    async def _acomplete(self, message: str, run_config: RunConfig) -> tuple[LLMResponse, str]:
+        """Async :meth:`_complete` (``adapter.acomplete``)."""
+        return await self.reply_format.acomplete(self.adapter, message, self._base(run_config))
+
+    def _parsed(self, parse: Callable[[str], T], reply: LLMResponse, where: str = "") -> T:
+        """``parse(reply.text)``; its :class:`~llm_connect.errors.JudgeOutputError` again with the
+        grader id (and ``where``, e.g. `` (baseline shown first)``) in front, the raw reply kept."""
+        try:
+            return parse(reply.text)
+        except JudgeOutputError as exc:
+            raise JudgeOutputError(f"{self.grader_id}{where}: {exc}", raw_reply=reply.text) from None
+
+    def _repr(self, **fields: Any) -> str:
+        """``Name(adapter, key=value, ...)`` for ``repr``, a pinned ``response_format`` last."""
+        if self.response_format is not None:
+            fields["response_format"] = self.response_format
+        shown = "".join(f", {key}={value!r}" for key, value in fields.items())
+        return f"{type(self).__name__}({self.adapter!r}{shown})"

@@ -14,7 +14,6 @@ details say which device and backend ran (``embedding_device``, ``embedding_back
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +21,10 @@ import numpy as np
 
 from llm_connect.adapters._local import EMBEDDING_BACKENDS
 from llm_connect.errors import ConfigurationError, EmbeddingOutputError
-from llm_connect.grading._protocols import Case, JudgePair, judge_spec
+from llm_connect.grading._protocols import JudgePair, judge_spec
 from llm_connect.grading._results import GradingResult
+from llm_connect.grading.judges._base import BaseJudge, Scored
 from llm_connect.grading.judges._fences import answer_material
-from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
     from llm_connect.adapters import EmbeddingAdapter
@@ -106,7 +105,7 @@ def cosine_score(a: np.ndarray, b: np.ndarray) -> tuple[float, float | None]:
     return min(1.0, max(0.0, cosine)), cosine
 
 
-class EmbeddingSimilarityJudge:
+class EmbeddingSimilarityJudge(BaseJudge):
     """Grades the candidate by the cosine similarity of its embedding to the baseline's.
 
     :meth:`judge` embeds the two response texts in one ``embed`` call of exactly
@@ -120,6 +119,8 @@ class EmbeddingSimilarityJudge:
 
     asks_llm = False
     """Embeddings and a cosine give the grade; no LLM is asked."""
+    in_thread = True
+    """Embedding is CPU-bound: ``ajudge`` runs in a worker thread."""
 
     def __init__(self, adapter: EmbeddingAdapter, *, backend: str | None = None) -> None:
         """``backend``: what the judge's spec records as ``backend``: ``None`` (the default) the
@@ -156,16 +157,7 @@ class EmbeddingSimilarityJudge:
     def __repr__(self) -> str:
         return f"EmbeddingSimilarityJudge({self.adapter!r})"
 
-    def _result(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        a: np.ndarray,
-        b: np.ndarray,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-    ) -> GradingResult:
+    def _scored(self, a: np.ndarray, b: np.ndarray) -> Scored:
         score, cosine = cosine_score(a, b)
         if cosine is None:
             notes = "both embeddings are zero vectors" if score == 1.0 else "one embedding is a zero vector"
@@ -178,51 +170,17 @@ class EmbeddingSimilarityJudge:
             **self._ran,
             "judge_spec": self._spec,
         }
-        return GradingResult(
-            quality_score=score,
-            notes=notes,
-            grader_id=self.grader_id,
-            baseline_response=baseline_response,
-            candidate_response=candidate_response,
-            details=details,
-            prompt=prompt,
-            run_config=run_config,
-            asks_llm=self.asks_llm,
-        )
+        return Scored(score, notes, details)
 
-    def judge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
+    def score(self, pair: JudgePair) -> Scored:
         """Cosine similarity of the two answers, embedded in one call, clamped into 0..1.
 
         An answer's tool calls are part of what is embedded (``[tool call] name(arguments)``
         after its text), so two answers that only call different tools do not embed alike.
         """
-        texts = [answer_material(baseline_response), answer_material(candidate_response)]
+        texts = [answer_material(pair.baseline_response), answer_material(pair.candidate_response)]
         matrix = _matrix(self.adapter.embed(texts), 2, self.adapter.adapter_id)
-        return self._result(
-            baseline_response, candidate_response, matrix[0], matrix[1], prompt=prompt, run_config=run_config
-        )
-
-    async def ajudge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
-        """:meth:`judge` in a worker thread (embedding is CPU-bound)."""
-        return await asyncio.to_thread(
-            self.judge, baseline_response, candidate_response, prompt=prompt, run_config=run_config, case=case
-        )
+        return self._scored(matrix[0], matrix[1])
 
     def judge_many(self, pairs: Sequence[JudgePair]) -> list[GradingResult]:
         """Grade every pair, embedding each distinct text of the batch once in one call."""
@@ -235,13 +193,12 @@ class EmbeddingSimilarityJudge:
                 index.setdefault(text, len(index))
         matrix = _matrix(self.adapter.embed(list(index)), len(index), self.adapter.adapter_id)
         return [
-            self._result(
-                pair.baseline_response,
-                pair.candidate_response,
-                matrix[index[answer_material(pair.baseline_response)]],
-                matrix[index[answer_material(pair.candidate_response)]],
-                prompt=pair.prompt,
-                run_config=pair.run_config,
+            self.grading_result(
+                self._scored(
+                    matrix[index[answer_material(pair.baseline_response)]],
+                    matrix[index[answer_material(pair.candidate_response)]],
+                ),
+                pair,
             )
             for pair in pairs
         ]

@@ -28,7 +28,6 @@ it could not parse (:func:`parse_judge_reply`).
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,16 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect._structured import FORMATS, accepted_format, check_format_option, forget_formats
 from llm_connect.errors import ConfigurationError, JudgeOutputError
-from llm_connect.grading._protocols import Case
-from llm_connect.grading._results import GradingResult
+from llm_connect.grading._protocols import JudgePair
 from llm_connect.grading.judges._asking import AskingJudge
-from llm_connect.grading.judges._fences import (
-    ReplyError,
-    answer_material,
-    fence_id,
-    fenced_message,
-    reply_object,
-)
+from llm_connect.grading.judges._base import Scored
+from llm_connect.grading.judges._fences import answer_material, fence_id, fenced_message, read_reply
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
@@ -191,10 +184,7 @@ def parse_judge_reply(reply: str) -> tuple[float, str]:
     values anywhere in the reply are errors too. The score must be a finite
     number (not a boolean, not a string) within 0..1.
     """
-    try:
-        obj = reply_object(reply, "quality_score")
-    except ReplyError as exc:
-        raise JudgeOutputError(f"the judge's reply is unusable: {exc}", raw_reply=reply) from None
+    obj, notes = read_reply(reply, "quality_score")
     score = obj["quality_score"]
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise JudgeOutputError(
@@ -204,11 +194,6 @@ def parse_judge_reply(reply: str) -> tuple[float, str]:
     score = float(score)
     if not math.isfinite(score) or not 0.0 <= score <= 1.0:
         raise JudgeOutputError(f"the judge's quality_score {score!r} is outside 0.0..1.0", raw_reply=reply)
-    notes = obj.get("notes", "")
-    if notes is None:
-        notes = ""
-    elif not isinstance(notes, str):
-        notes = json.dumps(notes)
     return score, notes
 
 
@@ -258,9 +243,6 @@ class LLMJudge(AskingJudge):
         AdapterError: the judge model's call failed.
     """
 
-    asks_llm = True
-    """An LLM gives the grade: routing trusts it only after a passing calibration."""
-
     def __init__(
         self,
         adapter: LLMAdapter,
@@ -288,8 +270,7 @@ class LLMJudge(AskingJudge):
         self.grader_id = f"llm:{adapter.adapter_id}:{self.rubric.version}"
 
     def __repr__(self) -> str:
-        pinned = "" if self.response_format is None else f", response_format={self.response_format!r}"
-        return f"LLMJudge({self.adapter!r}, seed={self.seed!r}, rubric={self.rubric.version!r}{pinned})"
+        return self._repr(seed=self.seed, rubric=self.rubric.version)
 
     def request(
         self,
@@ -305,79 +286,34 @@ class LLMJudge(AskingJudge):
         ``response_format`` is one of :data:`RESPONSE_FORMATS`; by default the
         one the judge would send first with its server now (the pinned one, if any).
         """
-        message = render_judge_prompt(
-            prompt,
-            answer_material(baseline_response),
-            answer_material(candidate_response),
-            system_prompt=run_config.system_prompt,
-        )
-        return self._request(message, run_config, response_format)
+        pair = JudgePair(baseline_response, candidate_response, prompt, run_config)
+        return self._request(self._message(pair), run_config, response_format)
 
-    def _result(
-        self,
-        reply: LLMResponse,
-        mode: str,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-    ) -> GradingResult:
-        try:
-            score, notes = parse_judge_reply(reply.text)
-        except JudgeOutputError as exc:
-            raise JudgeOutputError(f"{self.grader_id}: {exc}", raw_reply=reply.text) from None
+    def _message(self, pair: JudgePair) -> str:
+        return render_judge_prompt(
+            pair.prompt,
+            answer_material(pair.baseline_response),
+            answer_material(pair.candidate_response),
+            system_prompt=pair.run_config.system_prompt,
+        )
+
+    def _scored(self, reply: LLMResponse, mode: str) -> Scored:
+        score, notes = self._parsed(parse_judge_reply, reply)
         details: dict[str, Any] = {
             "rubric_version": self.rubric.version,
             "raw_reply": reply.text,
             "response_format": mode,
             **self._call_details([reply]),
         }
-        return self._grade(
-            score, notes, details, baseline_response, candidate_response, prompt=prompt, run_config=run_config
-        )
+        return Scored(score, notes, details)
 
-    def judge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
-        """Ask the judge model for a grade and validate its reply."""
-        message = render_judge_prompt(
-            prompt,
-            answer_material(baseline_response),
-            answer_material(candidate_response),
-            system_prompt=run_config.system_prompt,
-        )
-        reply, mode = self.reply_format.complete(self.adapter, message, self._base(run_config))
-        return self._result(
-            reply, mode, baseline_response, candidate_response, prompt=prompt, run_config=run_config
-        )
+    def score(self, pair: JudgePair) -> Scored:
+        """Ask the judge model for a grade (``adapter.complete``) and validate its reply."""
+        return self._scored(*self._complete(self._message(pair), pair.run_config))
 
-    async def ajudge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
-        """Async form of :meth:`judge` (``adapter.acomplete``)."""
-        message = render_judge_prompt(
-            prompt,
-            answer_material(baseline_response),
-            answer_material(candidate_response),
-            system_prompt=run_config.system_prompt,
-        )
-        reply, mode = await self.reply_format.acomplete(self.adapter, message, self._base(run_config))
-        return self._result(
-            reply, mode, baseline_response, candidate_response, prompt=prompt, run_config=run_config
-        )
+    async def ascore(self, pair: JudgePair) -> Scored:
+        """Async :meth:`score` (``adapter.acomplete``)."""
+        return self._scored(*await self._acomplete(self._message(pair), pair.run_config))
 
 
 def _rubric_from_arg(context: JudgeContext, rubric: str | None) -> tuple[Rubric, str | None]:

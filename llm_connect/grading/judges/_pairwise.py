@@ -28,24 +28,18 @@ grade of a run is the candidate's win rate with ties counting half.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from llm_connect._structured import FORMATS, check_format_option
 from llm_connect.errors import ConfigurationError, JudgeOutputError
-from llm_connect.grading._protocols import Case
-from llm_connect.grading._results import GradingResult
+from llm_connect.grading._protocols import JudgePair
 from llm_connect.grading.judges._asking import AskingJudge
-from llm_connect.grading.judges._fences import (
-    ReplyError,
-    answer_material,
-    fence_id,
-    fenced_message,
-    reply_object,
-)
+from llm_connect.grading.judges._base import Scored
+from llm_connect.grading.judges._fences import answer_material, fence_id, fenced_message, read_reply
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
@@ -164,10 +158,7 @@ def parse_pairwise_reply(reply: str, *, strict: bool = False) -> tuple[str, str]
     request) also refuses any key other than ``verdict`` and ``notes``.
     Missing notes read as ``""``; notes that are not a string are kept as JSON text.
     """
-    try:
-        obj = reply_object(reply, "verdict")
-    except ReplyError as exc:
-        raise JudgeOutputError(f"the judge's reply is unusable: {exc}", raw_reply=reply) from None
+    obj, notes = read_reply(reply, "verdict")
     verdict = obj["verdict"]
     if not isinstance(verdict, str) or verdict not in VERDICTS:
         raise JudgeOutputError(
@@ -179,11 +170,6 @@ def parse_pairwise_reply(reply: str, *, strict: bool = False) -> tuple[str, str]
         raise JudgeOutputError(
             f"the judge's reply has keys the schema forbids: {', '.join(map(repr, extra))}", raw_reply=reply
         )
-    notes = obj.get("notes", "")
-    if notes is None:
-        notes = ""
-    elif not isinstance(notes, str):
-        notes = json.dumps(notes)
     return verdict, notes
 
 
@@ -327,9 +313,6 @@ class PairwiseJudge(AskingJudge):
         AdapterError: a judge call failed.
     """
 
-    asks_llm = True
-    """An LLM gives the grade: routing trusts it only after a passing calibration."""
-
     def __init__(
         self,
         adapter: LLMAdapter,
@@ -357,8 +340,7 @@ class PairwiseJudge(AskingJudge):
         self.grader_id = f"pairwise:{adapter.adapter_id}:{PAIRWISE_PROMPT_VERSION}"
 
     def __repr__(self) -> str:
-        pinned = "" if self.response_format is None else f", response_format={self.response_format!r}"
-        return f"PairwiseJudge({self.adapter!r}, orders={self.orders!r}, seed={self.seed!r}{pinned})"
+        return self._repr(orders=self.orders, seed=self.seed)
 
     def sides_shown_first(self, prompt: str, run_config: RunConfig) -> tuple[str, ...]:
         """The side shown first in each order asked for this case, in the order asked."""
@@ -380,100 +362,51 @@ class PairwiseJudge(AskingJudge):
 
         ``response_format`` defaults to the mode the judge would send first now.
         """
-        message = self._message(baseline_response, candidate_response, prompt, run_config, shown_first)
-        return self._request(message, run_config, response_format)
+        pair = JudgePair(baseline_response, candidate_response, prompt, run_config)
+        return self._request(self._message(pair, shown_first), run_config, response_format)
 
-    def _message(
-        self,
-        baseline: LLMResponse,
-        candidate: LLMResponse,
-        prompt: str,
-        run_config: RunConfig,
-        shown_first: str,
-    ) -> str:
-        texts = {"baseline": answer_material(baseline), "candidate": answer_material(candidate)}
+    def _message(self, pair: JudgePair, shown_first: str) -> str:
+        texts = {
+            "baseline": answer_material(pair.baseline_response),
+            "candidate": answer_material(pair.candidate_response),
+        }
         second = SIDES[1 - SIDES.index(shown_first)]
         return render_pairwise_prompt(
-            prompt, texts[shown_first], texts[second], system_prompt=run_config.system_prompt
+            pair.prompt, texts[shown_first], texts[second], system_prompt=pair.run_config.system_prompt
         )
 
     def _verdict(self, reply: LLMResponse, mode: str, shown_first: str) -> OrderVerdict:
-        try:
-            verdict, notes = parse_pairwise_reply(reply.text, strict=mode in _SCHEMA_MODES)
-        except JudgeOutputError as exc:
-            raise JudgeOutputError(
-                f"{self.grader_id} ({shown_first} shown first): {exc}", raw_reply=reply.text
-            ) from None
+        parse = functools.partial(parse_pairwise_reply, strict=mode in _SCHEMA_MODES)
+        verdict, notes = self._parsed(parse, reply, f" ({shown_first} shown first)")
         return OrderVerdict(shown_first, verdict, notes, reply, mode)
 
-    def _ask(
-        self, baseline: LLMResponse, candidate: LLMResponse, prompt: str, run_config: RunConfig, first: str
-    ) -> OrderVerdict:
-        message = self._message(baseline, candidate, prompt, run_config, first)
-        reply, mode = self.reply_format.complete(self.adapter, message, self._base(run_config))
-        return self._verdict(reply, mode, first)
-
-    async def _aask(
-        self, baseline: LLMResponse, candidate: LLMResponse, prompt: str, run_config: RunConfig, first: str
-    ) -> OrderVerdict:
-        message = self._message(baseline, candidate, prompt, run_config, first)
-        reply, mode = await self.reply_format.acomplete(self.adapter, message, self._base(run_config))
-        return self._verdict(reply, mode, first)
-
-    def judge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
+    def score(self, pair: JudgePair) -> Scored:
         """Ask the judge model in each order (one after the other) and grade the candidate."""
         verdicts = [
-            self._ask(baseline_response, candidate_response, prompt, run_config, first)
-            for first in self.sides_shown_first(prompt, run_config)
+            self._verdict(*self._complete(self._message(pair, first), pair.run_config), first)
+            for first in self.sides_shown_first(pair.prompt, pair.run_config)
         ]
-        return self._result(
-            verdicts, baseline_response, candidate_response, prompt=prompt, run_config=run_config
-        )
+        return self._scored(verdicts, pair)
 
-    async def ajudge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
-        """Async form of :meth:`judge`: both orders' calls are in flight together.
+    async def ascore(self, pair: JudgePair) -> Scored:
+        """Async :meth:`score`: both orders' calls are in flight together.
 
         Both calls run to their end; when any failed, the first order's error is raised.
         """
-        firsts = self.sides_shown_first(prompt, run_config)
-        outcomes = await asyncio.gather(
-            *(self._aask(baseline_response, candidate_response, prompt, run_config, f) for f in firsts),
-            return_exceptions=True,
-        )
+
+        async def ask(first: str) -> OrderVerdict:
+            return self._verdict(*await self._acomplete(self._message(pair, first), pair.run_config), first)
+
+        firsts = self.sides_shown_first(pair.prompt, pair.run_config)
+        outcomes = await asyncio.gather(*(ask(first) for first in firsts), return_exceptions=True)
         verdicts: list[OrderVerdict] = []
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
             verdicts.append(outcome)
-        return self._result(
-            verdicts, baseline_response, candidate_response, prompt=prompt, run_config=run_config
-        )
+        return self._scored(verdicts, pair)
 
-    def _result(
-        self,
-        verdicts: Sequence[OrderVerdict],
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-    ) -> GradingResult:
+    def _scored(self, verdicts: Sequence[OrderVerdict], pair: JudgePair) -> Scored:
         winners = [v.winner for v in verdicts]
         modes = [v.response_format for v in verdicts]
         details: dict[str, Any] = {
@@ -489,20 +422,12 @@ class PairwiseJudge(AskingJudge):
             "response_formats": modes,
             "response_format": ", ".join(m for m in FORMATS if m in modes),
             "answer_chars": {
-                "baseline": len(answer_material(baseline_response)),
-                "candidate": len(answer_material(candidate_response)),
+                "baseline": len(answer_material(pair.baseline_response)),
+                "candidate": len(answer_material(pair.candidate_response)),
             },
             **self._call_details([v.reply for v in verdicts]),
         }
-        return self._grade(
-            pairwise_grade(winners),
-            _summary(verdicts),
-            details,
-            baseline_response,
-            candidate_response,
-            prompt=prompt,
-            run_config=run_config,
-        )
+        return Scored(pairwise_grade(winners), _summary(verdicts), details)
 
 
 def make_pairwise_judge(

@@ -35,14 +35,7 @@ class PersonaJudge(RelativeJudge):
         ]
         scores = self.scorer.score_items(items)
         return [
-            self.result(
-                scores[2 * i],
-                scores[2 * i + 1],
-                pair.baseline_response,
-                pair.candidate_response,
-                prompt=pair.prompt,
-                run_config=pair.run_config,
-            )
+            self.grading_result(self.compare(scores[2 * i], scores[2 * i + 1]), pair)
             for i, pair in enumerate(pairs)
         ]
 

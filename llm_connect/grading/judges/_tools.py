@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_connect.errors import CaseDataError, ConfigurationError
-from llm_connect.grading._protocols import Case, judge_spec
-from llm_connect.grading._results import GradingResult
+from llm_connect.grading._protocols import JudgePair, judge_spec
+from llm_connect.grading.judges._base import BaseJudge, Scored
 from llm_connect.grading.judges._registry import JudgeContext
-from llm_connect.types import LLMResponse, RunConfig, ToolCall
+from llm_connect.types import ToolCall
 
 __all__ = [
     "DEFAULT_ARGUMENT_CREDIT",
@@ -228,7 +228,7 @@ def _validate_credit(value: Any) -> float:
     return float(value)
 
 
-class ToolCallJudge:
+class ToolCallJudge(BaseJudge):
     """Grades the candidate's tool calls against the baseline's (the response text is ignored).
 
     Calls are matched as a multiset by function name; arguments are compared as
@@ -263,18 +263,11 @@ class ToolCallJudge:
     def __repr__(self) -> str:
         return f"ToolCallJudge(argument_credit={self.argument_credit})"
 
-    def judge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
+    def score(self, pair: JudgePair) -> Scored:
         """Score the candidate's tool calls against the baseline's."""
-        baseline, candidate = baseline_response.tool_calls, candidate_response.tool_calls
+        baseline, candidate = pair.baseline_response.tool_calls, pair.candidate_response.tool_calls
         lines = match_tool_calls(baseline, candidate, argument_credit=self.argument_credit)
+        case = pair.case
         if not baseline and not candidate:
             if case is not None and (case.conversation is None or not case.conversation.tools):
                 raise CaseDataError(
@@ -298,31 +291,7 @@ class ToolCallJudge:
             "argument_credit": self.argument_credit,
             "judge_spec": judge_spec("tools", asks_llm=self.asks_llm, argument_credit=self.argument_credit),
         }
-        return GradingResult(
-            quality_score=min(1.0, score),
-            notes=notes,
-            grader_id=self.grader_id,
-            baseline_response=baseline_response,
-            candidate_response=candidate_response,
-            details=details,
-            prompt=prompt,
-            run_config=run_config,
-            asks_llm=self.asks_llm,
-        )
-
-    async def ajudge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
-        """Same as :meth:`judge` (cheap enough to run on the event loop)."""
-        return self.judge(
-            baseline_response, candidate_response, prompt=prompt, run_config=run_config, case=case
-        )
+        return Scored(min(1.0, score), notes, details)
 
 
 def make_tools_judge(

@@ -11,10 +11,9 @@ from llm_connect.scoring.vrty._score import WEIGHTS
 from llm_connect.scoring.vrty._scorer import VRTY_VERSION, VrtyScorer
 
 if TYPE_CHECKING:
-    from llm_connect.grading._protocols import Case
-    from llm_connect.grading._results import GradingResult
+    from llm_connect.grading.judges._base import Scored
     from llm_connect.grading.judges._registry import JudgeContext
-    from llm_connect.types import LLMResponse, RunConfig
+    from llm_connect.scoring._base import Score
 
 __all__ = ["VrtyJudge", "make_vrty_judge"]
 
@@ -33,24 +32,16 @@ class VrtyJudge(RelativeJudge):
     def __init__(self, scorer: VrtyScorer | None = None) -> None:
         super().__init__(scorer or VrtyScorer())
 
-    def judge(
-        self,
-        baseline_response: LLMResponse,
-        candidate_response: LLMResponse,
-        *,
-        prompt: str,
-        run_config: RunConfig,
-        case: Case | None = None,
-    ) -> GradingResult:
-        """Score both responses and grade the candidate relative to the baseline."""
-        result = super().judge(
-            baseline_response, candidate_response, prompt=prompt, run_config=run_config, case=case
-        )
-        details = dict(result.details)
-        details["vrty_version"] = VRTY_VERSION
-        details["idf_sha256"] = idf_table().sha256
-        details["weights"] = dict(WEIGHTS)
-        return dataclasses.replace(result, details=details)
+    def compare(self, base: Score, cand: Score) -> Scored:
+        """The relative grade of the two composites, with VRTY's version, IDF table and weights."""
+        scored = super().compare(base, cand)
+        details = {
+            **scored.details,
+            "vrty_version": VRTY_VERSION,
+            "idf_sha256": idf_table().sha256,
+            "weights": dict(WEIGHTS),
+        }
+        return dataclasses.replace(scored, details=details)
 
 
 def make_vrty_judge(context: JudgeContext) -> VrtyJudge:
