@@ -5,20 +5,20 @@ keep every grade in SQL (:class:`~llm_connect.ledger.QualityLedger`), and
 route on the evidence (:class:`~llm_connect.routing.Router`).
 
 ``import llm_connect`` is cheap: it never imports torch, sentence-transformers
-or openai.
+or openai, and the names below load on first use (so ``llm_connect.cli`` or
+``llm_connect.ledger`` imported alone loads no grading code).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from llm_connect._version import __version__
-from llm_connect.errors import LLMConnectError
-from llm_connect.grading import (
-    ExactMatchJudge,
-    GradingResult,
-    Judge,
-    PairedGrader,
-)
-from llm_connect.types import BudgetTracker, LLMResponse, RunConfig, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from llm_connect.errors import LLMConnectError
+    from llm_connect.grading import ExactMatchJudge, GradingResult, Judge, PairedGrader
+    from llm_connect.types import BudgetTracker, LLMResponse, RunConfig, ToolCall, Usage
 
 __all__ = [
     "BudgetTracker",
@@ -33,3 +33,17 @@ __all__ = [
     "Usage",
     "__version__",
 ]
+
+_LAZY = {
+    "LLMConnectError": "llm_connect.errors",
+    **dict.fromkeys(("ExactMatchJudge", "GradingResult", "Judge", "PairedGrader"), "llm_connect.grading"),
+    **dict.fromkeys(("BudgetTracker", "LLMResponse", "RunConfig", "ToolCall", "Usage"), "llm_connect.types"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

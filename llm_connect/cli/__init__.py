@@ -9,7 +9,8 @@ incomplete (calls failed after retries), 4 unexpected error, 5 NOT SETTLED,
 6 stability RISKY, 130 interrupted, 141 standard output closed.
 
 Module level imports stay light (typer only) so ``llm-connect --help`` is
-fast; every command imports what it needs when it runs.
+fast; every command's module is imported only when that command runs (or
+prints its own help), and imports what it needs when it runs.
 """
 
 from __future__ import annotations
@@ -20,15 +21,22 @@ import typer
 
 from llm_connect._version import __version__
 from llm_connect.cli._common import FastHelpCommand, FastHelpGroup, set_debug
-from llm_connect.cli.db import app as db_app
-from llm_connect.cli.grade import grade
-from llm_connect.cli.ledger import app as ledger_app
-from llm_connect.cli.route import route
 
 __all__ = ["app", "main"]
 
 _LAZY_GROUPS = {
-    # name -> (module holding a Typer ``app``, short help shown before it is imported)
+    # name -> (module holding a Typer ``app``, short help shown before it is imported); every
+    # command is here, so running one imports (and builds the options of) that one alone
+    "grade": (
+        "llm_connect.cli.grade",
+        "Grade candidates against a baseline on a suite; store every grade; route.",
+    ),
+    "route": ("llm_connect.cli.route", "Decide which model serves a task, from the grades in the ledger."),
+    "ledger": (
+        "llm_connect.cli.ledger",
+        "Read the quality ledger: summaries, grades, failures, export, SQL.",
+    ),
+    "db": ("llm_connect.cli.db", "Ledger database schema: migrate it, show its revision."),
     "calibrate": (
         "llm_connect.cli.calibrate",
         "Calibrate an LLM judge against reference judges before routing trusts it.",
@@ -42,6 +50,7 @@ _LAZY_GROUPS = {
     "view": ("llm_connect.cli.report:view_app", "Serve the report of the ledger on 127.0.0.1, read-only."),
     "run": ("llm_connect.cli.run", "Shared (fleet) runs: cases done, claimed and left, workers, rate."),
     "labels": ("llm_connect.cli.labels", "Human labels: import, export, agreement between annotators."),
+    "judges": ("llm_connect.cli.judges", "Judges as instruments: anchor sets, drift checks, identities."),
     "suite": (
         "llm_connect.cli.suite",
         "Suites from production traffic: import traces and request logs as cases.",
@@ -50,10 +59,10 @@ _LAZY_GROUPS = {
 
 
 class _LazyGroup(FastHelpGroup):
-    """The root group: command groups in ``_LAZY_GROUPS`` are imported only when run.
+    """The root group: commands and command groups in ``_LAZY_GROUPS`` are imported only when run.
 
     ``--help`` lists them from a stub, so heavy modules behind them never load
-    for help or ``--version``.
+    for help or ``--version``, and one command never builds another's options.
     """
 
     def _available(self) -> list[str]:
@@ -78,6 +87,12 @@ class _LazyGroup(FastHelpGroup):
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         if args and args[0] in _LAZY_GROUPS and args[0] not in self.commands and args[0] in self._available():
             return args[0], _load_group(args[0]), args[1:]
+        if args and self.suggest_commands and not ctx.resilient_parsing and not args[0].startswith("-"):
+            # Typer suggests from the commands it holds, none of which are the lazy ones
+            from difflib import get_close_matches
+
+            if matches := get_close_matches(args[0], self.list_commands(ctx)):
+                ctx.fail(f"No such command {args[0]!r}. Did you mean {', '.join(map(repr, matches))}?")
         return super().resolve_command(ctx, args)
 
 
@@ -119,12 +134,6 @@ def _root(
 ) -> None:
     """llm-connect: is the candidate model as good as the baseline on our prompts?"""
     set_debug(debug)
-
-
-app.command("grade", cls=FastHelpCommand)(grade)
-app.command("route", cls=FastHelpCommand)(route)
-app.add_typer(ledger_app, name="ledger")
-app.add_typer(db_app, name="db")
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ app = typer.Typer(
     help="Ledger database schema: migrate it, show its revision.",
     no_args_is_help=True,
     rich_markup_mode=None,
+    add_completion=False,
 )
 
 

@@ -15,6 +15,7 @@ from llm_connect.cli._common import (
     ApiKeyOption,
     BaseUrlOption,
     DbOption,
+    FastHelpCommand,
     JsonOption,
     MaxTokensOption,
     SeedOption,
@@ -41,7 +42,7 @@ from llm_connect.errors import ConfigurationError
 from llm_connect.grading.judges._registry import _BUILTINS as _BUILTIN_JUDGES
 from llm_connect.values._policy import DEFAULT_MIN_QUALITY, DEFAULT_WIN_RATE
 
-__all__ = ["DEFAULT_JUDGE", "DEFAULT_MIN_QUALITY", "grade"]
+__all__ = ["DEFAULT_JUDGE", "DEFAULT_MIN_QUALITY", "app", "grade"]
 
 DEFAULT_JUDGE = "exact"
 """The judge used when no ``--judge`` is given."""
@@ -515,3 +516,8 @@ def _options(ctx: typer.Context) -> Any:
         gate=p["min_quality"] is not None,
         given=given_fields(ctx),
     )
+
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False)
+"""The ``grade`` command alone (``llm_connect.cli`` mounts it when it runs)."""
+app.command("grade", cls=FastHelpCommand)(grade)

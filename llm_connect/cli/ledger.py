@@ -27,6 +27,7 @@ app = typer.Typer(
     help="Read the quality ledger: summaries, grades, failures, export, SQL.",
     no_args_is_help=True,
     rich_markup_mode=None,
+    add_completion=False,
 )
 
 _TaskOpt: Any = typer.Option(

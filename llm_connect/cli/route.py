@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from llm_connect.cli._common import DbOption, JsonOption, fail, handle_errors, stdout_is_tty
+from llm_connect.cli._common import DbOption, FastHelpCommand, JsonOption, fail, handle_errors, stdout_is_tty
 from llm_connect.cli._policy import (
     AllowUncalibrated,
     Confidence,
@@ -19,7 +19,7 @@ from llm_connect.cli._policy import (
     build_policy,
 )
 
-__all__ = ["route"]
+__all__ = ["app", "route"]
 
 
 @handle_errors
@@ -108,3 +108,8 @@ def route(
             console.print(
                 f"  {cand.model}  {mark}  stability {cand.stability or 'not analysed'}", markup=False
             )
+
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False)
+"""The ``route`` command alone (``llm_connect.cli`` mounts it when it runs)."""
+app.command("route", cls=FastHelpCommand)(route)

@@ -1,26 +1,33 @@
-"""The QualityLedger: every grade in SQL (SQLite by default, PostgreSQL for fleets)."""
+"""The QualityLedger: every grade in SQL (SQLite by default, PostgreSQL for fleets).
+
+Each name loads its module on first use: a command that reads the grades does not import the
+label sampling's numerics or Alembic (``_migrate`` imports it only to migrate).
+"""
 
 from __future__ import annotations
 
-from llm_connect.ledger._design import DesignMark, DesignReader, DesignRows, join_rows
-from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
-from llm_connect.ledger._fleet import FleetStatus, FleetWorkerRow
-from llm_connect.ledger._labels import LabelCounts, LabelStore, LabelWrite
-from llm_connect.ledger._migrate import current_revision, head_revision, upgrade
-from llm_connect.ledger._rows import (
-    CalibrationRow,
-    CaseSeries,
-    FailureRow,
-    GradeRow,
-    GradeTotals,
-    RecordItem,
-    RunRow,
-    StabilityResponseRow,
-    StabilityRow,
-    SummaryRow,
-)
-from llm_connect.ledger._sampling import GradedCase, SampledCase, SamplingStore
-from llm_connect.ledger._store import QualityLedger
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_connect.ledger._design import DesignMark, DesignReader, DesignRows, join_rows
+    from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
+    from llm_connect.ledger._fleet import FleetStatus, FleetWorkerRow
+    from llm_connect.ledger._labels import LabelCounts, LabelStore, LabelWrite
+    from llm_connect.ledger._migrate import current_revision, head_revision, upgrade
+    from llm_connect.ledger._rows import (
+        CalibrationRow,
+        CaseSeries,
+        FailureRow,
+        GradeRow,
+        GradeTotals,
+        RecordItem,
+        RunRow,
+        StabilityResponseRow,
+        StabilityRow,
+        SummaryRow,
+    )
+    from llm_connect.ledger._sampling import GradedCase, SampledCase, SamplingStore
+    from llm_connect.ledger._store import QualityLedger
 
 __all__ = [
     "DEFAULT_URL",
@@ -52,3 +59,36 @@ __all__ = [
     "join_rows",
     "upgrade",
 ]
+
+_LAZY = {
+    **dict.fromkeys(("DesignMark", "DesignReader", "DesignRows", "join_rows"), "llm_connect.ledger._design"),
+    **dict.fromkeys(("DEFAULT_URL", "ENV_VAR"), "llm_connect.ledger._engine"),
+    **dict.fromkeys(("FleetStatus", "FleetWorkerRow"), "llm_connect.ledger._fleet"),
+    **dict.fromkeys(("LabelCounts", "LabelStore", "LabelWrite"), "llm_connect.ledger._labels"),
+    **dict.fromkeys(("current_revision", "head_revision", "upgrade"), "llm_connect.ledger._migrate"),
+    **dict.fromkeys(
+        (
+            "CalibrationRow",
+            "CaseSeries",
+            "FailureRow",
+            "GradeRow",
+            "GradeTotals",
+            "RecordItem",
+            "RunRow",
+            "StabilityResponseRow",
+            "StabilityRow",
+            "SummaryRow",
+        ),
+        "llm_connect.ledger._rows",
+    ),
+    **dict.fromkeys(("GradedCase", "SampledCase", "SamplingStore"), "llm_connect.ledger._sampling"),
+    "QualityLedger": "llm_connect.ledger._store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

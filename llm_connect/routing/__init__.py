@@ -6,33 +6,41 @@ confidence bound of mean per-case quality clears a threshold with enough
 cases, otherwise the baseline, and stores every :class:`RoutingDecision` in
 the ledger for audit. :func:`gather` / :func:`assess` (``routing/_evidence.py``)
 compute that evidence; every figure llm-connect prints about a candidate
-comes from them.
+comes from them. Each name loads its module on first use.
 """
 
 from __future__ import annotations
 
-from llm_connect.routing._choice import (
-    STABILITY_ORDER,
-    cheapest_proven,
-    decision_sentence,
-    explain_decision,
-    judge_and_people,
-    scale_note,
-    threshold_phrase,
-)
-from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
-from llm_connect.routing._evidence import assess, candidate_alpha, gather
-from llm_connect.routing._gate import (
-    GATE_FAILED,
-    GATE_NOT_SETTLED,
-    GATE_PASSED,
-    GateItem,
-    GateResult,
-    more_cases,
-    quality_gate,
-)
-from llm_connect.routing._router import Router
-from llm_connect.values._policy import PolicyError, RoutingPolicy
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_connect.routing._choice import (
+        STABILITY_ORDER,
+        cheapest_proven,
+        decision_sentence,
+        explain_decision,
+        judge_and_people,
+        scale_note,
+        threshold_phrase,
+    )
+    from llm_connect.routing._decision import (
+        CandidateEvidence,
+        GraderEvidence,
+        IgnoredGrader,
+        RoutingDecision,
+    )
+    from llm_connect.routing._evidence import assess, candidate_alpha, gather
+    from llm_connect.routing._gate import (
+        GATE_FAILED,
+        GATE_NOT_SETTLED,
+        GATE_PASSED,
+        GateItem,
+        GateResult,
+        more_cases,
+        quality_gate,
+    )
+    from llm_connect.routing._router import Router
+    from llm_connect.values._policy import PolicyError, RoutingPolicy
 
 __all__ = [
     "GATE_FAILED",
@@ -60,3 +68,45 @@ __all__ = [
     "scale_note",
     "threshold_phrase",
 ]
+
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "STABILITY_ORDER",
+            "cheapest_proven",
+            "decision_sentence",
+            "explain_decision",
+            "judge_and_people",
+            "scale_note",
+            "threshold_phrase",
+        ),
+        "llm_connect.routing._choice",
+    ),
+    **dict.fromkeys(
+        ("CandidateEvidence", "GraderEvidence", "IgnoredGrader", "RoutingDecision"),
+        "llm_connect.routing._decision",
+    ),
+    **dict.fromkeys(("assess", "candidate_alpha", "gather"), "llm_connect.routing._evidence"),
+    **dict.fromkeys(
+        (
+            "GATE_FAILED",
+            "GATE_NOT_SETTLED",
+            "GATE_PASSED",
+            "GateItem",
+            "GateResult",
+            "more_cases",
+            "quality_gate",
+        ),
+        "llm_connect.routing._gate",
+    ),
+    "Router": "llm_connect.routing._router",
+    **dict.fromkeys(("PolicyError", "RoutingPolicy"), "llm_connect.values._policy"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

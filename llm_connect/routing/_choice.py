@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import method_name, threshold_of
 from llm_connect.routing._gate import deciding_judge, more_cases
-from llm_connect.routing._ppi import plural
 from llm_connect.values import STABILITY_VERDICTS
 from llm_connect.values._decision import NO_HUMAN_LABELS, RULED_OUT
 
@@ -29,6 +28,11 @@ __all__ = [
 
 STABILITY_ORDER = STABILITY_VERDICTS
 """Stability verdicts, best first (``min_stability="RISKY"`` accepts SAFE and RISKY)."""
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 more label``, ``2 more labels``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def cheapest_proven(

@@ -47,6 +47,7 @@ import numpy as np
 
 from llm_connect.errors import ConfigurationError
 from llm_connect.routing._bounds import cases_needed
+from llm_connect.routing._choice import plural
 from llm_connect.routing._ppi_running import (
     _RIDGE,
     LAM_MAX,
@@ -59,12 +60,6 @@ from llm_connect.routing._ppi_running import (
     start_state,
 )
 from llm_connect.values._decision import INSUFFICIENT, PROVEN, RULED_OUT, UNDECIDED
-
-
-def plural(n: int, noun: str) -> str:
-    """``1 more label``, ``2 more labels``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
 
 __all__ = [
     "ACTIVE_FLOOR",

@@ -10,7 +10,6 @@ from llm_connect.routing._calibration_gate import gating_calibration
 from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, explain_decision
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import candidate_alpha, gather
-from llm_connect.routing._human_cache import human_evidence
 from llm_connect.routing._series import CachedSeries
 from llm_connect.values._policy import RoutingPolicy
 
@@ -271,8 +270,11 @@ class Router:
         thresholds = {g: policy.threshold(g) for g in used}
         versions = {(r.candidate_model, r.grader_id): _version(r) for r in records}
         computed: list[tuple[str, str]] = []
-        found = (
-            human_evidence(
+        if target == "human":
+            # people's labels (numpy and the label design, imported only for them)
+            from llm_connect.routing._human_cache import human_evidence
+
+            found = human_evidence(
                 self.ledger,
                 task,
                 baseline=baseline,
@@ -283,8 +285,8 @@ class Router:
                 alpha=alpha,
                 cache=self._human,
             )
-            if target == "human"
-            else gather(
+        else:
+            found = gather(
                 self.ledger,
                 task,
                 baseline=baseline,
@@ -301,7 +303,6 @@ class Router:
                 series_cache=self._series,
                 new_cases=new_cases,
             )
-        )
         if computed:
             self._active.add((task, baseline))
         else:

@@ -137,3 +137,10 @@ def test_every_command_prints_plain_help_in_one_style() -> None:
         result = invoke(*path, "--help")
         assert result.exit_code == 0, (path, result.output)
         assert "╭" not in result.stdout and "Usage: " in result.stdout, path
+
+
+def test_a_mistyped_command_gets_the_closest_names_though_commands_load_lazily() -> None:
+    result = invoke("legder", "summary")
+    assert result.exit_code == 2
+    assert "No such command 'legder'. Did you mean 'ledger'?" in result.output
+    assert "Did you mean 'calibrate'?" in invoke("calibrat").output

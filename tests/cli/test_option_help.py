@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from llm_connect.cli import app
+from llm_connect.cli import _LAZY_GROUPS, _load_group, app
 from tests.cli._util import invoke
 
 
@@ -18,7 +18,12 @@ def _commands() -> list[tuple[str, Any]]:
     def walk(command: Any, path: str, ctx: Any) -> None:
         if hasattr(command, "list_commands"):
             for name in command.list_commands(ctx):
-                sub = command.get_command(ctx, name)
+                # the root lists lazily loaded commands and groups from stubs: load the real ones
+                sub = (
+                    _load_group(name)
+                    if ctx.parent is None and name in _LAZY_GROUPS
+                    else command.get_command(ctx, name)
+                )
                 walk(sub, f"{path} {name}", context_type(sub, parent=ctx))
         else:
             found.append((path, command))

@@ -17,8 +17,10 @@ from llm_connect.ledger import QualityLedger, head_revision
 from llm_connect.ledger._migrate import migrations_dir
 with QualityLedger("sqlite:///fresh.db") as ledger:
     revision = ledger.revision
+with QualityLedger("sqlite:///fresh.db") as ledger:  # at head: known from the packaged scripts' text
+    reopened = ledger.revision
 print(json.dumps({"package": llm_connect.__file__, "migrations": str(migrations_dir()),
-                  "revision": revision, "head": head_revision()}))
+                  "revision": revision, "reopened": reopened, "head": head_revision()}))
 """
 
 
@@ -73,4 +75,5 @@ def test_installed_wheel_migrates_a_fresh_sqlite_ledger(tmp_path: Path) -> None:
     from llm_connect.ledger import head_revision
 
     assert info["revision"] == info["head"] == head_revision()  # every migration script was packaged
+    assert info["reopened"] == info["head"]
     assert (work / "fresh.db").exists()
