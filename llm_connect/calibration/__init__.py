@@ -20,9 +20,18 @@ from typing import TYPE_CHECKING, Any
 
 from llm_connect._renamed import renamed_attribute
 from llm_connect.calibration._calibrate import PROBES, calibrate, pair_key, resolve_grader
+from llm_connect.calibration._drift import DriftState, DriftVerdict
 from llm_connect.calibration._fill import FillPlan, FillReport, fill_missing_grades, plan_fill, rebuild_judge
 from llm_connect.calibration._human import HUMAN, HumanReference
 from llm_connect.calibration._human_stats import HumanAgreement, HumanCase, LengthPreference, human_agreement
+from llm_connect.calibration._judge_checks import (
+    CheckReport,
+    anchor_store,
+    check_judge,
+    freeze_anchor,
+    judge_identities,
+    last_verdict,
+)
 from llm_connect.calibration._probes import (
     SCALES,
     LengthProbe,
@@ -62,7 +71,10 @@ __all__ = [
     "SCALES",
     "CalibrationReport",
     "CalibrationThresholds",
+    "CheckReport",
     "ConfusionMatrix",
+    "DriftState",
+    "DriftVerdict",
     "Estimate",
     "FillPlan",
     "FillReport",
@@ -75,11 +87,16 @@ __all__ = [
     "PositionProbe",
     "ReferenceResult",
     "SelfPreferenceProbe",
+    "anchor_store",
     "calibrate",
+    "check_judge",
     "evaluate",
     "fill_missing_grades",
+    "freeze_anchor",
     "human_agreement",
     "judge_agreement",
+    "judge_identities",
+    "last_verdict",
     "length_probe",
     "model_family",
     "pair_key",

@@ -110,6 +110,10 @@ COMMAND_CODES: dict[str, tuple[ExitCode, ...]] = {
     "labels status": _EVERY,
     "labels queue": _EVERY,
     "suite import": _EVERY,
+    "judges list": _EVERY,
+    "judges anchor": _EVERY,
+    "judges accept": _EVERY,
+    "judges check": tuple(sorted({*_EVERY, ExitCode.FAILED, ExitCode.INCOMPLETE, ExitCode.NOT_SETTLED})),
 }
 """The codes each command (its path under ``llm-connect``) can return."""
 

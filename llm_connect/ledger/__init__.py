@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from llm_connect.ledger._anchors import AnchorCase, AnchorExistsError, AnchorRow, AnchorStore, CheckRow
     from llm_connect.ledger._design import DesignMark, DesignReader, DesignRows, join_rows
     from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
     from llm_connect.ledger._fleet import FleetStatus, FleetWorkerRow
@@ -32,8 +33,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_URL",
     "ENV_VAR",
+    "AnchorCase",
+    "AnchorExistsError",
+    "AnchorRow",
+    "AnchorStore",
     "CalibrationRow",
     "CaseSeries",
+    "CheckRow",
     "DesignMark",
     "DesignReader",
     "DesignRows",
@@ -61,6 +67,10 @@ __all__ = [
 ]
 
 _LAZY = {
+    **dict.fromkeys(
+        ("AnchorCase", "AnchorExistsError", "AnchorRow", "AnchorStore", "CheckRow"),
+        "llm_connect.ledger._anchors",
+    ),
     **dict.fromkeys(("DesignMark", "DesignReader", "DesignRows", "join_rows"), "llm_connect.ledger._design"),
     **dict.fromkeys(("DEFAULT_URL", "ENV_VAR"), "llm_connect.ledger._engine"),
     **dict.fromkeys(("FleetStatus", "FleetWorkerRow"), "llm_connect.ledger._fleet"),

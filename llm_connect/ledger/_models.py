@@ -484,3 +484,60 @@ class LabelSamplingRecord(Base):
     seed: Mapped[int | None] = mapped_column(BigInteger)
     """The seed of the draw (``None`` for a file drawn by the user)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class JudgeAnchor(Base):
+    """A judge's frozen anchor set on one task (revision 0013, issue 37; ``docs/ledger.md``): the
+    judge's grades of chosen cases and what the judge said it was when they were frozen. One
+    active set per judge and task; a replaced one stays, inactive, with its checks."""
+
+    __tablename__ = "judge_anchors"
+    __table_args__ = (Index("ix_judge_anchors_judge", "grader_id", "task", "active"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    grader_id: Mapped[str] = mapped_column(String(300))
+    task: Mapped[str] = mapped_column(String(200))
+    seed: Mapped[int] = mapped_column(BigInteger)
+    tolerance: Mapped[float] = mapped_column(Float)
+    identity: Mapped[dict[str, Any]] = mapped_column()
+    active: Mapped[bool] = mapped_column(Boolean)
+    note: Mapped[str] = mapped_column(Text)
+
+
+class JudgeAnchorCase(Base):
+    """One case of an anchor set: the grade frozen (its row and score), in the order checks ask."""
+
+    __tablename__ = "judge_anchor_cases"
+
+    anchor_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("judge_anchors.id", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    grade_id: Mapped[int] = mapped_column(BigInteger)
+    case_id: Mapped[str | None] = mapped_column(String(200))
+    frozen_score: Mapped[float] = mapped_column(Float)
+    labelled: Mapped[bool] = mapped_column(Boolean)
+
+
+class JudgeCheck(Base):
+    """One check of an anchor set: the judge asked again on every case (revision 0013)."""
+
+    __tablename__ = "judge_checks"
+    __table_args__ = (
+        Index("ix_judge_checks_anchor", "anchor_id", "id"),
+        CheckConstraint("status IN ('stable', 'drifted', 'not settled', 'incomplete')", name="status_value"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    anchor_id: Mapped[int] = mapped_column(Integer, ForeignKey("judge_anchors.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    status: Mapped[str] = mapped_column(String(20))
+    scores: Mapped[list[Any]] = mapped_column()
+    """The judge's new grade per anchor position (null where the call failed)."""
+    figures: Mapped[dict[str, Any]] = mapped_column()
+    state: Mapped[dict[str, Any]] = mapped_column()
+    """The drift test after this check (``calibration._drift.DriftState``; unchanged if incomplete)."""
+    identity: Mapped[dict[str, Any]] = mapped_column()
+    calls: Mapped[int] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)

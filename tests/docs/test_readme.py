@@ -89,6 +89,13 @@ RUN: dict[str, str] = {
 _INSTALLS = "installs packages from the package index (network), which a test must not reach"
 _SUITE = "runs the whole test suite (this module included) after installing it; CI runs it"
 NOT_RUN: dict[str, str] = {
+    "llm-connect judges anchor --judge llm:openai:gpt-4o-mini --task support": (
+        "needs a real LLM judge's grades; tests/cli/test_judges_cli.py anchors, checks and accepts a judge"
+        " over the loopback server"
+    ),
+    "llm-connect judges check --judge llm:openai:gpt-4o-mini --task support": (
+        "needs a real LLM judge (an OpenAI API key); tests/cli/test_judges_cli.py runs judges check"
+    ),
     "python3 -m venv .venv": f"sets up the environment the tests run in; with the next two it {_INSTALLS}",
     ". .venv/bin/activate": "activates the environment the tests already run in",
     "pip install torch==2.13.0 -e .[embeddings]": _INSTALLS,

@@ -1,0 +1,289 @@
+"""Judges as instruments (issue 37): freeze an anchor set, check a judge against it, read its history.
+
+:func:`freeze_anchor` picks graded cases of a task (those people labelled first, the rest drawn
+with a seed) and freezes the judge's grades of them with the judge's identity. :func:`check_judge`
+asks the judge again on every anchored case (the stored prompt, both answers and run settings)
+and continues the drift test of ``calibration._drift`` from the anchor's last complete check;
+a check where a call failed is stored as ``incomplete`` and never read as stable. Every check
+is stored (``ledger._anchors``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from llm_connect.calibration._calibrate import _run_config
+from llm_connect.calibration._drift import DEFAULT_TOLERANCE, DriftState, verdict
+from llm_connect.errors import CalibrationError, LLMConnectError
+from llm_connect.ledger import AnchorCase, AnchorRow, AnchorStore, CheckRow
+
+if TYPE_CHECKING:
+    from llm_connect.grading._protocols import Judge
+    from llm_connect.ledger import GradeRow, QualityLedger
+
+__all__ = [
+    "INCOMPLETE",
+    "CheckReport",
+    "anchor_store",
+    "check_judge",
+    "freeze_anchor",
+    "identity_of",
+    "judge_identities",
+    "last_verdict",
+]
+
+INCOMPLETE = "incomplete"
+DEFAULT_SIZE = 100
+_IDENTITY_KEYS = ("judge_model", "system_fingerprint", "rubric_version", "response_format", "judge_adapter")
+
+
+def anchor_store(ledger: QualityLedger) -> AnchorStore:
+    """The anchor store over ``ledger``'s engine."""
+    return AnchorStore(ledger.engine)
+
+
+def identity_of(details: Mapping[str, Any]) -> dict[str, Any]:
+    """What a grade's details say the judge was: its spec, the model the server said it served,
+    its fingerprint, the prompt (rubric) version and the reply format (the keys present)."""
+    out: dict[str, Any] = {k: details[k] for k in _IDENTITY_KEYS if details.get(k) is not None}
+    if isinstance(details.get("judge_spec"), Mapping):
+        out["judge_spec"] = dict(details["judge_spec"])
+    return out
+
+
+def judge_identities(ledger: QualityLedger, task: str | None = None) -> list[dict[str, Any]]:
+    """Each judge with grades (per task): grade count and the served models its grades recorded,
+    oldest first (more than one: the model behind the judge's name changed)."""
+    return anchor_store(ledger).judge_identities(task)
+
+
+def _has_text(row: GradeRow) -> bool:
+    return row.prompt is not None and row.baseline_text is not None and row.candidate_text is not None
+
+
+def freeze_anchor(
+    ledger: QualityLedger,
+    grader_id: str,
+    task: str,
+    *,
+    size: int = DEFAULT_SIZE,
+    seed: int | None = None,
+    replace: bool = False,
+    tolerance: float = DEFAULT_TOLERANCE,
+    note: str | None = None,
+) -> AnchorRow:
+    """Freeze ``grader_id``'s grades of up to ``size`` cases of ``task`` (its latest grade of
+    each case with stored texts): the cases people labelled first, the rest drawn at random
+    with ``seed`` (drawn and stored when not given). Raises :class:`CalibrationError` naming
+    the judge and task when it has no such grade (nothing written), and the store's
+    ``AnchorExistsError`` when an anchor set is active and ``replace`` is false."""
+    if size < 1:
+        raise CalibrationError(f"an anchor set needs at least one case, not {size}")
+    latest: dict[str, GradeRow] = {}
+    without_text = 0
+    for row in ledger.results(grader_id=grader_id, task=task):
+        key = row.case_id if row.case_id is not None else f"{row.prompt_sha256}:{row.candidate_model}"
+        if not _has_text(row):
+            without_text += 1
+            continue
+        latest[key] = row
+    if not latest:
+        more = f" ({without_text} without their stored texts)" if without_text else ""
+        raise CalibrationError(f"no grades by {grader_id!r} on task {task!r} to anchor{more}")
+    seed = random.SystemRandom().randrange(2**62) if seed is None else int(seed)
+    candidates = sorted({row.candidate_model for row in latest.values()})
+    people = ledger.label_store.case_values(task, candidates)
+    keys = sorted(latest)
+    labelled = [k for k in keys if (latest[k].candidate_model, latest[k].case_id) in people]
+    rest = [k for k in keys if k not in set(labelled)]
+    rng = np.random.default_rng(seed)
+    chosen = [labelled[i] for i in rng.permutation(len(labelled))]
+    chosen += [rest[i] for i in rng.permutation(len(rest))]
+    chosen = chosen[:size]
+    cases = [
+        AnchorCase(i, latest[k].id, latest[k].case_id, latest[k].quality_score, k in set(labelled))
+        for i, k in enumerate(chosen)
+    ]
+    newest = max(latest.values(), key=lambda r: r.id)
+    store = anchor_store(ledger)
+    why = note or ("replaced the active anchor set" if replace else "first anchor set")
+    anchor_id = store.freeze_anchor(
+        grader_id=grader_id, task=task, cases=cases, seed=seed, tolerance=tolerance,
+        identity=identity_of(newest.details), note=why, replace=replace,
+    )  # fmt: skip
+    anchor = next(a for a in store.anchors(grader_id, task) if a.id == anchor_id)
+    return anchor
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """One check's result as stored and printed."""
+
+    check_id: int
+    anchor_id: int
+    grader_id: str
+    task: str
+    status: str
+    cases: int
+    calls: int
+    changed_share: float | None
+    mean_change: float | None
+    change_upper: float | None
+    shift: float | None
+    shift_low: float | None
+    shift_high: float | None
+    checks_so_far: int
+    people: Mapping[str, Any]
+    identity: Mapping[str, Any]
+    identity_changed: bool
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        data = asdict(self)
+        data["people"] = dict(self.people)
+        data["identity"] = dict(self.identity)
+        return data
+
+
+def last_verdict(ledger: QualityLedger, grader_id: str, task: str) -> CheckRow | None:
+    """The newest complete check of ``grader_id``'s active anchor set on ``task`` (``None``: no
+    anchor set or no complete check)."""
+    store = anchor_store(ledger)
+    anchor = store.active_anchor(grader_id, task)
+    if anchor is None:
+        return None
+    done = [c for c in store.checks(anchor.id) if c.status != INCOMPLETE]
+    return done[-1] if done else None
+
+
+def _calls(result: Any) -> int:
+    usage = result.details.get("judge_usage") if isinstance(result.details, Mapping) else None
+    if "judge_model" not in result.details:
+        return 0  # no LLM call (exact, tools, embedding, ...)
+    return len(usage) if isinstance(usage, list) else 1
+
+
+def _people_figures(
+    frozen: Sequence[float], new: Sequence[float], human: Sequence[float | None]
+) -> dict[str, Any]:
+    pairs = [(f, n, h) for f, n, h in zip(frozen, new, human, strict=True) if h is not None]
+    if not pairs:
+        return {"labelled": 0}
+    f, n, h = (np.array(x, dtype=float) for x in zip(*pairs, strict=True))
+    return {
+        "labelled": len(pairs),
+        "frozen_mean_abs_diff": float(np.abs(f - h).mean()),
+        "new_mean_abs_diff": float(np.abs(n - h).mean()),
+    }
+
+
+def check_judge(
+    ledger: QualityLedger,
+    judge: Judge,
+    task: str,
+    *,
+    alpha: float = 0.05,
+    concurrency: int = 4,
+) -> CheckReport:
+    """Ask ``judge`` again on its active anchor set of ``task``, store the check, return it.
+
+    Raises :class:`CalibrationError` when the judge has no anchor set on the task, or when
+    anchored cases lost their stored texts (naming them; nothing stored). A failed judge call
+    stores the check as ``incomplete`` (the drift test unchanged) and reports it so."""
+    grader_id = judge.grader_id
+    store = anchor_store(ledger)
+    anchor = store.active_anchor(grader_id, task)
+    if anchor is None:
+        raise CalibrationError(
+            f"{grader_id} has no anchor set on task {task!r}: freeze one with "
+            f"llm-connect judges anchor --judge {grader_id} --task {task}"
+        )
+    rows = store.grade_rows([c.grade_id for c in anchor.cases])
+    lost = [c for c in anchor.cases if c.grade_id not in rows or not _has_text(rows[c.grade_id])]
+    if lost:
+        names = ", ".join(str(c.case_id or f"grade {c.grade_id}") for c in lost[:10])
+        more = f" and {len(lost) - 10} more" if len(lost) > 10 else ""
+        raise CalibrationError(
+            f"anchor set {anchor.id}: {len(lost)} anchored case(s) lost their stored texts ({names}{more}); "
+            "freeze a new anchor set with --replace"
+        )
+    previous = [c for c in store.checks(anchor.id) if c.status != INCOMPLETE]
+    state = DriftState(**previous[-1].state) if previous else DriftState()
+
+    def one(case: AnchorCase) -> Any:
+        row = rows[case.grade_id]
+        return judge.judge(
+            row.baseline_response,
+            row.candidate_response,
+            prompt=row.prompt or "",
+            run_config=_run_config(row),
+        )
+
+    results: list[Any] = []
+    errors: list[str] = []
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for case, fut in zip(anchor.cases, [pool.submit(one, c) for c in anchor.cases], strict=True):
+            try:
+                results.append(fut.result())
+            except LLMConnectError as exc:
+                results.append(None)
+                errors.append(f"case {case.case_id or case.grade_id}: {type(exc).__name__}: {exc}")
+    calls = sum(_calls(r) for r in results if r is not None)
+    scores = [None if r is None else float(r.quality_score) for r in results]
+    done = [r for r in results if r is not None]
+    identity = identity_of(done[-1].details) if done else {}
+    changed_identity = bool(identity) and _differs(anchor.identity, identity)
+    frozen = [c.frozen_score for c in anchor.cases]
+    if errors:
+        why = f"incomplete: {len(errors)} of {len(anchor.cases)} judge call(s) failed ({errors[0]})"
+        check_id = store.record_check(
+            anchor_id=anchor.id, status=INCOMPLETE, scores=scores, figures={"errors": errors[:20]},
+            state=asdict(state), identity=identity, calls=calls, error="; ".join(errors[:5]),
+        )  # fmt: skip
+        return CheckReport(
+            check_id, anchor.id, grader_id, task, INCOMPLETE, len(anchor.cases), calls, None, None, None,
+            None, None, None, state.checks, {}, identity, changed_identity, why,
+        )  # fmt: skip
+    got = verdict(frozen, scores, state, alpha=alpha, tolerance=anchor.tolerance)
+    labels = ledger.label_store.case_values(
+        task, sorted({rows[c.grade_id].candidate_model for c in anchor.cases})
+    )
+    human = [labels.get((rows[c.grade_id].candidate_model, c.case_id or "")) for c in anchor.cases]
+    people = _people_figures(frozen, [float(s) for s in scores if s is not None], human)
+    figures = {
+        "changed_share": got.changed_share, "mean_change": got.mean_change, "change_upper": got.change_upper,
+        "shift": got.shift, "shift_low": got.shift_low, "shift_high": got.shift_high,
+        "tolerance": anchor.tolerance, "alpha": alpha, "people": people,
+    }  # fmt: skip
+    why = got.why + (f"; the judge's identity changed since the anchor: {_change(anchor.identity, identity)}"
+                     if changed_identity else "")  # fmt: skip
+    check_id = store.record_check(
+        anchor_id=anchor.id, status=got.status, scores=scores, figures=figures, state=asdict(got.state),
+        identity=identity, calls=calls,
+    )  # fmt: skip
+    return CheckReport(
+        check_id, anchor.id, grader_id, task, got.status, len(anchor.cases), calls, got.changed_share,
+        got.mean_change, got.change_upper, got.shift, got.shift_low, got.shift_high, got.state.checks,
+        people, identity, changed_identity, why,
+    )  # fmt: skip
+
+
+def _differs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    return any(
+        old.get(k) != new.get(k) for k in ("judge_model", "system_fingerprint") if k in old or k in new
+    )
+
+
+def _change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{k} {old.get(k)!r} -> {new.get(k)!r}"
+        for k in ("judge_model", "system_fingerprint")
+        if old.get(k) != new.get(k)
+    )

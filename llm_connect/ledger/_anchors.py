@@ -1,0 +1,286 @@
+"""The judge-anchor store (issue 37): frozen anchor sets and every check of them.
+
+Tables ``judge_anchors``, ``judge_anchor_cases`` and ``judge_checks`` (revision 0013,
+``docs/ledger.md``). One active anchor set per judge (grader id) and task; freezing a new one
+with ``replace`` marks the old one inactive in the same transaction, so it and its checks stay
+readable. A check is written whole or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, func, select, update
+
+from llm_connect.errors import LedgerError
+from llm_connect.ledger._engine import Store, reading, write
+from llm_connect.ledger._models import Grade, JudgeAnchor, JudgeAnchorCase, JudgeCheck
+from llm_connect.ledger._rows import GradeRow, grade_row
+from llm_connect.ledger._runs import finite_json
+from llm_connect.types import utcnow
+
+__all__ = ["AnchorCase", "AnchorExistsError", "AnchorRow", "AnchorStore", "CheckRow"]
+
+_ANCHORS = cast(Table, JudgeAnchor.__table__)
+_CASES = cast(Table, JudgeAnchorCase.__table__)
+_CHECKS = cast(Table, JudgeCheck.__table__)
+_GRADES = cast(Table, Grade.__table__)
+_GRADE_COLUMNS = tuple(GradeRow.__dataclass_fields__)
+CHECK_STATUSES = ("stable", "drifted", "not settled", "incomplete")
+
+
+class AnchorExistsError(LedgerError):
+    """The judge already has an active anchor set on the task (freeze with ``replace``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorCase:
+    """One frozen grade of an anchor set: its position (the order a check asks), the grade row,
+    the case id, the frozen score, and whether people had labelled the case when frozen."""
+
+    position: int
+    grade_id: int
+    case_id: str | None
+    frozen_score: float
+    labelled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorRow:
+    """An anchor set: the judge, the task, the seed that drew it, the drift tolerance, the
+    judge's identity when frozen, whether it is the active one, why it was frozen, its cases."""
+
+    id: int
+    created_at: datetime
+    grader_id: str
+    task: str
+    seed: int
+    tolerance: float
+    identity: Mapping[str, Any]
+    active: bool
+    note: str
+    cases: tuple[AnchorCase, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRow:
+    """A stored check: its verdict, the judge's new grade per anchor position (``None`` where
+    the call failed), the figures, the drift test's state after it, the judge's identity, the
+    judge calls it made and the error that left it incomplete."""
+
+    id: int
+    anchor_id: int
+    created_at: datetime
+    status: str
+    scores: tuple[float | None, ...]
+    figures: Mapping[str, Any]
+    state: Mapping[str, Any]
+    identity: Mapping[str, Any]
+    calls: int
+    error: str | None
+
+
+class AnchorStore(Store):
+    """Frozen anchor sets of judges and their checks."""
+
+    def freeze_anchor(
+        self,
+        *,
+        grader_id: str,
+        task: str,
+        cases: Sequence[AnchorCase],
+        seed: int,
+        tolerance: float,
+        identity: Mapping[str, Any],
+        note: str,
+        replace: bool = False,
+    ) -> int:
+        """Store a new active anchor set; returns its id. Raises :class:`AnchorExistsError`
+        when one is active for ``grader_id`` and ``task`` and ``replace`` is false (nothing
+        written); with ``replace`` the old one becomes inactive in the same transaction."""
+        if not grader_id or not task:
+            raise LedgerError("an anchor set needs a judge and a task")
+        if not cases:
+            raise LedgerError("an anchor set needs at least one case")
+        row = {
+            "created_at": utcnow(),
+            "grader_id": grader_id,
+            "task": task,
+            "seed": int(seed),
+            "tolerance": float(tolerance),
+            "identity": finite_json(dict(identity), "judge identity"),
+            "active": True,
+            "note": note,
+        }
+
+        def insert(conn: Connection) -> int:
+            a = _ANCHORS.c
+            old = conn.execute(
+                select(a.id).where(a.grader_id == grader_id, a.task == task, a.active.is_(True))
+            ).scalar()
+            if old is not None and not replace:
+                raise AnchorExistsError(
+                    f"{grader_id} already has anchor set {old} on task {task!r}; "
+                    "freeze a new one with --replace (its checks start again)"
+                )
+            if old is not None:
+                conn.execute(update(_ANCHORS).where(a.id == old).values(active=False))
+            anchor_id = int(conn.execute(_ANCHORS.insert().returning(a.id), row).scalar_one())
+            conn.execute(
+                _CASES.insert(),
+                [
+                    {
+                        "anchor_id": anchor_id,
+                        "position": c.position,
+                        "grade_id": c.grade_id,
+                        "case_id": c.case_id,
+                        "frozen_score": float(c.frozen_score),
+                        "labelled": bool(c.labelled),
+                    }
+                    for c in cases
+                ],
+            )
+            return anchor_id
+
+        return write(self.engine, "freezing an anchor set", insert)
+
+    def anchors(self, grader_id: str | None = None, task: str | None = None) -> list[AnchorRow]:
+        """Anchor sets, oldest first (of one judge and task when given), with their cases."""
+        a = _ANCHORS.c
+        stmt = select(_ANCHORS).order_by(a.id)
+        if grader_id is not None:
+            stmt = stmt.where(a.grader_id == grader_id)
+        if task is not None:
+            stmt = stmt.where(a.task == task)
+        with reading(self.engine, "reading anchor sets") as conn:
+            heads = list(conn.execute(stmt).mappings())
+            if not heads:
+                return []
+            c = _CASES.c
+            got: dict[int, list[AnchorCase]] = {int(h["id"]): [] for h in heads}
+            rows = conn.execute(
+                select(_CASES).where(c.anchor_id.in_(list(got))).order_by(c.anchor_id, c.position)
+            ).mappings()
+            for r in rows:
+                got[int(r["anchor_id"])].append(
+                    AnchorCase(
+                        int(r["position"]),
+                        int(r["grade_id"]),
+                        r["case_id"],
+                        float(r["frozen_score"]),
+                        bool(r["labelled"]),
+                    )
+                )
+        return [
+            AnchorRow(
+                id=int(h["id"]),
+                created_at=h["created_at"],
+                grader_id=h["grader_id"],
+                task=h["task"],
+                seed=int(h["seed"]),
+                tolerance=float(h["tolerance"]),
+                identity=dict(h["identity"]),
+                active=bool(h["active"]),
+                note=h["note"],
+                cases=tuple(got[int(h["id"])]),
+            )
+            for h in heads
+        ]
+
+    def active_anchor(self, grader_id: str, task: str) -> AnchorRow | None:
+        """The judge's active anchor set on ``task``, or ``None``."""
+        return next((row for row in self.anchors(grader_id, task) if row.active), None)
+
+    def record_check(
+        self,
+        *,
+        anchor_id: int,
+        status: str,
+        scores: Sequence[float | None],
+        figures: Mapping[str, Any],
+        state: Mapping[str, Any],
+        identity: Mapping[str, Any],
+        calls: int,
+        error: str | None = None,
+    ) -> int:
+        """Store one check of anchor set ``anchor_id``; returns its id."""
+        if status not in CHECK_STATUSES:
+            raise LedgerError(f"a check's status is one of {', '.join(CHECK_STATUSES)}, not {status!r}")
+        row = {
+            "anchor_id": anchor_id,
+            "created_at": utcnow(),
+            "status": status,
+            "scores": [None if s is None else float(s) for s in scores],
+            "figures": finite_json(dict(figures), "check figures"),
+            "state": finite_json(dict(state), "drift state"),
+            "identity": finite_json(dict(identity), "judge identity"),
+            "calls": int(calls),
+            "error": error,
+        }
+
+        def insert(conn: Connection) -> int:
+            return int(conn.execute(_CHECKS.insert().returning(_CHECKS.c.id), row).scalar_one())
+
+        return write(self.engine, "recording a judge check", insert)
+
+    def checks(self, anchor_id: int) -> list[CheckRow]:
+        """The checks of one anchor set, oldest first."""
+        c = _CHECKS.c
+        stmt = select(_CHECKS).where(c.anchor_id == anchor_id).order_by(c.id)
+        with reading(self.engine, "reading judge checks") as conn:
+            return [
+                CheckRow(
+                    id=int(r["id"]),
+                    anchor_id=int(r["anchor_id"]),
+                    created_at=r["created_at"],
+                    status=r["status"],
+                    scores=tuple(r["scores"]),
+                    figures=dict(r["figures"]),
+                    state=dict(r["state"]),
+                    identity=dict(r["identity"]),
+                    calls=int(r["calls"]),
+                    error=r["error"],
+                )
+                for r in conn.execute(stmt).mappings()
+            ]
+
+    def grade_rows(self, ids: Sequence[int]) -> dict[int, GradeRow]:
+        """The stored grades with these row ids (a pruned grade is absent)."""
+        out: dict[int, GradeRow] = {}
+        wanted = sorted({int(i) for i in ids})
+        with reading(self.engine, "reading anchored grades") as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                stmt = select(*[_GRADES.c[name] for name in _GRADE_COLUMNS]).where(_GRADES.c.id.in_(chunk))
+                for rec in conn.execute(stmt).mappings():
+                    row = grade_row(rec)
+                    out[row.id] = row
+        return out
+
+    def judge_identities(self, task: str | None = None) -> list[dict[str, Any]]:
+        """Per judge (grader id) and task: its grades and, per served model its grades recorded
+        (``details.judge_model``; ``None`` for judges that call no model), how many and when."""
+        g = _GRADES.c
+        served = _GRADES.c.details["judge_model"].as_string()
+        stmt = (
+            select(g.grader_id, g.task, served, func.count(), func.min(g.created_at), func.max(g.created_at))
+            .group_by(g.grader_id, g.task, served)
+            .order_by(g.grader_id, g.task, func.min(g.created_at))
+        )
+        if task is not None:
+            stmt = stmt.where(g.task == task)
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        with reading(self.engine, "reading judge identities") as conn:
+            for grader_id, task_name, model, count, first, last in conn.execute(stmt):
+                row = out.setdefault(
+                    (grader_id, task_name),
+                    {"judge": grader_id, "task": task_name, "grades": 0, "identities": []},
+                )
+                row["grades"] += int(count)
+                row["identities"].append(
+                    {"judge_model": model, "grades": int(count), "first": first, "last": last}
+                )
+        return list(out.values())

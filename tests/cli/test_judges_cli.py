@@ -1,0 +1,122 @@
+"""``llm-connect judges anchor|check|accept|list`` end to end (issue 37): a real LLM judge over the
+loopback server, anchored, checked, moved, failing, accepted; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from llm_connect.calibration import anchor_store
+from llm_connect.ledger import QualityLedger
+from tests.cli._util import invoke, live_suite
+
+KEY = "sk-test-0123456789abcdef"
+JUDGE = "llm:openai:judge"
+GRADER = "llm:openai:judge:rubric-v1"
+N = 100
+
+
+def _judge(shift: float = 0.0):
+    """A judge whose grade depends on the case (its question number) and moves by ``shift``."""
+
+    def respond(body: dict[str, Any]) -> str:
+        if body.get("response_format") is None:
+            return f"answer from {body['model']}"
+        text = json.dumps(body["messages"])
+        number = int(re.search(r"question (\d+)", text).group(1))  # type: ignore[union-attr]
+        score = min(1.0, 0.1 + 0.08 * (number % 10) + shift)
+        return json.dumps({"quality_score": score, "notes": "ok"})
+
+    return respond
+
+
+def _grade(tmp_path: Path, db: str, server: Any) -> None:
+    result = invoke(
+        "grade", str(live_suite(tmp_path / "s.jsonl", N)), "-b", "openai:big", "-c", "openai:small",
+        "--judge", JUDGE, "--db", db, "--base-url", server.base_url, "--api-key", KEY, "--allow-uncalibrated",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+
+
+def _check(db: str, server: Any, *extra: str) -> Any:
+    return invoke(
+        "judges", "check", "--judge", JUDGE, "--task", "qa", "--db", db, "--base-url", server.base_url,
+        "--api-key", KEY, *extra,
+    )  # fmt: skip
+
+
+def test_anchor_check_drift_incomplete_and_accept(
+    tmp_path: Path, ledger_url: str, openai_server: Any
+) -> None:
+    openai_server.responder = _judge()
+    openai_server.served_models = {"judge": "judge-2026-01-01"}
+    _grade(tmp_path, ledger_url, openai_server)
+
+    got = invoke("judges", "anchor", "--judge", JUDGE, "--task", "qa", "--db", ledger_url, "--seed", "3")
+    assert got.exit_code == 0, got.output
+    assert f"anchor set 1 for {GRADER} on qa: {N} cases (0 labelled by people), seed 3" in got.stdout
+    again = invoke("judges", "anchor", "--judge", JUDGE, "--task", "qa", "--db", ledger_url)
+    assert again.exit_code == 2 and "--replace" in again.output
+
+    # The same judge, asked again: stable (exit 0), one call per anchored case, stored.
+    calls_before = len(openai_server.requests)
+    stable = _check(ledger_url, openai_server, "--json")
+    assert stable.exit_code == 0, stable.output
+    data = json.loads(stable.stdout)
+    assert data["status"] == "stable" and data["calls"] == N and data["changed_share"] == 0.0
+    assert len(openai_server.requests) - calls_before == N
+    assert data["identity"]["judge_model"] == "judge-2026-01-01" and not data["identity_changed"]
+
+    # The provider moves the model behind the name: every grade 0.15 higher, a new dated name.
+    openai_server.responder = _judge(shift=0.15)
+    openai_server.served_models = {"judge": "judge-2026-03-01"}
+    drifted = _check(ledger_url, openai_server)
+    assert drifted.exit_code == 1, drifted.output
+    assert (
+        "drifted" in drifted.stdout
+        and "judge_model 'judge-2026-01-01' -> 'judge-2026-03-01'" in drifted.stdout
+    )
+    assert f"cost: {N} judge call(s)" in drifted.stdout
+
+    # A judge server error: the check is stored as incomplete (exit 3), never read as stable.
+    openai_server.responder = _judge()
+    for _ in range(40):
+        openai_server.queue_fault(status=500, path="/chat/completions")
+    broken = _check(ledger_url, openai_server, "--concurrency", "1")
+    assert broken.exit_code == 3, broken.output
+    assert "incomplete" in broken.stdout
+    with QualityLedger(ledger_url) as ledger:
+        store = anchor_store(ledger)
+        statuses = [c.status for c in store.checks(1)]
+    assert statuses == ["stable", "drifted", "incomplete"]
+
+    # Drifted stays drifted until the user accepts the new behaviour (a new anchor set).
+    assert _check(ledger_url, openai_server).exit_code == 1
+    accepted = invoke("judges", "accept", "--judge", JUDGE, "--task", "qa", "--db", ledger_url, "--seed", "4")
+    assert accepted.exit_code == 0 and "accepted: anchor set 2" in accepted.stdout
+    assert _check(ledger_url, openai_server).exit_code == 0
+
+    listed = invoke("judges", "list", "--db", ledger_url, "--json")
+    rows = json.loads(listed.stdout)
+    assert [(r["judge"], r["task"], r["grades"], r["anchor_id"], r["last_check"]) for r in rows] == [
+        (GRADER, "qa", N, 2, "stable")
+    ]
+
+
+def test_an_unknown_judge_or_task_is_a_usage_error_and_writes_nothing(
+    tmp_path: Path, openai_server: Any
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    openai_server.responder = _judge()
+    _grade(tmp_path, db, openai_server)
+    for args in (("--judge", "llm:openai:other", "--task", "qa"), ("--judge", JUDGE, "--task", "nope")):
+        got = invoke("judges", "anchor", *args, "--db", db)
+        assert got.exit_code == 2 and "no grades by judge" in got.output and args[1] in got.output
+        checked = invoke("judges", "check", *args, "--db", db)
+        assert checked.exit_code == 2
+    with QualityLedger(db) as ledger:
+        assert anchor_store(ledger).anchors() == []
+    missing = invoke("judges", "check", "--judge", JUDGE, "--task", "qa", "--db", db)
+    assert missing.exit_code == 2 and "has no anchor set on task 'qa'" in missing.output
