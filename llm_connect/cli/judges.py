@@ -208,4 +208,10 @@ def list_judges(
         )
         for ident in row["identities"]:
             served = ident.get("judge_model") or "-"
-            typer.echo(f"    served {served}  grades={ident['grades']}  {ident['first']} .. {ident['last']}")
+            span = f"{_when(ident['first'])} .. {_when(ident['last'])}"
+            typer.echo(f"    served {served}  grades={ident['grades']}  {span}")
+
+
+def _when(value: Any) -> str:
+    """A timestamp to the minute (UTC), or the text as stored."""
+    return value.strftime("%Y-%m-%d %H:%M UTC") if hasattr(value, "strftime") else str(value)

@@ -231,21 +231,32 @@ class AnchorStore(Store):
         c = _CHECKS.c
         stmt = select(_CHECKS).where(c.anchor_id == anchor_id).order_by(c.id)
         with reading(self.engine, "reading judge checks") as conn:
-            return [
-                CheckRow(
-                    id=int(r["id"]),
-                    anchor_id=int(r["anchor_id"]),
-                    created_at=r["created_at"],
-                    status=r["status"],
-                    scores=tuple(r["scores"]),
-                    figures=dict(r["figures"]),
-                    state=dict(r["state"]),
-                    identity=dict(r["identity"]),
-                    calls=int(r["calls"]),
-                    error=r["error"],
+            return [_check_row(r) for r in conn.execute(stmt).mappings()]
+
+    def drifted_since(self, grader_id: str, task: str) -> CheckRow | None:
+        """The first ``drifted`` check of the judge's active anchor set on ``task`` when its
+        newest complete check says ``drifted`` (a drifted judge stays so until a new anchor
+        set); ``None`` otherwise (no anchor set, no check, or not drifted). Two small reads."""
+        a, c = _ANCHORS.c, _CHECKS.c
+        active = (
+            select(a.id).where(a.grader_id == grader_id, a.task == task, a.active.is_(True)).scalar_subquery()
+        )
+        complete = select(c.id, c.status).where(c.anchor_id == active, c.status != "incomplete")
+        with reading(self.engine, "reading judge checks") as conn:
+            newest = conn.execute(complete.order_by(c.id.desc()).limit(1)).first()
+            if newest is None or newest[1] != "drifted":
+                return None
+            first = (
+                conn.execute(
+                    select(_CHECKS)
+                    .where(c.anchor_id == active, c.status == "drifted")
+                    .order_by(c.id)
+                    .limit(1)
                 )
-                for r in conn.execute(stmt).mappings()
-            ]
+                .mappings()
+                .first()
+            )
+        return None if first is None else _check_row(first)
 
     def grade_rows(self, ids: Sequence[int]) -> dict[int, GradeRow]:
         """The stored grades with these row ids (a pruned grade is absent)."""
@@ -284,3 +295,18 @@ class AnchorStore(Store):
                     {"judge_model": model, "grades": int(count), "first": first, "last": last}
                 )
         return list(out.values())
+
+
+def _check_row(r: Mapping[Any, Any]) -> CheckRow:
+    return CheckRow(
+        id=int(r["id"]),
+        anchor_id=int(r["anchor_id"]),
+        created_at=r["created_at"],
+        status=r["status"],
+        scores=tuple(r["scores"]),
+        figures=dict(r["figures"]),
+        state=dict(r["state"]),
+        identity=dict(r["identity"]),
+        calls=int(r["calls"]),
+        error=r["error"],
+    )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.errors import ConfigurationError
-from llm_connect.routing._calibration_gate import gating_calibration
+from llm_connect.routing._calibration_gate import HUMAN, gating_calibration
 from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, explain_decision
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import candidate_alpha, gather
@@ -109,8 +109,10 @@ class Router:
         grader_ids: tuple[str, ...],
         allow_uncalibrated: bool,
         asks_llm: dict[str, bool],
+        judges_target: bool = True,
     ) -> tuple[list[str], list[IgnoredGrader]]:
-        """The graders whose grades may decide; an LLM judge's only after a passing calibration.
+        """The graders whose grades may decide; an LLM judge's only after a passing calibration,
+        and on the judges' target no judge whose drift check says ``drifted`` (:meth:`_drifted`).
 
         Whether a grader asks an LLM is what its grades say (``asks_llm``, stored by the
         judge that made them), never a guess from its name. A grader without grades here
@@ -119,6 +121,10 @@ class Router:
         used: list[str] = []
         ignored: list[IgnoredGrader] = []
         for gid in grader_ids:
+            drifted = self._drifted(gid, task) if judges_target else None
+            if drifted is not None:
+                ignored.append(drifted)
+                continue
             if allow_uncalibrated or not asks_llm.get(gid, False):
                 used.append(gid)
                 continue
@@ -144,6 +150,27 @@ class Router:
                     )
                 )
         return used, ignored
+
+    def _drifted(self, grader_id: str, task: str) -> IgnoredGrader | None:
+        """Why ``grader_id`` does not count on ``task``: its newest drift check (``llm-connect
+        judges check``) says ``drifted`` and no calibration against people has passed since;
+        ``None`` when it counts. People's target keeps the judge: its bound is valid whatever
+        the judge does (``docs/decisions.md``)."""
+        from llm_connect.ledger import AnchorStore
+
+        first = AnchorStore(self.ledger.engine).drifted_since(grader_id, task)
+        if first is None:
+            return None
+        cal = gating_calibration(self.ledger, grader_id, task=task)
+        if cal is not None and cal.passed and HUMAN in cal.references and cal.created_at > first.created_at:
+            return None  # people re-calibrated the judge after it drifted
+        when = first.created_at.strftime("%Y-%m-%d %H:%M UTC")
+        return IgnoredGrader(
+            grader_id,
+            f"{grader_id} drifted since {when} (check {first.id} of anchor set {first.anchor_id}): its "
+            f"grades do not count until `llm-connect judges accept --judge {grader_id} --task {task}` or a "
+            "passing calibration against people",
+        )
 
     def decide(
         self,
@@ -257,7 +284,9 @@ class Router:
         # cases correct whatever bias the judge has (one that disagrees with people costs labels,
         # not validity; docs/decisions.md). The judge's own grades route only once calibrated.
         uncalibrated_ok = allow_uncalibrated or target == "human"
-        used, ignored = self._usable_graders(task, grader_ids, uncalibrated_ok, _asks_llm(totals))
+        used, ignored = self._usable_graders(
+            task, grader_ids, uncalibrated_ok, _asks_llm(totals), judges_target=target != "human"
+        )
         usable = set(used)
         records = [t for t in totals if t.grader_id in usable]
         by_key = {(r.candidate_model, r.grader_id): r for r in records}

@@ -80,6 +80,13 @@ def test_anchor_check_drift_incomplete_and_accept(
     )
     assert f"cost: {N} judge call(s)" in drifted.stdout
 
+    # Routing stops counting the drifted judge: named as ignored, the baseline kept.
+    routed = invoke("route", "-t", "qa", "-b", "big", "-c", "small", "-j", GRADER, "--allow-uncalibrated",
+                    "--db", ledger_url)  # fmt: skip
+    assert routed.exit_code == 0, routed.output
+    assert f"{GRADER} drifted since" in routed.output and "judges accept" in routed.output
+    assert routed.output.splitlines()[0] == "big"
+
     # A judge server error: the check is stored as incomplete (exit 3), never read as stable.
     openai_server.responder = _judge()
     for _ in range(40):
@@ -97,6 +104,9 @@ def test_anchor_check_drift_incomplete_and_accept(
     accepted = invoke("judges", "accept", "--judge", JUDGE, "--task", "qa", "--db", ledger_url, "--seed", "4")
     assert accepted.exit_code == 0 and "accepted: anchor set 2" in accepted.stdout
     assert _check(ledger_url, openai_server).exit_code == 0
+    routed = invoke("route", "-t", "qa", "-b", "big", "-c", "small", "-j", GRADER, "--allow-uncalibrated",
+                    "--db", ledger_url)  # fmt: skip
+    assert routed.exit_code == 0 and "drifted since" not in routed.output, routed.output
 
     listed = invoke("judges", "list", "--db", ledger_url, "--json")
     rows = json.loads(listed.stdout)
