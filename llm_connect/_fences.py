@@ -1,5 +1,9 @@
 """Shared by every judge that asks an LLM: fence data in the prompt, read the one JSON object of a reply.
 
+A leaf of the root package (standard library only): the LLM judges of
+:mod:`llm_connect.grading.judges` and the safety scorer's LLM safety judge
+(:mod:`llm_connect.scoring.safety`, below grading) both use it.
+
 Texts under judgement go inside fences whose id is derived from the material
 (so the same pair always gives the same request) and never occurs inside a
 fenced text, so no response can close its fence early and pose as

@@ -148,6 +148,9 @@ class LLMResponse:
     (equal names are stored as ``None``), so equality does not depend on who filled it."""
     endpoint: str | None = None
     """The server that answered: its base URL without credentials or query (``None`` offline)."""
+    system_fingerprint: str | None = None
+    """The server's ``system_fingerprint`` (its backend configuration), when it sent one: a
+    change under one model name says the model behind the name changed (issue 37)."""
 
     def __post_init__(self) -> None:
         if self.requested_model is not None and self.requested_model == self.model:
@@ -176,6 +179,7 @@ class LLMResponse:
             "finish_reason": self.finish_reason,
             "requested_model": self.requested_model,
             "endpoint": self.endpoint,
+            "system_fingerprint": self.system_fingerprint,
         }
 
     @classmethod
@@ -195,6 +199,7 @@ class LLMResponse:
             finish_reason=data.get("finish_reason"),
             requested_model=data.get("requested_model"),
             endpoint=data.get("endpoint"),
+            system_fingerprint=data.get("system_fingerprint"),
         )
 
 

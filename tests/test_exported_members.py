@@ -104,6 +104,7 @@ REEXPORTS: dict[str, str] = {
     "ExactMatchJudge": _TOP,
     "Judge": _TOP,
     "PairedGrader": _TOP,
+    "Case": "grading: the case a judge reads (defined in values, as scorers read it too)",
     "GradingResult": "grading and llm_connect: the result every judge returns",
     "NotApplicable": "grading: what a judge raises when it cannot grade a case",
     "validate_quality_score": "grading: how a judge checks the score it gives",

@@ -25,7 +25,7 @@ TOP = "llm_connect"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     # leaves: import nothing of llm_connect
-    ("_version", "_json", "_hints", "_extras", "_secrets", "_renamed"),
+    ("_version", "_json", "_hints", "_extras", "_secrets", "_renamed", "_fences"),
     ("errors",),
     ("_conversation",),
     ("types",),

@@ -2,7 +2,7 @@
 
 An ``openai.AsyncOpenAI`` client keeps an ``httpx`` connection pool that belongs to the event
 loop it was first used on. When the library runs a coroutine on a loop of its own
-(``BatchGrader.run``, ``grade``, ``analyze_stability``), :func:`run` closes every client
+(``BatchGrader.run``, ``grade``, ``analyze_stability``), :func:`run_in_own_loop` closes every client
 opened on that loop before the loop ends, so no socket outlives its loop (no "unclosed
 transport" warnings, no connections left for the server to time out). A caller's own loop
 is the caller's: clients opened there stay open for its next call on that loop.
@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Coroutine
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["LoopClients", "close_loop_clients", "register", "run"]
+__all__ = ["LoopClients", "close_loop_clients", "register", "run_in_own_loop"]
 
 T = TypeVar("T")
 _log = logging.getLogger("llm_connect.adapters")
@@ -34,7 +34,7 @@ _owners: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, weakref.WeakSet[An
 )
 
 
-# The loops :func:`run` is running, each with the owners registered on it held alive until their
+# The loops :func:`run_in_own_loop` is running, each with the owners registered on it held alive until their
 # clients are closed: an adapter dropped before its loop ends (one built inside the coroutine, a
 # judge made for one call) still has its client closed, not left to the garbage collector.
 _held: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[LoopClients]] = weakref.WeakKeyDictionary()
@@ -71,6 +71,6 @@ async def _closing(coro: Coroutine[Any, Any, T]) -> T:
             del _held[loop]
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
+def run_in_own_loop(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(coro)``, closing the async clients opened on its loop before it ends."""
     return asyncio.run(_closing(coro))

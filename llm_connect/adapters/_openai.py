@@ -394,6 +394,7 @@ class OpenAIAdapter:
                 else Usage(int(raw_usage.prompt_tokens or 0), int(raw_usage.completion_tokens or 0))
             )
             model = completion.model or self.model
+            fingerprint = getattr(completion, "system_fingerprint", None)
         except (AttributeError, TypeError, ValueError) as exc:
             raise _malformed(
                 f"{self.adapter_id}: the response is not a chat completion ({exc})", self.adapter_id, info
@@ -409,6 +410,7 @@ class OpenAIAdapter:
             finish_reason=choice.finish_reason,
             requested_model=self.model,
             endpoint=self.endpoint,
+            system_fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint else None,
         )
 
     def _log_call(self, response: LLMResponse) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from llm_connect._renamed import renamed_attribute
+from llm_connect.calibration._bridge import BridgeReport, bridge_judges
 from llm_connect.calibration._calibrate import PROBES, calibrate, pair_key, resolve_grader
 from llm_connect.calibration._drift import DriftState, DriftVerdict
 from llm_connect.calibration._fill import FillPlan, FillReport, fill_missing_grades, plan_fill, rebuild_judge
@@ -29,6 +30,7 @@ from llm_connect.calibration._judge_checks import (
     anchor_store,
     check_judge,
     freeze_anchor,
+    identity_of,
     judge_identities,
     last_verdict,
 )
@@ -60,15 +62,17 @@ from llm_connect.calibration._stats import (
 )
 
 if TYPE_CHECKING:
-    from llm_connect.calibration._plot import write_plot
+    from llm_connect.calibration._plot import PLOT_SUFFIXES, write_plot
 
 __all__ = [
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_SEED",
     "HUMAN",
     "MIN_PAIRS",
+    "PLOT_SUFFIXES",
     "PROBES",
     "SCALES",
+    "BridgeReport",
     "CalibrationReport",
     "CalibrationThresholds",
     "CheckReport",
@@ -88,12 +92,14 @@ __all__ = [
     "ReferenceResult",
     "SelfPreferenceProbe",
     "anchor_store",
+    "bridge_judges",
     "calibrate",
     "check_judge",
     "evaluate",
     "fill_missing_grades",
     "freeze_anchor",
     "human_agreement",
+    "identity_of",
     "judge_agreement",
     "judge_identities",
     "last_verdict",
@@ -116,8 +122,8 @@ _RENAMED = {"Agreement": "JudgeAgreement", "agreement": "judge_agreement"}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "write_plot":  # matplotlib loads only when a plot is written
-        from llm_connect.calibration._plot import write_plot
+    if name in ("PLOT_SUFFIXES", "write_plot"):  # matplotlib loads only when a plot is written
+        from llm_connect.calibration import _plot
 
-        return write_plot
+        return getattr(_plot, name)
     return renamed_attribute(__name__, _RENAMED, globals(), name)

@@ -16,7 +16,7 @@ the self-preference probe) comes from what its judge declared: the grade's
 ``asks_llm`` flag and the ``asks_llm`` of its stored ``judge_spec``, plus the
 judge object's own attribute when it is given. Only grades stored before
 judges declared the flag (no flag in their spec) fall back to guessing from
-the grader id (:func:`~llm_connect.grading.judges._registry.is_llm_grader_id`).
+the grader id (:func:`~llm_connect.grading.judges.is_llm_grader_id`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from llm_connect.calibration._report import (
 )
 from llm_connect.calibration._stats import DEFAULT_BOOTSTRAP, DEFAULT_SEED, MIN_PAIRS, judge_agreement
 from llm_connect.errors import CalibrationError, ConfigurationError, LLMConnectError
-from llm_connect.grading.judges._registry import (
+from llm_connect.grading.judges import (
     is_llm_grader_id,
     judge_asks_llm,
     parse_judge_spec,
@@ -59,7 +59,7 @@ from llm_connect.grading.judges._registry import (
 from llm_connect.types import RunConfig
 
 if TYPE_CHECKING:
-    from llm_connect.grading._protocols import Judge
+    from llm_connect.grading import Judge
     from llm_connect.ledger import GradeRow, QualityLedger
 
 __all__ = [
@@ -107,7 +107,7 @@ def grades_ask_llm(grader_id: str, rows: Iterable[GradeRow]) -> bool:
     True when any grade says so (``asks_llm`` on the grade, or ``"asks_llm": true``
     in its ``judge_spec``). When no grade's spec carries the flag at all (grades
     stored before judges declared it), the grader id decides
-    (:func:`~llm_connect.grading.judges._registry.is_llm_grader_id`).
+    (:func:`~llm_connect.grading.judges.is_llm_grader_id`).
     """
     declared = False
     for row in rows:

@@ -19,12 +19,10 @@ from typing import TYPE_CHECKING, Any
 from llm_connect.calibration._calibrate import PairKey, _run_config, _since, _spec_of, pair_key
 from llm_connect.calibration._human import HUMAN, _pick
 from llm_connect.errors import CalibrationError, LLMConnectError
-from llm_connect.grading._protocols import BatchJudge, JudgePair
-from llm_connect.grading.judges._registry import JudgeContext, build_judge
+from llm_connect.grading import BatchJudge, JudgeContext, JudgePair, build_judge
 
 if TYPE_CHECKING:
-    from llm_connect.grading._protocols import Judge
-    from llm_connect.grading._results import GradingResult
+    from llm_connect.grading import GradingResult, Judge
     from llm_connect.ledger import GradeRow, QualityLedger
 
 __all__ = ["FillPlan", "FillReport", "fill_missing_grades", "plan_fill", "rebuild_judge"]
@@ -295,7 +293,7 @@ def _fill_shared(
     import time
 
     from llm_connect.errors import GradeConflictError
-    from llm_connect.grading._fleet import new_worker_id
+    from llm_connect.grading import new_worker_id
 
     gradable = sorted(
         k for k, r in first.items() if r.baseline_text is not None and r.candidate_text is not None

@@ -24,7 +24,7 @@ from llm_connect.errors import CalibrationError, LLMConnectError
 from llm_connect.ledger import AnchorCase, AnchorRow, AnchorStore, CheckRow
 
 if TYPE_CHECKING:
-    from llm_connect.grading._protocols import Judge
+    from llm_connect.grading import Judge
     from llm_connect.ledger import GradeRow, QualityLedger
 
 __all__ = [

@@ -113,6 +113,7 @@ COMMAND_CODES: dict[str, tuple[ExitCode, ...]] = {
     "judges list": _EVERY,
     "judges anchor": _EVERY,
     "judges accept": _EVERY,
+    "judges bridge": tuple(sorted({*_EVERY, ExitCode.FAILED})),
     "judges check": tuple(sorted({*_EVERY, ExitCode.FAILED, ExitCode.INCOMPLETE, ExitCode.NOT_SETTLED})),
 }
 """The codes each command (its path under ``llm-connect``) can return."""

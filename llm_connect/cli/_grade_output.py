@@ -42,9 +42,10 @@ def judge_calls(outcome: Any) -> int:
 
 
 def _fairness(outcome: Any) -> tuple[dict[str, dict[str, int]], dict[str, tuple[int, int]]]:
-    """The recorded run settings that applied (``_recorded.recorded_summary``) and the candidate
-    answers a token cap cut where the baseline's was not (``_recorded.capped_answers``)."""
-    from llm_connect.grading._recorded import capped_answers, recorded_summary
+    """The recorded run settings that applied (:func:`~llm_connect.grading.recorded_summary`) and
+    the candidate answers a token cap cut where the baseline's was not
+    (:func:`~llm_connect.grading.capped_answers`)."""
+    from llm_connect.grading import capped_answers, recorded_summary
 
     config = getattr(outcome, "run_config", None)
     summary = {} if config is None else recorded_summary(config, outcome.suite.cases)
@@ -166,6 +167,15 @@ def print_human(
             out.line((f"{cand}", "bold"), (f": settled early, not graded on {where}", None))
     if stopped:
         out.line((f"--until-decided saved {getattr(report, 'calls_saved', 0)} model call(s)", "green"))
+    for check in outcome.judge_checks:
+        style = "red" if check["status"] == "drifted" else None
+        out.line(
+            (f"judge check ({check['why_run']}): ", None),
+            (
+                f"{check['grader_id']} on {check['task']}: {check['why']} ({check['calls']} judge calls)",
+                style,
+            ),
+        )
     _print_decisions(out, decisions, verbose)
     _print_label_queue(out, outcome.label_queue, outcome.ledger)
     if routing_error:
@@ -284,6 +294,7 @@ def grade_json(
         "routing": [d.to_dict() for d in decisions],
         "routing_error": routing_error,
         "label_queue": outcome.label_queue,
+        "judge_checks": outcome.judge_checks,
         "served_as": report.served_as(),
         **fairness_json(outcome),
         "stopped": getattr(report, "stopped", {}),

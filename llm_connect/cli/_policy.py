@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from llm_connect.cli._common import fail
-from llm_connect.values._policy import DEFAULT_MIN_QUALITY, DEFAULT_WIN_RATE, PolicyError, RoutingPolicy
+from llm_connect.values import DEFAULT_MIN_QUALITY, DEFAULT_WIN_RATE, PolicyError, RoutingPolicy
 
 __all__ = [
     "OPTIONS",

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_connect.adapters._loop import run as run_in_own_loop
+from llm_connect.adapters import run_in_own_loop
 from llm_connect.cli._common import fail
 from llm_connect.errors import ConfigurationError
-from llm_connect.values._policy import RoutingPolicy
+from llm_connect.values import RoutingPolicy
 
 __all__ = ["GradeOptions", "Outcome", "execute"]
 
@@ -60,6 +60,8 @@ class GradeOptions:
     """Grade in a seeded random order and stop calling a candidate once its decision is settled."""
     order_seed: int = 0
     """The seed of that order."""
+    check_judges_every: int | None = None
+    """Run ``judges check`` for every anchored judge after every N graded cases."""
     samples: int = 1
     """Answers per case and side; a case's grade is the mean over its samples."""
     min_quality: float = _POLICY.min_quality
@@ -142,6 +144,8 @@ class Outcome:
     label in the order to label them (``{"task", "candidate", "judge", "rate", "strategy", "cases"}``)."""
     run_config: Any = None
     """The run config from the command line (each case adds its recorded settings to it)."""
+    judge_checks: list[dict[str, Any]] = field(default_factory=list)
+    """Drift checks run during the run (``--check-judges-every``) or for a changed identity."""
 
     def route(
         self,
@@ -205,7 +209,7 @@ def settled_check(
     batch is allowed.
     """
     from llm_connect.routing import Router
-    from llm_connect.values._decision import SETTLED
+    from llm_connect.values import SETTLED
 
     models = [model for _, model in candidates]
     router = Router(ledger)
@@ -302,8 +306,18 @@ def execute(
     progress: bool = False,
 ) -> Outcome:
     """Validate everything, run the batch engine, read back the run's grades."""
-    from llm_connect.grading import BatchGrader, JudgeContext, Suite, build_judge, load_suite, side_from_spec
-    from llm_connect.grading._retry import CallLimit, RateLimiter, ResilientAdapter, RetryPolicy
+    from llm_connect.grading import (
+        BatchGrader,
+        CallLimit,
+        JudgeContext,
+        RateLimiter,
+        ResilientAdapter,
+        RetryPolicy,
+        Suite,
+        build_judge,
+        load_suite,
+        side_from_spec,
+    )
 
     # 0. a resumed run's stored settings (a changed pinned setting -> exit 2, before any call)
     ledger: Any = None
@@ -386,6 +400,20 @@ def execute(
             ),
         }
     bar, update = _progress(len(suite.cases)) if progress else (None, None)
+    from llm_connect.cli._judge_watch import JudgeWatch
+
+    watch = JudgeWatch(
+        ledger, sorted({c.task for c in suite.cases}), grader_ids, base_url=opts.base_url,
+        api_key=opts.api_key, every=opts.check_judges_every,
+    )  # fmt: skip
+    if opts.check_judges_every:
+        shown = update
+
+        def update(done: int, total: int) -> None:
+            if shown is not None:
+                shown(done, total)
+            watch.on_progress(done)
+
     grader = BatchGrader(
         baseline=baseline,
         candidates=candidates,
@@ -432,6 +460,7 @@ def execute(
     else:
         report = run_in_own_loop(main())
     rows = list(ledger.results(run_id=grader.run_id))
+    watch.finish(rows)
     return Outcome(
         report=report,
         rows=rows,
@@ -442,6 +471,7 @@ def execute(
         judges=judges,
         judge_context=context,
         run_config=run_config,
+        judge_checks=watch.to_json(),
     )
 
 
@@ -464,7 +494,7 @@ def _shared_ledger(opts: GradeOptions) -> Any:
 
 def _fleet(opts: GradeOptions, ledger: Any, suite: Any) -> Any:
     """This worker's claim source for the shared run."""
-    from llm_connect.grading._fleet import FleetSource
+    from llm_connect.grading import FleetSource
 
     assert opts.run_id is not None
     return FleetSource(ledger, opts.run_id, suite.cases, batch=max(1, opts.concurrency), lease_s=opts.lease_s)

@@ -80,6 +80,7 @@ FREE: dict[str, str] = {
     "max_retries": "--max-retries",
     "use_cache": "--no-cache",
     "gate": "--min-quality",
+    "check_judges_every": "--check-judges-every",
 }
 """Settings restored when not given, which a resumed run may change."""
 
@@ -203,6 +204,7 @@ _GIVEN = {
     "until_decided": ("until_decided",), "order_seed": ("order_seed",), "samples": ("samples",),
     "price": ("pricing",), "temperature": ("temperature",), "max_tokens": ("max_tokens",), "seed": ("seed",),
     "timeout": ("timeout",), "max_retries": ("max_retries",), "base_url": ("base_url",),
+    "check_judges_every": ("check_judges_every",),
 }  # fmt: skip
 """Command-line parameter -> the GradeOptions fields it sets (what ``--resume`` must not override)."""
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from llm_connect.calibration import CalibrationReport, Estimate, FillPlan, FillReport
-    from llm_connect.grading._protocols import Judge
+    from llm_connect.grading import Judge
 
 __all__ = ["app", "calibrate_command"]
 
@@ -214,7 +214,7 @@ def _print_people(console: Any, report: CalibrationReport) -> None:
 def _more_grading(plan: FillPlan, graders: Sequence[Judge]) -> str:
     """Why the compared pairs are too few, what ``--grade-missing`` would grade (LLM calls and,
     where the judge's grades recorded one, an estimated cost) and how to go on."""
-    from llm_connect.grading.judges._registry import judge_asks_llm
+    from llm_connect.grading.judges import judge_asks_llm
 
     parts = []
     for j in graders:
@@ -428,6 +428,7 @@ def calibrate_command(
     """
     from llm_connect.calibration import (
         HUMAN,
+        PLOT_SUFFIXES,
         PROBES,
         SCALES,
         CalibrationThresholds,
@@ -437,9 +438,8 @@ def calibrate_command(
         rebuild_judge,
         write_plot,
     )
-    from llm_connect.calibration._plot import PLOT_SUFFIXES
     from llm_connect.grading import JudgeContext
-    from llm_connect.grading.judges._registry import judge_asks_llm
+    from llm_connect.grading.judges import judge_asks_llm
 
     if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
         fail(f"--plot {plot}: the file must end in .png or .html")

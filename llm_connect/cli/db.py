@@ -20,7 +20,7 @@ app = typer.Typer(
 
 
 def _display(db: str | None) -> str:
-    from llm_connect.ledger._engine import display_url, resolve_url
+    from llm_connect.ledger import display_url, resolve_url
 
     return display_url(resolve_url(db))
 

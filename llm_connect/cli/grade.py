@@ -38,9 +38,9 @@ from llm_connect.cli._policy import (
 from llm_connect.cli._settings import given_fields
 from llm_connect.errors import ConfigurationError
 
-# The registry's table of built-in judges (names and import paths): no judge is imported.
-from llm_connect.grading.judges._registry import _BUILTINS as _BUILTIN_JUDGES
-from llm_connect.values._policy import DEFAULT_MIN_QUALITY, DEFAULT_WIN_RATE
+# The built-in judges' names: no judge is imported.
+from llm_connect.grading.judges import BUILTIN_JUDGES
+from llm_connect.values import DEFAULT_MIN_QUALITY, DEFAULT_WIN_RATE
 
 __all__ = ["DEFAULT_JUDGE", "DEFAULT_MIN_QUALITY", "app", "grade"]
 
@@ -130,7 +130,7 @@ def grade(
         typer.Option(
             "--judge",
             "-j",
-            help=f"Judge spec NAME[:ARG][,k=v...] (repeatable): {', '.join(_BUILTIN_JUDGES)}, or an "
+            help=f"Judge spec NAME[:ARG][,k=v...] (repeatable): {', '.join(BUILTIN_JUDGES)}, or an "
             "installed plugin's name (entry points llm_connect.judges). Default: exact.",
             show_default=False,
             metavar="JUDGE",
@@ -313,6 +313,17 @@ def grade(
             rich_help_panel="Model calls",
         ),
     ] = False,
+    check_judges_every: Annotated[
+        int | None,
+        typer.Option(
+            "--check-judges-every",
+            min=1,
+            help="After every N graded cases, check each judge with an anchor set for drift "
+            "(llm-connect judges check; one judge call per anchored case).",
+            metavar="N",
+            rich_help_panel="Judges and the gate",
+        ),
+    ] = None,
     until_decided: Annotated[
         bool,
         typer.Option(
@@ -456,7 +467,7 @@ def _options(ctx: typer.Context) -> Any:
     check_output_path(p["junit"], "--junit")
     check_output_path(p["report_file"], "--report")
     if p["report_file"] is not None:  # before any call: the report draws with matplotlib
-        from llm_connect.report._charts import require_plot
+        from llm_connect.report import require_plot
 
         try:
             require_plot("--report")
@@ -503,6 +514,7 @@ def _options(ctx: typer.Context) -> Any:
         route_on=list(p["route_on"] or []),
         until_decided=p["until_decided"],
         order_seed=p["order_seed"],
+        check_judges_every=p["check_judges_every"],
         samples=p["samples"],
         allow_uncalibrated=policy.allow_uncalibrated,
         target=policy.target,

@@ -149,6 +149,68 @@ def check(
     raise typer.Exit(CHECK_CODES[report.status])
 
 
+@app.command("bridge", cls=FastHelpCommand)
+@handle_errors
+def bridge(
+    old: Annotated[
+        str, typer.Option("--from", help="The judge being replaced (its grader id or spec).", metavar="OLD")
+    ],
+    new: Annotated[str, typer.Option("--to", help="The new judge (a judge spec).", metavar="NEW")],
+    task: _Task,
+    sample: Annotated[
+        int, typer.Option("--sample", min=0, help="Graded cases drawn besides the anchor set.")
+    ] = 200,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the draw.")] = 0,
+    tolerance: Annotated[
+        float, typer.Option("--tolerance", min=0.001, max=0.5, help="Largest expected difference per case.")
+    ] = 0.05,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Judge calls at once.")] = 4,
+    base_url: str | None = BaseUrlOption,
+    api_key: str | None = ApiKeyOption,
+    db: str | None = DbOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Grade the old judge's anchor set and a sample of its cases with the new judge and compare:
+    interchangeable (exit 0) or not interchangeable (1). Nothing is written."""
+    from llm_connect.calibration import bridge_judges
+    from llm_connect.grading import JudgeContext, build_judge
+
+    ledger = open_ledger(db)
+    old = _known(ledger, old, task)
+
+    def make_adapter(spec: str) -> Any:
+        from llm_connect.adapters import adapter_from_spec
+
+        return adapter_from_spec(spec, base_url=base_url, api_key=api_key)
+
+    judge_obj = build_judge(new, JudgeContext(make_llm_adapter=make_adapter))
+    if judge_obj.grader_id == old:
+        fail(f"--to {new} is the judge being replaced ({old})")
+    report = bridge_judges(
+        ledger, old, judge_obj, task, sample=sample, seed=seed, tolerance=tolerance, concurrency=concurrency
+    )
+    if json_out:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        typer.echo(f"{old} -> {report.new} on {task}: {report.why}")
+        rho = "n/a" if report.spearman is None else (
+            f"{report.spearman:.3f} [{report.spearman_low:.3f}, {report.spearman_high:.3f}]"
+        )  # fmt: skip
+        typer.echo(
+            f"  {report.cases} cases ({report.anchored} anchored), mean |new - old| "
+            f"{report.mean_abs_diff:.3f} (at most {report.diff_upper:.3f}), mean shift {report.shift:+.3f}, "
+            f"Spearman {rho}"
+        )
+        if report.people.get("labelled"):
+            typer.echo(
+                f"  against people on {report.people['labelled']} labelled cases: mean |grade - people| "
+                f"{report.people['old_mean_abs_diff']:.3f} old, "
+                f"{report.people['new_mean_abs_diff']:.3f} new"
+            )
+        typer.echo(f"  cost: {report.calls} call(s) of the new judge")
+    raise typer.Exit(ExitCode.OK if report.verdict == "interchangeable" else ExitCode.FAILED)
+
+
 @app.command("accept", cls=FastHelpCommand)
 @handle_errors
 def accept(

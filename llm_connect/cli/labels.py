@@ -442,7 +442,7 @@ def _write_sheet(ledger: Any, path: Path, cases: list[tuple[str, str, str]]) -> 
     """Write the labelling sheet of ``cases`` to ``path`` (format by its extension); exit 2 naming
     the file when it cannot be written."""
     from llm_connect.labels import detect_label_format
-    from llm_connect.report._label_sheet import write_label_sheet
+    from llm_connect.report import write_label_sheet
 
     fmt = detect_label_format(path, "")
     try:

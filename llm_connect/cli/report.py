@@ -155,8 +155,7 @@ def view(
     """
     import threading
 
-    from llm_connect.report import serve
-    from llm_connect.report._charts import require_plot
+    from llm_connect.report import require_plot, serve
 
     require_plot("view")
 

@@ -102,7 +102,7 @@ def status(
 ) -> None:
     """Cases done/claimed/left, workers alive, calls, failures and the rate of a shared run."""
     from llm_connect.cli._common import open_ledger
-    from llm_connect.ledger._engine import display_url, resolve_url
+    from llm_connect.ledger import display_url, resolve_url
 
     url = resolve_url(db)
     if url.get_backend_name() != "postgresql":

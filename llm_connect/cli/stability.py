@@ -143,7 +143,7 @@ def _print_human(report: Any) -> None:
 def _build_adapter(spec: str, base_url: str | None, api_key: str | None, max_retries: int) -> Any:
     from llm_connect.adapters import adapter_from_spec
     from llm_connect.errors import ConfigurationError
-    from llm_connect.grading._retry import ResilientAdapter, RetryPolicy
+    from llm_connect.grading import ResilientAdapter, RetryPolicy
 
     if spec.strip().startswith("recorded:"):
         raise ConfigurationError(
@@ -186,7 +186,7 @@ def _run(
     max_retries: int,
     store: tuple[str, str | None] | None = None,
 ) -> ExitCode:
-    from llm_connect.adapters._local import local_embedding_adapter
+    from llm_connect.adapters import local_embedding_adapter
     from llm_connect.errors import ConfigurationError
     from llm_connect.stability import analyze, load_query
     from llm_connect.types import RunConfig
@@ -214,7 +214,7 @@ def _run(
         option = "--embedding-device" if "device" in str(exc) else "--embedding-backend"
         raise ConfigurationError(f"{option}: {exc}") from None
     if ledger is not None:  # vectors already in the ledger are not computed again
-        from llm_connect.adapters._cached_embedder import CachedEmbedder
+        from llm_connect.adapters import CachedEmbedder
 
         embedder = CachedEmbedder(embedder, ledger)
     kwargs: dict[str, Any] = {

@@ -2,7 +2,10 @@
 
 :class:`PairedGrader` calls both adapters with the same prompt and run config
 and hands both responses to a :class:`Judge`; every judge returns a validated
-:class:`GradingResult`.
+:class:`GradingResult`. :class:`BatchGrader` grades a suite (:func:`grade_suite`); in a shared
+run each worker (:func:`new_worker_id`) pulls its cases from a :class:`FleetSource`.
+:func:`recorded_summary` says which run settings recorded with production traffic applied, and
+:func:`capped_answers` finds candidate answers a token cap cut where the baseline's was not.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
         grade_suite,
         side_from_spec,
     )
+    from llm_connect.grading._fleet import FleetSource, new_worker_id
+    from llm_connect.grading._recorded import capped_answers, recorded_summary
     from llm_connect.grading._retry import CallLimit, RateLimiter, ResilientAdapter, RetryPolicy
     from llm_connect.grading._shared_limit import SharedRateLimiter
     from llm_connect.grading._suite import Suite, load_suite
@@ -47,6 +52,7 @@ __all__ = [
     "CaseFailure",
     "EmbeddingSimilarityJudge",
     "ExactMatchJudge",
+    "FleetSource",
     "GradingResult",
     "Judge",
     "JudgeContext",
@@ -61,18 +67,22 @@ __all__ = [
     "SharedRateLimiter",
     "Suite",
     "build_judge",
+    "capped_answers",
     "grade_suite",
     "judge_async",
     "judge_names",
     "load_suite",
+    "new_worker_id",
     "parse_judge_spec",
+    "recorded_summary",
     "register_judge",
     "side_from_spec",
     "validate_quality_score",
 ]
 
 
-# The batch engine, retries and suite loading load on first use (``import llm_connect`` stays cheap).
+# The batch engine, shared runs, recorded settings, retries and suite loading load on first use
+# (``import llm_connect`` stays cheap).
 _LAZY = {
     **dict.fromkeys(
         (
@@ -86,6 +96,8 @@ _LAZY = {
         ),
         "llm_connect.grading._batch",
     ),
+    **dict.fromkeys(("FleetSource", "new_worker_id"), "llm_connect.grading._fleet"),
+    **dict.fromkeys(("capped_answers", "recorded_summary"), "llm_connect.grading._recorded"),
     **dict.fromkeys(
         ("CallLimit", "RateLimiter", "ResilientAdapter", "RetryPolicy"), "llm_connect.grading._retry"
     ),

@@ -50,7 +50,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.adapters._loop import run as run_in_own_loop
+from llm_connect.adapters import run_in_own_loop
 from llm_connect.errors import CaseDataError, ConfigurationError
 from llm_connect.grading._judge_batch import JudgeBatcher
 from llm_connect.grading._paired import flag_asks_llm, judge_async, with_conversation

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from llm_connect.types import LLMResponse, RunConfig
-from llm_connect.values._case import Case
+from llm_connect.values import Case
 
 if TYPE_CHECKING:
     from llm_connect.adapters import LLMAdapter

@@ -14,6 +14,9 @@ replaced. Labels never change a grade.
 * Agreement between annotators: :func:`agreement` (Cohen's kappa for two, Fleiss' for more;
   :func:`cohen_kappa_rows` is the vectorised Cohen's kappa every package uses),
   :func:`label_status` per task and candidate (``llm-connect labels status``).
+* Labelling sheets: a file of the queued cases people fill in (:data:`SHEET_FIELDS`), each case's
+  two answers in a blind order (:func:`candidate_first`, seeded by :data:`BLIND_SEED`), the same
+  order the Label page shows.
 
 Example::
 
@@ -51,13 +54,16 @@ from llm_connect.labels._sampler import (
     plan_uniform_sample,
     record_uniform_sample,
 )
+from llm_connect.labels._sheet import BLIND_SEED, SHEET_FIELDS, candidate_first
 from llm_connect.ledger import LabelCounts, LabelStore, LabelWrite, QualityLedger, SamplingStore
 from llm_connect.values import LABEL_FIELDS, PREFERENCES, CaseLabels, HumanLabel, score_verdict
 
 __all__ = [
+    "BLIND_SEED",
     "LABEL_FIELDS",
     "LABEL_FORMATS",
     "PREFERENCES",
+    "SHEET_FIELDS",
     "STRATEGIES",
     "Agreement",
     "CaseLabels",
@@ -71,6 +77,7 @@ __all__ = [
     "SamplingStore",
     "UniformSample",
     "agreement",
+    "candidate_first",
     "choose_for_labels",
     "cohen_kappa",
     "cohen_kappa_rows",

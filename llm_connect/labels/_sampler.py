@@ -109,7 +109,7 @@ def choose_for_labels(
             )
         low = rate
     else:
-        from llm_connect.routing._ppi import ACTIVE_FLOOR
+        from llm_connect.routing import ACTIVE_FLOOR
 
         low = ACTIVE_FLOOR * rate if floor is None else check_rate(floor, "floor")
         if low > rate:
@@ -128,7 +128,7 @@ def choose_for_labels(
         if strategy == "uniform":
             probs = [rate] * len(fresh)
         else:
-            from llm_connect.routing._ppi import inclusion_probabilities, judge_uncertainty
+            from llm_connect.routing import inclusion_probabilities, judge_uncertainty
 
             probs = [
                 float(p)

@@ -2,6 +2,8 @@
 
 Each name loads its module on first use: a command that reads the grades does not import the
 label sampling's numerics or Alembic (``_migrate`` imports it only to migrate).
+:func:`resolve_url` says which ledger a URL (or none) names, :func:`display_url` shows it with any
+password masked.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from llm_connect.ledger._anchors import AnchorCase, AnchorExistsError, AnchorRow, AnchorStore, CheckRow
     from llm_connect.ledger._design import DesignMark, DesignReader, DesignRows, join_rows
-    from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR
+    from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR, display_url, resolve_url
     from llm_connect.ledger._fleet import FleetStatus, FleetWorkerRow
     from llm_connect.ledger._labels import LabelCounts, LabelStore, LabelWrite
     from llm_connect.ledger._migrate import current_revision, head_revision, upgrade
@@ -61,8 +63,10 @@ __all__ = [
     "StabilityRow",
     "SummaryRow",
     "current_revision",
+    "display_url",
     "head_revision",
     "join_rows",
+    "resolve_url",
     "upgrade",
 ]
 
@@ -72,7 +76,7 @@ _LAZY = {
         "llm_connect.ledger._anchors",
     ),
     **dict.fromkeys(("DesignMark", "DesignReader", "DesignRows", "join_rows"), "llm_connect.ledger._design"),
-    **dict.fromkeys(("DEFAULT_URL", "ENV_VAR"), "llm_connect.ledger._engine"),
+    **dict.fromkeys(("DEFAULT_URL", "ENV_VAR", "display_url", "resolve_url"), "llm_connect.ledger._engine"),
     **dict.fromkeys(("FleetStatus", "FleetWorkerRow"), "llm_connect.ledger._fleet"),
     **dict.fromkeys(("LabelCounts", "LabelStore", "LabelWrite"), "llm_connect.ledger._labels"),
     **dict.fromkeys(("current_revision", "head_revision", "upgrade"), "llm_connect.ledger._migrate"),

@@ -15,8 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.values import GraderEvidence, RoutingDecision, RoutingPolicy
-from llm_connect.values._policy import DEFAULT_WIN_RATE
+from llm_connect.values import DEFAULT_WIN_RATE, GraderEvidence, RoutingDecision, RoutingPolicy
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
@@ -228,7 +227,7 @@ def _people(
     computes it (read only; nothing stored)."""
     if not candidates or not graders:
         return {}
-    from llm_connect.routing._human_cache import human_evidence
+    from llm_connect.routing import human_evidence
 
     return human_evidence(
         ledger,

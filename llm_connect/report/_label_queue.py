@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.labels._sheet import BLIND_SEED, candidate_first
+from llm_connect.labels import BLIND_SEED, candidate_first
 from llm_connect.report._cases import _tools
 
 if TYPE_CHECKING:

@@ -1,9 +1,9 @@
 """Write a labelling sheet: the chosen cases waiting for a label, with both answers, blind.
 
-The rows are :data:`~llm_connect.labels._sheet.SHEET_FIELDS`; the answers are those of each
+The rows are :data:`~llm_connect.labels.SHEET_FIELDS`; the answers are those of each
 case's latest grade (as the Label page shows them, tool calls as ``tool call: ...`` lines, a
 conversation as ``role: text`` lines), in the per-case order of
-:func:`~llm_connect.labels._sheet.candidate_first`. ``llm-connect labels import`` reads the
+:func:`~llm_connect.labels.candidate_first`. ``llm-connect labels import`` reads the
 filled sheet back (``llm_connect.labels._files``).
 """
 
@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
-from llm_connect.labels._sheet import SHEET_FIELDS, candidate_first
+from llm_connect.labels import SHEET_FIELDS, candidate_first
 from llm_connect.report._label_queue import LabelCase, QueueItem, load_case
 
 if TYPE_CHECKING:

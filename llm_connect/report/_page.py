@@ -31,7 +31,7 @@ from llm_connect.report._decide import TaskReport, decide_task, task_sides
 from llm_connect.report._people import human_rows, labels_status
 from llm_connect.report._select import Selection, select
 from llm_connect.report._summary import check_gate, decision_sentence, failures, more_cases
-from llm_connect.values._policy import RoutingPolicy
+from llm_connect.values import RoutingPolicy
 
 if TYPE_CHECKING:
     from jinja2 import Environment

@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from llm_connect.errors import ConfigurationError, LLMConnectError
 from llm_connect.report._cases import case_row
-from llm_connect.values._policy import PREFERENCE_JUDGES, RoutingPolicy
+from llm_connect.values import PREFERENCE_JUDGES, RoutingPolicy
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger

@@ -6,7 +6,10 @@ confidence bound of mean per-case quality clears a threshold with enough
 cases, otherwise the baseline, and stores every :class:`RoutingDecision` in
 the ledger for audit. :func:`gather` / :func:`assess` (``routing/_evidence.py``)
 compute that evidence; every figure llm-connect prints about a candidate
-comes from them. Each name loads its module on first use.
+comes from them; :func:`human_evidence` is the evidence about what people would say (the mean
+human quality, from the judge's grades and people's labels). Active labelling chooses cases for
+a label with :func:`inclusion_probabilities`, which grow with :func:`judge_uncertainty` and never
+fall below :data:`ACTIVE_FLOOR` times the rate. Each name loads its module on first use.
 """
 
 from __future__ import annotations
@@ -39,10 +42,13 @@ if TYPE_CHECKING:
         more_cases,
         quality_gate,
     )
+    from llm_connect.routing._human_cache import human_evidence
+    from llm_connect.routing._ppi import ACTIVE_FLOOR, inclusion_probabilities, judge_uncertainty
     from llm_connect.routing._router import Router
-    from llm_connect.values._policy import PolicyError, RoutingPolicy
+    from llm_connect.values import PolicyError, RoutingPolicy
 
 __all__ = [
+    "ACTIVE_FLOOR",
     "GATE_FAILED",
     "GATE_NOT_SETTLED",
     "GATE_PASSED",
@@ -62,7 +68,10 @@ __all__ = [
     "decision_sentence",
     "explain_decision",
     "gather",
+    "human_evidence",
+    "inclusion_probabilities",
     "judge_and_people",
+    "judge_uncertainty",
     "more_cases",
     "quality_gate",
     "scale_note",
@@ -99,8 +108,12 @@ _LAZY = {
         ),
         "llm_connect.routing._gate",
     ),
+    "human_evidence": "llm_connect.routing._human_cache",
+    **dict.fromkeys(
+        ("ACTIVE_FLOOR", "inclusion_probabilities", "judge_uncertainty"), "llm_connect.routing._ppi"
+    ),
     "Router": "llm_connect.routing._router",
-    **dict.fromkeys(("PolicyError", "RoutingPolicy"), "llm_connect.values._policy"),
+    **dict.fromkeys(("PolicyError", "RoutingPolicy"), "llm_connect.values"),
 }
 
 

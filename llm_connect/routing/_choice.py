@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import method_name, threshold_of
 from llm_connect.routing._gate import deciding_judge, more_cases
-from llm_connect.values import STABILITY_VERDICTS
-from llm_connect.values._decision import NO_HUMAN_LABELS, RULED_OUT
+from llm_connect.values import NO_HUMAN_LABELS, RULED_OUT, STABILITY_VERDICTS
 
 __all__ = [
     "STABILITY_ORDER",
@@ -225,7 +224,7 @@ def scale_note(decision: RoutingDecision) -> str | None:
     tie is 0.5): the threshold it was held to, in words. ``None`` when nothing needs saying
     (people's target, no preference judge, or a stated threshold at or below a tie)."""
     from llm_connect.routing._human import on_peoples_scale
-    from llm_connect.values._policy import DEFAULT_WIN_RATE
+    from llm_connect.values import DEFAULT_WIN_RATE
 
     d = decision
     pairwise = [g for g in d.used_grader_ids if on_peoples_scale(g)]

@@ -31,8 +31,7 @@ from llm_connect.routing._betting import betting_bounds
 from llm_connect.routing._betting import cases_needed_many as betting_cases_needed
 from llm_connect.routing._bounds import bounds_many, cases_needed_many, continue_bounds
 from llm_connect.routing._series import CachedSeries, GroupBounds, read_series
-from llm_connect.values import GraderEvidence
-from llm_connect.values._decision import INSUFFICIENT, NO_GRADES, PROVEN, RULED_OUT, UNDECIDED
+from llm_connect.values import INSUFFICIENT, NO_GRADES, PROVEN, RULED_OUT, UNDECIDED, GraderEvidence
 
 if TYPE_CHECKING:
     from llm_connect.ledger import CaseSeries, QualityLedger

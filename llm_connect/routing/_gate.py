@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_connect.routing._evidence import threshold_of
-from llm_connect.values._decision import PROVEN, RULED_OUT, CandidateEvidence, GraderEvidence
+from llm_connect.values import PROVEN, RULED_OUT, CandidateEvidence, GraderEvidence
 
 __all__ = [
     "GATE_FAILED",

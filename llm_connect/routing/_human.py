@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.values import GraderEvidence
-from llm_connect.values._decision import PROVEN
-from llm_connect.values._policy import PREFERENCE_JUDGES, is_preference_judge
+from llm_connect.values import PREFERENCE_JUDGES, PROVEN, GraderEvidence, is_preference_judge
 
 if TYPE_CHECKING:
     from llm_connect.routing._ppi import HumanBound

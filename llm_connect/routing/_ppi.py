@@ -59,7 +59,7 @@ from llm_connect.routing._ppi_running import (
     side_terms,
     start_state,
 )
-from llm_connect.values._decision import INSUFFICIENT, PROVEN, RULED_OUT, UNDECIDED
+from llm_connect.values import INSUFFICIENT, PROVEN, RULED_OUT, UNDECIDED
 
 __all__ = [
     "ACTIVE_FLOOR",

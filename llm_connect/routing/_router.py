@@ -11,7 +11,7 @@ from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, explai
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import candidate_alpha, gather
 from llm_connect.routing._series import CachedSeries
-from llm_connect.values._policy import RoutingPolicy
+from llm_connect.values import RoutingPolicy
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger

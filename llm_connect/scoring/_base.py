@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from llm_connect.values import validate_quality_score
-from llm_connect.values._case import Case
+from llm_connect.values import Case, validate_quality_score
 
 __all__ = ["PathResolver", "Score", "Scorer", "WorkingDirectory", "relative_quality"]
 

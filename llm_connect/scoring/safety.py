@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from llm_connect._fences import ReplyError, fence, fence_id, reply_object
 from llm_connect._structured import ReplyFormat, check_format_option
 from llm_connect.errors import JudgeOutputError
 from llm_connect.scoring._base import Score
-from llm_connect.scoring._fences import ReplyError, fence, fence_id, reply_object
 from llm_connect.scoring._yaml import YamlFile, load_yaml_file
 from llm_connect.scoring.rules._common import compile_phrase
 from llm_connect.types import RunConfig
-from llm_connect.values._case import Case
+from llm_connect.values import Case
 
 if TYPE_CHECKING:
     from llm_connect.adapters import LLMAdapter

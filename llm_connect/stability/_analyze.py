@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from llm_connect._conversation import Conversation
-from llm_connect.adapters._loop import run as run_in_own_loop
+from llm_connect.adapters import run_in_own_loop
 from llm_connect.errors import (
     AdapterError,
     BudgetExceededError,

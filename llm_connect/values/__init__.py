@@ -4,17 +4,30 @@ The ledger stores these and grading/routing build them, so they live below
 all three (``llm_connect.types`` < ``llm_connect.values`` < ``ledger`` <
 ``grading`` < ``routing``): the ledger never imports grading or routing.
 
+* :class:`Case` — one suite case as judges and scorers read it (re-exported by :mod:`llm_connect.grading`).
 * :class:`GradingResult` — one validated grade (re-exported by :mod:`llm_connect.grading`).
 * :class:`NotApplicable` — a (case, judge) pair the judge had no data for.
 * :class:`RoutingDecision` and its evidence, and the :class:`RoutingPolicy` a decision is
-  made under (re-exported by :mod:`llm_connect.routing`).
+  made under (re-exported by :mod:`llm_connect.routing`); a candidate's statuses (:data:`PROVEN`,
+  :data:`RULED_OUT`, :data:`UNDECIDED`, :data:`INSUFFICIENT`, :data:`NO_GRADES`,
+  :data:`NO_HUMAN_LABELS`; :data:`SETTLED` the two more cases cannot change) and the policy's
+  defaults (:data:`DEFAULT_MIN_QUALITY`, :data:`DEFAULT_WIN_RATE`); :data:`PREFERENCE_JUDGES` /
+  :func:`is_preference_judge`, the judges whose grade is a preference on people's scale.
 * :class:`HumanLabel` and :class:`CaseLabels` — what people said (re-exported by :mod:`llm_connect.labels`).
 """
 
 from __future__ import annotations
 
+from llm_connect.values._case import Case
 from llm_connect.values._decision import (
+    INSUFFICIENT,
+    NO_GRADES,
+    NO_HUMAN_LABELS,
+    PROVEN,
+    RULED_OUT,
+    SETTLED,
     STABILITY_VERDICTS,
+    UNDECIDED,
     CandidateEvidence,
     GraderEvidence,
     IgnoredGrader,
@@ -30,15 +43,33 @@ from llm_connect.values._labels import (
     score_verdict,
 )
 from llm_connect.values._outcomes import NotApplicable
-from llm_connect.values._policy import PolicyError, RoutingPolicy
+from llm_connect.values._policy import (
+    DEFAULT_MIN_QUALITY,
+    DEFAULT_WIN_RATE,
+    PREFERENCE_JUDGES,
+    PolicyError,
+    RoutingPolicy,
+    is_preference_judge,
+)
 from llm_connect.values._result import GradingResult, validate_quality_score
 
 __all__ = [
+    "DEFAULT_MIN_QUALITY",
+    "DEFAULT_WIN_RATE",
+    "INSUFFICIENT",
     "LABEL_FIELDS",
+    "NO_GRADES",
+    "NO_HUMAN_LABELS",
     "PREFERENCES",
+    "PREFERENCE_JUDGES",
     "PREFERENCE_VALUES",
+    "PROVEN",
+    "RULED_OUT",
+    "SETTLED",
     "STABILITY_VERDICTS",
+    "UNDECIDED",
     "CandidateEvidence",
+    "Case",
     "CaseLabels",
     "GraderEvidence",
     "GradingResult",
@@ -49,6 +80,7 @@ __all__ = [
     "RoutingDecision",
     "RoutingPolicy",
     "human_value",
+    "is_preference_judge",
     "score_verdict",
     "validate_quality_score",
 ]

@@ -12,7 +12,7 @@ import warnings
 from typing import Any
 
 from llm_connect.adapters import OpenAIAdapter
-from llm_connect.adapters._loop import run
+from llm_connect.adapters import run_in_own_loop as run
 from llm_connect.types import RunConfig
 from tests.fixtures.openai_server import OpenAIServer
 

@@ -130,3 +130,125 @@ def test_an_unknown_judge_or_task_is_a_usage_error_and_writes_nothing(
         assert anchor_store(ledger).anchors() == []
     missing = invoke("judges", "check", "--judge", JUDGE, "--task", "qa", "--db", db)
     assert missing.exit_code == 2 and "has no anchor set on task 'qa'" in missing.output
+
+
+def _questions(path: Path, start: int, n: int) -> Path:
+    rows = [{"id": f"q{i}", "prompt": f"question {i}", "task": "qa"} for i in range(start, start + n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_grade_checks_anchored_judges_during_the_run_and_on_a_new_identity(
+    tmp_path: Path, openai_server: Any
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    openai_server.responder = _judge()
+    openai_server.served_models = {"judge": "judge-2026-01-01"}
+    _grade(tmp_path, db, openai_server)
+    assert invoke("judges", "anchor", "--judge", JUDGE, "--task", "qa", "--db", db).exit_code == 0
+    common = ("-b", "openai:big", "-c", "openai:small", "--judge", JUDGE, "--db", db, "--base-url",
+              openai_server.base_url, "--api-key", KEY, "--allow-uncalibrated", "--json")  # fmt: skip
+
+    # Same judge, a new run of new cases with a check every 50: two checks, both stable.
+    calm = invoke(
+        "grade", str(_questions(tmp_path / "b.jsonl", 100, 100)), *common, "--check-judges-every", "50"
+    )
+    assert calm.exit_code == 0, calm.output
+    checks = json.loads(calm.stdout)["judge_checks"]
+    assert [(c["why_run"], c["status"], c["calls"]) for c in checks] == [
+        ("after 50 graded cases", "stable", N),
+        ("after 100 graded cases", "stable", N),
+    ]
+
+    # The provider swaps the model behind the name: no --check-judges-every, yet the new served
+    # model in this run's grades triggers one check at the end, which finds the drift, and the
+    # run's routing already ignores the judge.
+    openai_server.responder = _judge(shift=0.15)
+    openai_server.served_models = {"judge": "judge-2026-03-01"}
+    moved = invoke("grade", str(_questions(tmp_path / "c.jsonl", 200, 20)), *common)
+    assert moved.exit_code == 0, moved.output
+    data = json.loads(moved.stdout)
+    assert [(c["why_run"], c["status"]) for c in data["judge_checks"]] == [
+        ("the judge's identity changed since its anchor set", "drifted")
+    ]
+    assert data["judge_checks"][0]["identity_changed"] is True
+    reasons = " ".join(d["reason"] for d in data["routing"])
+    assert f"{GRADER} drifted since" in reasons
+
+
+def test_a_new_system_fingerprint_under_the_same_name_is_a_new_identity(
+    tmp_path: Path, openai_server: Any
+) -> None:
+    """The served name stays; the server's fingerprint changes: grade checks the judge at the end
+    and the check names the fingerprint's change (the judge grades as before: stable)."""
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    openai_server.responder = _judge()
+    openai_server.fingerprints = {"judge": "fp_a"}
+    _grade(tmp_path, db, openai_server)
+    anchored = invoke("judges", "anchor", "--judge", JUDGE, "--task", "qa", "--db", db, "--json")
+    assert json.loads(anchored.stdout)["identity"]["system_fingerprint"] == "fp_a"
+    openai_server.fingerprints = {"judge": "fp_b"}
+    got = invoke(
+        "grade", str(_questions(tmp_path / "d.jsonl", 300, 10)), "-b", "openai:big", "-c", "openai:small",
+        "--judge", JUDGE, "--db", db, "--base-url", openai_server.base_url, "--api-key", KEY,
+        "--allow-uncalibrated",
+    )  # fmt: skip
+    assert got.exit_code == 0, got.output
+    assert "judge check (the judge's identity changed since its anchor set)" in got.stdout
+    assert "system_fingerprint 'fp_a' -> 'fp_b'" in got.stdout and ": stable:" in got.stdout
+
+
+def _two_judges(shift_new: float) -> Any:
+    """The old judge ('judge') as _judge(); the new one ('judge2') the same, moved by ``shift_new``."""
+    old, new = _judge(), _judge(shift=shift_new)
+
+    def respond(body: dict[str, Any]) -> str:
+        return new(body) if body.get("model") == "judge2" else old(body)
+
+    return respond
+
+
+def test_bridge_says_whether_a_new_judge_may_stand_for_the_old_one(
+    tmp_path: Path, openai_server: Any
+) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    openai_server.responder = _two_judges(0.0)
+    _grade(tmp_path, db, openai_server)
+    assert (
+        invoke("judges", "anchor", "--judge", JUDGE, "--task", "qa", "--db", db, "--size", "40").exit_code
+        == 0
+    )
+    common = (
+        "--from",
+        JUDGE,
+        "--task",
+        "qa",
+        "--db",
+        db,
+        "--base-url",
+        openai_server.base_url,
+        "--api-key",
+        KEY,
+    )
+    before = len(openai_server.requests)
+
+    same = invoke("judges", "bridge", *common, "--to", "llm:openai:judge2", "--sample", "60", "--json")
+    assert same.exit_code == 0, same.output
+    data = json.loads(same.stdout)
+    assert (data["verdict"], data["cases"], data["anchored"], data["calls"]) == (
+        "interchangeable",
+        100,
+        40,
+        100,
+    )
+    assert data["mean_abs_diff"] == 0.0 and data["spearman"] == 1.0
+    assert len(openai_server.requests) - before == 100
+
+    openai_server.responder = _two_judges(0.1)
+    moved = invoke("judges", "bridge", *common, "--to", "llm:openai:judge2", "--sample", "60")
+    assert moved.exit_code == 1, moved.output
+    assert "not interchangeable" in moved.stdout and "none of the old judge's is reused" in moved.stdout
+    with QualityLedger(db) as ledger:  # nothing written: the grades are the first run's alone
+        assert {r.grader_id for r in ledger.results()} == {GRADER}
+    itself = invoke("judges", "bridge", *common, "--to", JUDGE)
+    assert itself.exit_code == 2 and "is the judge being replaced" in itself.output

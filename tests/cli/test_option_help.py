@@ -52,8 +52,10 @@ def test_grade_help_groups_its_options_in_panels() -> None:
 
 
 def test_grade_help_lists_every_built_in_judge() -> None:
-    from llm_connect.grading.judges._registry import _BUILTINS
+    from llm_connect.grading.judges import BUILTIN_JUDGES
 
     text = " ".join(invoke("grade", "--help", env={"COLUMNS": "200"}).stdout.split())
-    assert f"Judge spec NAME[:ARG][,k=v...] (repeatable): {', '.join(_BUILTINS)}, or an installed" in text
-    assert "pairwise" in _BUILTINS and ", pairwise," in text
+    assert (
+        f"Judge spec NAME[:ARG][,k=v...] (repeatable): {', '.join(BUILTIN_JUDGES)}, or an installed" in text
+    )
+    assert "pairwise" in BUILTIN_JUDGES and ", pairwise," in text

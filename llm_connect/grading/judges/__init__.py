@@ -14,6 +14,10 @@ rule-based and safety judges (``format``, ``schema``, ``correctness``,
 :mod:`llm_connect.scoring`. Heavy dependencies load only when a judge that
 needs them is built.
 
+:data:`BUILTIN_JUDGES` names the built-in judges without importing any; :func:`judge_asks_llm`
+says whether a judge asks an LLM, and :func:`is_llm_grader_id` guesses it from a stored grader id
+(grades stored before judges declared it).
+
 :func:`response_formats_used` says which structured-output format (``json_schema``,
 ``json_object_schema``, ``json_object`` or ``text``) each judge that asks an LLM used.
 """
@@ -26,10 +30,12 @@ from llm_connect._structured import response_formats_used
 from llm_connect.grading.judges._base import BaseJudge, Scored
 from llm_connect.grading.judges._exact import ExactMatchJudge
 from llm_connect.grading.judges._registry import (
+    BUILTIN_JUDGES,
     ENTRY_POINT_GROUP,
     JudgeContext,
     build_judge,
     format_judge_spec,
+    is_llm_grader_id,
     judge_asks_llm,
     judge_names,
     parse_judge_spec,
@@ -46,6 +52,7 @@ if TYPE_CHECKING:
     from llm_connect.grading.judges._vrty import VrtyJudge
 
 __all__ = [
+    "BUILTIN_JUDGES",
     "ENTRY_POINT_GROUP",
     "BaseJudge",
     "EmbeddingSimilarityJudge",
@@ -60,6 +67,7 @@ __all__ = [
     "VrtyJudge",
     "build_judge",
     "format_judge_spec",
+    "is_llm_grader_id",
     "judge_asks_llm",
     "judge_names",
     "parse_judge_spec",

@@ -112,7 +112,8 @@ class AskingJudge(BaseJudge):
 
     def _call_details(self, replies: Sequence[LLMResponse]) -> dict[str, Any]:
         """What each grade records about the judge calls: the served model, the adapter, usage and
-        cost (one call: its own; several: usage per call and the summed cost), the spec, the seed."""
+        cost (one call: its own; several: usage per call and the summed cost), the spec, the seed,
+        and the server's ``system_fingerprint`` when it sent one."""
         usage = [None if r.usage is None else r.to_dict()["usage"] for r in replies]
         costs = [r.cost_usd for r in replies if r.cost_usd is not None]
         details: dict[str, Any] = {
@@ -122,6 +123,9 @@ class AskingJudge(BaseJudge):
             "judge_cost_usd": (replies[0].cost_usd if len(replies) == 1 else (sum(costs) if costs else None)),
             "judge_spec": self._spec,
         }
+        fingerprint = replies[0].system_fingerprint
+        if fingerprint is not None:  # the server's backend configuration (issue 37)
+            details["system_fingerprint"] = fingerprint
         if self.seed is not None:
             details["seed"] = self.seed
         return details

@@ -84,7 +84,7 @@ class BaseJudge:
             raise NotImplementedError(f"{type(self).__name__} writes neither score nor ascore")
         import asyncio  # here, not at module level: ``llm-connect --help`` never needs it
 
-        from llm_connect.adapters._loop import run as run_in_own_loop
+        from llm_connect.adapters import run_in_own_loop
 
         try:
             asyncio.get_running_loop()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from llm_connect.adapters._local import EMBEDDING_BACKENDS
+from llm_connect.adapters import EMBEDDING_BACKENDS
 from llm_connect.errors import ConfigurationError, EmbeddingOutputError
 from llm_connect.grading._protocols import JudgePair, judge_spec
 from llm_connect.grading._results import GradingResult
@@ -205,7 +205,7 @@ class EmbeddingSimilarityJudge(BaseJudge):
 
 
 def _local_adapter(model: str, backend: str | None, device: str, fp16: bool) -> EmbeddingAdapter:
-    from llm_connect.adapters._local import local_embedding_adapter
+    from llm_connect.adapters import local_embedding_adapter
 
     try:
         return local_embedding_adapter(model, backend, device=device, fp16=fp16)
@@ -242,7 +242,7 @@ def make_embedding_judge(
             model; ``backend="onnx"`` without onnxruntime installed or with a GPU device; an
             invalid device, or a GPU device PyTorch does not see (naming what it found).
     """
-    from llm_connect.adapters._device import check_device
+    from llm_connect.adapters import check_device
 
     if backend is not None and backend not in EMBEDDING_BACKENDS:
         raise ConfigurationError(
@@ -265,7 +265,7 @@ def make_embedding_judge(
         openai_adapter = OpenAIEmbeddingAdapter(model.partition(":")[2])
         return EmbeddingSimilarityJudge(context.cached_embedder(openai_adapter))
     if device is not None and device != "auto" and backend != "onnx":
-        from llm_connect.adapters._device import resolve_device
+        from llm_connect.adapters import resolve_device
 
         try:  # an unavailable GPU is refused here, before any model call
             device = resolve_device(device)
@@ -281,7 +281,7 @@ def make_embedding_judge(
     ):
         return EmbeddingSimilarityJudge(adapter, backend=backend or DEFAULT_BACKEND)
     if model is None:
-        from llm_connect.adapters._sentence_transformers import DEFAULT_EMBEDDING_MODEL
+        from llm_connect.adapters import DEFAULT_EMBEDDING_MODEL
 
         model = _model_name(adapter) if shared_backend else DEFAULT_EMBEDDING_MODEL
     local = _local_adapter(model, backend, device or context.embedding_device, fp16)

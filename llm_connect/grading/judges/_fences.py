@@ -1,6 +1,6 @@
 """Fences and the one-JSON-object reply rule for judges that ask an LLM.
 
-The implementation lives in :mod:`llm_connect.scoring._fences` (the safety
+The implementation lives in :mod:`llm_connect._fences`, a leaf of the root package (the safety
 scorer's LLM safety judge uses it too, and scoring sits below grading).
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from llm_connect._fences import ReplyError, fence, fence_id, reply_object
 from llm_connect.errors import JudgeOutputError
-from llm_connect.scoring._fences import ReplyError, fence, fence_id, reply_object
 from llm_connect.types import LLMResponse
 
 __all__ = [

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from llm_connect._hints import closest
 from llm_connect.errors import ConfigurationError
 
-__all__ = ["WrongType", "check_judge_options", "factory_options", "wrong_type"]
+__all__ = ["WrongType", "check_judge_options", "check_no_unknown", "factory_options", "wrong_type"]
 
 _KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
@@ -46,6 +46,15 @@ def check_judge_options(
     unknown = [key for key in args if key not in named]
     if unknown and (strict or not takes_any):
         raise ConfigurationError(_unknown_message(name, unknown[0], sorted(named)))
+
+
+def check_no_unknown(judge: str, unknown: Mapping[str, Any], known: Iterable[str]) -> None:
+    """Reject option names a judge does not take (at build time)."""
+    if unknown:
+        names = ", ".join(sorted(unknown))
+        raise ConfigurationError(
+            f"judge {judge!r}: unknown option(s) {names} (known: {', '.join(sorted(known))})"
+        )
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,10 @@ from typing import Any
 from llm_connect.errors import ConfigurationError
 from llm_connect.grading._protocols import JudgePair
 from llm_connect.grading._results import GradingResult
+from llm_connect.grading.judges._options import check_no_unknown
 from llm_connect.grading.judges._registry import JudgeContext
 from llm_connect.grading.judges._relative import RelativeJudge
-from llm_connect.scoring.persona._file import load_persona
-from llm_connect.scoring.persona._scorer import PersonaScorer
-from llm_connect.scoring.rules._common import check_no_unknown
+from llm_connect.scoring.persona import PersonaScorer, load_persona
 
 __all__ = ["PersonaJudge", "make_persona_judge"]
 

@@ -37,11 +37,17 @@ from typing import TYPE_CHECKING, Any
 from llm_connect.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from llm_connect.adapters import EmbeddingAdapter, LLMAdapter
-    from llm_connect.adapters._cached_embedder import CachedEmbedder, EmbeddingCounts, EmbeddingStore
+    from llm_connect.adapters import (
+        CachedEmbedder,
+        EmbeddingAdapter,
+        EmbeddingCounts,
+        EmbeddingStore,
+        LLMAdapter,
+    )
     from llm_connect.grading._protocols import Judge
 
 __all__ = [
+    "BUILTIN_JUDGES",
     "ENTRY_POINT_GROUP",
     "JudgeContext",
     "JudgeFactory",
@@ -81,7 +87,7 @@ class JudgeContext:
     ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (a run setting, never part of a judge's spec)."""
     embedders: list[CachedEmbedder] = field(default_factory=list, repr=False)
     """Every embedder this context handed out, each wrapped in a
-    :class:`~llm_connect.adapters._cached_embedder.CachedEmbedder` (counts, cache)."""
+    :class:`~llm_connect.adapters.CachedEmbedder` (counts, cache)."""
     _shared_embedder: CachedEmbedder | None = field(default=None, init=False, repr=False)
 
     def llm_adapter(self, spec: str | None) -> LLMAdapter:
@@ -115,7 +121,7 @@ class JudgeContext:
 
     def cached_embedder(self, embedder: EmbeddingAdapter) -> CachedEmbedder:
         """``embedder`` wrapped with this context's embedding cache (and counted)."""
-        from llm_connect.adapters._cached_embedder import CachedEmbedder
+        from llm_connect.adapters import CachedEmbedder
 
         wrapped = CachedEmbedder(embedder, self.embedding_store)
         self.embedders.append(wrapped)
@@ -130,7 +136,7 @@ class JudgeContext:
     def embedding_counts(self) -> EmbeddingCounts | None:
         """Distinct texts embedded and read from the cache by this context's embedders
         (``None`` when none was used)."""
-        from llm_connect.adapters._cached_embedder import EmbeddingCounts
+        from llm_connect.adapters import EmbeddingCounts
 
         if not self.embedders:
             return None
@@ -254,6 +260,10 @@ _BUILTINS: dict[str, _Entry] = {
         "pattern-based safety with severities, optionally with an LLM safety judge",
     ),
 }
+
+BUILTIN_JUDGES: tuple[str, ...] = tuple(_BUILTINS)
+"""The built-in judges' names, in the registry's order (no judge is imported, no installed plugin
+looked for): what ``grade --judge`` lists in its help."""
 
 _registered: dict[str, _Entry] = {}
 

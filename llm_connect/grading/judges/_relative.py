@@ -5,7 +5,7 @@ from __future__ import annotations
 from llm_connect.grading._protocols import JudgePair
 from llm_connect.grading._results import GradingResult
 from llm_connect.grading.judges._base import BaseJudge, Scored
-from llm_connect.scoring._base import Score, Scorer, relative_quality
+from llm_connect.scoring import Score, Scorer, relative_quality
 from llm_connect.types import LLMResponse, RunConfig
 
 __all__ = ["RelativeJudge"]

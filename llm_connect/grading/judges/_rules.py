@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from llm_connect.grading.judges._options import check_no_unknown
 from llm_connect.grading.judges._registry import JudgeContext
 from llm_connect.grading.judges._relative import RelativeJudge
-from llm_connect.scoring.rules._common import check_no_unknown
-from llm_connect.scoring.rules._format import FormatScorer
-from llm_connect.scoring.rules._schema import SchemaScorer
-from llm_connect.scoring.rules._text import (
+from llm_connect.scoring.rules import (
     CompletenessScorer,
     CorrectnessScorer,
+    FormatScorer,
     LengthScorer,
     RelevanceScorer,
+    SchemaScorer,
 )
 
 __all__ = [

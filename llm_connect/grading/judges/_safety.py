@@ -7,9 +7,9 @@ from typing import Any
 
 from llm_connect._structured import check_format_option
 from llm_connect.errors import ConfigurationError
+from llm_connect.grading.judges._options import check_no_unknown
 from llm_connect.grading.judges._registry import JudgeContext
 from llm_connect.grading.judges._relative import RelativeJudge
-from llm_connect.scoring.rules._common import check_no_unknown
 from llm_connect.scoring.safety import DEFAULT_PATTERNS_PATH, SafetyScorer, load_patterns
 
 __all__ = ["make_safety_judge"]

@@ -6,14 +6,12 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from llm_connect.grading.judges._relative import RelativeJudge
-from llm_connect.scoring.vrty._idf import idf_table
-from llm_connect.scoring.vrty._score import WEIGHTS
-from llm_connect.scoring.vrty._scorer import VRTY_VERSION, VrtyScorer
+from llm_connect.scoring.vrty import IDF_SHA256, VRTY_VERSION, WEIGHTS, VrtyScorer
 
 if TYPE_CHECKING:
     from llm_connect.grading.judges._base import Scored
     from llm_connect.grading.judges._registry import JudgeContext
-    from llm_connect.scoring._base import Score
+    from llm_connect.scoring import Score
 
 __all__ = ["VrtyJudge", "make_vrty_judge"]
 
@@ -38,7 +36,7 @@ class VrtyJudge(RelativeJudge):
         details = {
             **scored.details,
             "vrty_version": VRTY_VERSION,
-            "idf_sha256": idf_table().sha256,
+            "idf_sha256": IDF_SHA256,  # the table the scorer read is verified against it
             "weights": dict(WEIGHTS),
         }
         return dataclasses.replace(scored, details=details)

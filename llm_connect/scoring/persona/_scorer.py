@@ -12,7 +12,7 @@ from llm_connect.scoring._base import PathResolver, Score, WorkingDirectory
 from llm_connect.scoring.persona._file import Persona, load_persona
 from llm_connect.scoring.persona._traits import detect_traits
 from llm_connect.scoring.rules._common import case_field, compile_phrase
-from llm_connect.values._case import Case
+from llm_connect.values import Case
 
 if TYPE_CHECKING:
     import numpy as np

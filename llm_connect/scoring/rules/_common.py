@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_connect.errors import CaseDataError, ConfigurationError
-from llm_connect.values._case import Case
+from llm_connect.values import Case
 
 __all__ = [
     "case_field",
     "case_string_list",
     "check_bool",
-    "check_no_unknown",
     "check_string_list",
     "compile_phrase",
     "normalize_text",
@@ -28,15 +27,6 @@ _FENCE = re.compile(
     re.DOTALL,
 )
 _WHITESPACE = re.compile(r"\s+")
-
-
-def check_no_unknown(judge: str, unknown: Mapping[str, Any], known: Iterable[str]) -> None:
-    """Reject option names a judge does not take (at build time)."""
-    if unknown:
-        names = ", ".join(sorted(unknown))
-        raise ConfigurationError(
-            f"judge {judge!r}: unknown option(s) {names} (known: {', '.join(sorted(known))})"
-        )
 
 
 def check_bool(judge: str, option: str, value: Any) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from llm_connect.errors import ConfigurationError
 from llm_connect.scoring._base import Score
 from llm_connect.scoring.rules._common import unfence
-from llm_connect.values._case import Case
+from llm_connect.values import Case
 
 __all__ = ["ANSWER_FORMATS", "FormatScorer"]
 

@@ -12,7 +12,7 @@ from typing import Any
 from llm_connect.errors import CaseDataError, ConfigurationError
 from llm_connect.scoring._base import PathResolver, Score, WorkingDirectory
 from llm_connect.scoring.rules._common import case_field, check_bool, unfence
-from llm_connect.values._case import Case
+from llm_connect.values import Case
 
 __all__ = ["DRAFTS", "SchemaScorer"]
 

@@ -18,7 +18,7 @@ from llm_connect.scoring.rules._common import (
     normalize_text,
     unfence,
 )
-from llm_connect.values._case import Case
+from llm_connect.values import Case
 
 __all__ = [
     "STOP_WORDS",

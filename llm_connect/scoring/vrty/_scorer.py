@@ -10,7 +10,7 @@ from llm_connect.scoring.vrty._idf import idf_table
 from llm_connect.scoring.vrty._score import VrtyResult, analyse_prompt, score_response
 
 if TYPE_CHECKING:
-    from llm_connect.values._case import Case
+    from llm_connect.values import Case
 
 __all__ = ["GRADER_ID", "VRTY_VERSION", "VrtyScorer", "analyse"]
 

@@ -1,0 +1,193 @@
+"""Bridging a replaced judge (issue 37, item 5): may the new judge's grades stand for the old one's?
+
+``judges bridge --from OLD --to NEW --task T`` grades, with the new judge, the old judge's
+anchor set on the task and a seeded random sample of the other cases the old judge graded
+there (the stored prompt, answers and run settings), and compares the two judges case by
+case. The verdict reuses the drift check's rule (``calibration._drift``): the new judge is
+``interchangeable`` when a one-sided ``1 - alpha`` upper bound of the expected absolute
+difference per case is below the tolerance (0.05 by default: what a stable judge may move
+between two checks), else ``not interchangeable``, and then the new judge's evidence starts
+from its own grades. Nothing is written: the old judge's grades stay its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from llm_connect.calibration._calibrate import _run_config
+from llm_connect.calibration._drift import DEFAULT_TOLERANCE, change_upper
+from llm_connect.errors import CalibrationError, LLMConnectError
+
+if TYPE_CHECKING:
+    from llm_connect.grading import Judge
+    from llm_connect.ledger import GradeRow, QualityLedger
+
+__all__ = ["INTERCHANGEABLE", "NOT_INTERCHANGEABLE", "BridgeReport", "bridge_judges"]
+
+INTERCHANGEABLE, NOT_INTERCHANGEABLE = "interchangeable", "not interchangeable"
+_BOOTSTRAP = 1000
+
+
+@dataclass(frozen=True)
+class BridgeReport:
+    """What the bridge found: the cases compared (anchored and sampled), the new judge's calls,
+    the mean absolute difference and its upper bound, the mean shift, Spearman's rho with a
+    bootstrap interval, the agreement of each judge with people on labelled cases, the verdict."""
+
+    old: str
+    new: str
+    task: str
+    cases: int
+    anchored: int
+    failed: int
+    calls: int
+    mean_abs_diff: float
+    diff_upper: float
+    shift: float
+    spearman: float | None
+    spearman_low: float | None
+    spearman_high: float | None
+    people: Mapping[str, Any]
+    tolerance: float
+    verdict: str
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        data = asdict(self)
+        data["people"] = dict(self.people)
+        return data
+
+
+def _latest_with_text(ledger: QualityLedger, grader_id: str, task: str) -> dict[str, GradeRow]:
+    latest: dict[str, GradeRow] = {}
+    for row in ledger.results(grader_id=grader_id, task=task):
+        if row.prompt is None or row.baseline_text is None or row.candidate_text is None:
+            continue
+        latest[row.case_id if row.case_id is not None else f"{row.prompt_sha256}:{row.candidate_model}"] = row
+    return latest
+
+
+def _spearman(a: Any, b: Any, seed: int) -> tuple[float | None, float | None, float | None]:
+    """Spearman's rho and a 95% percentile bootstrap interval (None where a side is constant)."""
+    from scipy.stats import spearmanr
+
+    if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None, None, None
+    rho = float(spearmanr(a, b).statistic)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(_BOOTSTRAP):
+        i = rng.integers(0, a.size, a.size)
+        if np.ptp(a[i]) > 0 and np.ptp(b[i]) > 0:
+            draws.append(float(spearmanr(a[i], b[i]).statistic))
+    low, high = np.percentile(draws, [2.5, 97.5]) if draws else (rho, rho)
+    return rho, float(low), float(high)
+
+
+def bridge_judges(
+    ledger: QualityLedger,
+    old: str,
+    new: Judge,
+    task: str,
+    *,
+    sample: int = 200,
+    seed: int = 0,
+    alpha: float = 0.05,
+    tolerance: float = DEFAULT_TOLERANCE,
+    concurrency: int = 4,
+) -> BridgeReport:
+    """Grade the old judge's anchor set and up to ``sample`` more of its graded cases of
+    ``task`` (drawn with ``seed``) with ``new`` and compare, case by case. Raises
+    :class:`CalibrationError` when the old judge has no grade with stored texts on the task,
+    or when every call of the new judge failed."""
+    from llm_connect.calibration._judge_checks import anchor_store
+
+    latest = _latest_with_text(ledger, old, task)
+    if not latest:
+        raise CalibrationError(f"no grades by {old!r} with stored texts on task {task!r} to bridge from")
+    anchor = anchor_store(ledger).active_anchor(old, task)
+    anchored_ids = {c.grade_id for c in anchor.cases} if anchor is not None else set()
+    rows = [r for r in latest.values() if r.id in anchored_ids]
+    rest = sorted((r for r in latest.values() if r.id not in anchored_ids), key=lambda r: r.id)
+    rng = np.random.default_rng(seed)
+    rows += [rest[i] for i in rng.permutation(len(rest))[:sample]]
+
+    def one(row: GradeRow) -> Any:
+        return new.judge(
+            row.baseline_response,
+            row.candidate_response,
+            prompt=row.prompt or "",
+            run_config=_run_config(row),
+        )
+
+    pairs: list[tuple[GradeRow, Any]] = []
+    failed = 0
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for row, fut in zip(rows, [pool.submit(one, r) for r in rows], strict=True):
+            try:
+                pairs.append((row, fut.result()))
+            except LLMConnectError:
+                failed += 1
+    if not pairs:
+        raise CalibrationError(
+            f"every one of the {len(rows)} calls of {new.grader_id} failed; nothing to compare"
+        )
+    calls = sum(_calls(result) for _, result in pairs)
+    a = np.array([row.quality_score for row, _ in pairs])
+    b = np.array([float(result.quality_score) for _, result in pairs])
+    diff = np.abs(b - a)
+    upper = change_upper(diff, alpha)
+    rho, low, high = _spearman(a, b, seed)
+    people = _people(ledger, task, [row for row, _ in pairs], a, b)
+    ok = upper < tolerance and failed == 0
+    verdict = INTERCHANGEABLE if ok else NOT_INTERCHANGEABLE
+    if ok:
+        why = (
+            f"interchangeable: the expected difference per case is at most {upper:.3f} < tolerance "
+            f"{tolerance:g} on {len(pairs)} cases; {new.grader_id}'s grades may stand for {old}'s"
+        )
+    else:
+        cause = (
+            f"{failed} call(s) failed"
+            if failed
+            else f"the expected difference per case may reach {upper:.3f}"
+        )
+        why = (
+            f"not interchangeable: {cause} (tolerance {tolerance:g}); {new.grader_id}'s evidence starts from "
+            "its own grades, none of the old judge's is reused"
+        )
+    return BridgeReport(
+        old=old, new=new.grader_id, task=task, cases=len(pairs), anchored=len(anchored_ids), failed=failed,
+        calls=calls, mean_abs_diff=float(diff.mean()), diff_upper=upper, shift=float((b - a).mean()),
+        spearman=rho, spearman_low=low, spearman_high=high, people=people, tolerance=tolerance,
+        verdict=verdict, why=why,
+    )  # fmt: skip
+
+
+def _calls(result: Any) -> int:
+    details = result.details if isinstance(result.details, Mapping) else {}
+    if "judge_model" not in details:
+        return 0
+    usage = details.get("judge_usage")
+    return len(usage) if isinstance(usage, list) else 1
+
+
+def _people(ledger: QualityLedger, task: str, rows: Sequence[GradeRow], a: Any, b: Any) -> dict[str, Any]:
+    """Each judge against people on the compared cases people labelled: mean |grade - people|."""
+    labels = ledger.label_store.case_values(task, sorted({r.candidate_model for r in rows}))
+    h = [labels.get((r.candidate_model, r.case_id or "")) for r in rows]
+    keep = [i for i, v in enumerate(h) if v is not None]
+    if not keep:
+        return {"labelled": 0}
+    people = np.array([h[i] for i in keep], dtype=float)
+    return {
+        "labelled": len(keep),
+        "old_mean_abs_diff": float(np.abs(a[keep] - people).mean()),
+        "new_mean_abs_diff": float(np.abs(b[keep] - people).mean()),
+    }
