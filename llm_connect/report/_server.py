@@ -255,6 +255,7 @@ class ReportServer(ThreadingHTTPServer):
             tuple((c.id, c.passed) for c in self.ledger.calibrations()),
             tuple(s.id for s in self.ledger.stability_runs(limit=1)),
             _labels_version(self.ledger),
+            _checks_version(self.ledger),
         )
         with self._lock:
             if self._page is not None and self._page[0] == version:
@@ -410,6 +411,14 @@ class _Handler(BaseHTTPRequestHandler):
 # The people's side of the page (their estimates, a decision on what they would say) changes
 # with every label and sampling decision, not only with grades: a label's row changes in place
 # when replaced, so the sums over ids and contents count as well as the rows.
+def _checks_version(ledger: Any) -> tuple[Any, ...]:
+    """The judge checks' state: a new check or anchor set renders the page again."""
+    from llm_connect.ledger import AnchorStore
+
+    store = AnchorStore(ledger.engine)
+    return tuple((a.id, a.active, len(store.checks(a.id))) for a in store.anchors())
+
+
 def _labels_version(ledger: QualityLedger) -> tuple[Any, ...]:
     """What the page's people figures depend on beyond the grades: the labels and the sampling."""
     from llm_connect.ledger import LabelStore, SamplingStore

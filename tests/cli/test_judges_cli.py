@@ -108,6 +108,16 @@ def test_anchor_check_drift_incomplete_and_accept(
                     "--db", ledger_url)  # fmt: skip
     assert routed.exit_code == 0 and "drifted since" not in routed.output, routed.output
 
+    # The report shows each anchor set's checks as a timeline.
+    page = tmp_path / "report.html"
+    assert invoke("report", "-o", str(page), "--db", ledger_url).exit_code == 0
+    html = page.read_text(encoding="utf-8")
+    section = html[html.index('<section id="judge-checks">') :]
+    section = section[: section.index("</section>")]
+    first, second = section.split('data-anchor="2"')
+    assert re.findall(r'data-status="([a-z ]+)"', first) == ["stable", "drifted", "incomplete", "drifted"]
+    assert re.findall(r'data-status="([a-z ]+)"', second) == ["stable"] and "#1 (replaced)" in first
+
     listed = invoke("judges", "list", "--db", ledger_url, "--json")
     rows = json.loads(listed.stdout)
     assert [(r["judge"], r["task"], r["grades"], r["anchor_id"], r["last_check"]) for r in rows] == [
