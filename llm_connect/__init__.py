@@ -1,8 +1,8 @@
 """llm-connect: is the cheaper or newer candidate model as good as the baseline?
 
 Grade a candidate against a baseline on your prompts (:class:`PairedGrader`),
-keep every grade in SQL (:class:`~llm_connect.ledger.QualityLedger`), and
-route on the evidence (:class:`~llm_connect.routing.Router`).
+keep every grade in SQL (:class:`QualityLedger`, from ``llm_connect.ledger``), and
+route on the evidence (:class:`Router`, from ``llm_connect.routing``).
 
 ``import llm_connect`` is cheap: it never imports torch, sentence-transformers
 or openai, and the names below load on first use (so ``llm_connect.cli`` or
@@ -18,6 +18,8 @@ from llm_connect._version import __version__
 if TYPE_CHECKING:
     from llm_connect.errors import LLMConnectError
     from llm_connect.grading import ExactMatchJudge, GradingResult, Judge, PairedGrader
+    from llm_connect.ledger import QualityLedger
+    from llm_connect.routing import Router
     from llm_connect.types import BudgetTracker, LLMResponse, RunConfig, ToolCall, Usage
 
 __all__ = [
@@ -28,6 +30,8 @@ __all__ = [
     "LLMConnectError",
     "LLMResponse",
     "PairedGrader",
+    "QualityLedger",
+    "Router",
     "RunConfig",
     "ToolCall",
     "Usage",
@@ -36,6 +40,8 @@ __all__ = [
 
 _LAZY = {
     "LLMConnectError": "llm_connect.errors",
+    "QualityLedger": "llm_connect.ledger",
+    "Router": "llm_connect.routing",
     **dict.fromkeys(("ExactMatchJudge", "GradingResult", "Judge", "PairedGrader"), "llm_connect.grading"),
     **dict.fromkeys(("BudgetTracker", "LLMResponse", "RunConfig", "ToolCall", "Usage"), "llm_connect.types"),
 }

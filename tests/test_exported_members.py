@@ -104,6 +104,8 @@ REEXPORTS: dict[str, str] = {
     "ExactMatchJudge": _TOP,
     "Judge": _TOP,
     "PairedGrader": _TOP,
+    "QualityLedger": _TOP,
+    "Router": _TOP,
     "Case": "grading: the case a judge reads (defined in values, as scorers read it too)",
     "GradingResult": "grading and llm_connect: the result every judge returns",
     "NotApplicable": "grading: what a judge raises when it cannot grade a case",
