@@ -167,6 +167,16 @@ def print_human(
             out.line((f"{cand}", "bold"), (f": settled early, not graded on {where}", None))
     if stopped:
         out.line((f"--until-decided saved {getattr(report, 'calls_saved', 0)} model call(s)", "green"))
+    for change in outcome.identity_changes:
+        out.line(
+            ("judge identity: ", "bold"),
+            (
+                f"{change['judge']} on {change['task']} answered as {', '.join(change['served_now'])} "
+                f"in this run; its earlier grades were served by {', '.join(change['served_before'])} "
+                f"(llm-connect judges anchor / judges check tell whether it still grades the same)",
+                "yellow",
+            ),
+        )
     for check in outcome.judge_checks:
         style = "red" if check["status"] == "drifted" else None
         out.line(
@@ -295,6 +305,7 @@ def grade_json(
         "routing_error": routing_error,
         "label_queue": outcome.label_queue,
         "judge_checks": outcome.judge_checks,
+        "judge_identity_changes": outcome.identity_changes,
         "served_as": report.served_as(),
         **fairness_json(outcome),
         "stopped": getattr(report, "stopped", {}),

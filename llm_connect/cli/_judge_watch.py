@@ -10,7 +10,7 @@ waits), so it never waits on the run. Routing, decided after grading, then sees 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,8 @@ class JudgeWatch:
     api_key: str | None = None
     every: int | None = None
     reports: list[tuple[str, Any]] = field(default_factory=list)
+    identity_changes: list[dict[str, Any]] = field(default_factory=list)
+    """Judges whose grades in this run name another served model than their earlier grades."""
     _fired: int = 0
     _anchored: list[tuple[str, str]] | None = None
 
@@ -72,6 +74,7 @@ class JudgeWatch:
         another served model or fingerprint than its anchor set (unless one ran already)."""
         from llm_connect.calibration import anchor_store, identity_of
 
+        self._served_changes(rows)
         checked = {(r.grader_id, r.task) for _, r in self.reports}
         store = anchor_store(self.ledger)
         changed: list[tuple[str, str]] = []
@@ -87,6 +90,28 @@ class JudgeWatch:
                 changed.append((gid, task))
         if changed:
             self._check("the judge's identity changed since its anchor set", changed)
+
+    def _served_changes(self, rows: Sequence[Any]) -> None:
+        """Note each judge and task whose grades in this run were served by a model its earlier
+        grades of the task never name (the model behind the judge's name changed)."""
+        from llm_connect.calibration import anchor_store
+
+        ran: dict[tuple[str, str], set[str]] = {}
+        first: dict[tuple[str, str], int] = {}
+        for r in rows:
+            served = r.details.get("judge_model") if isinstance(r.details, Mapping) else None
+            if served is not None:
+                key = (r.grader_id, r.task)
+                ran.setdefault(key, set()).add(served)
+                first[key] = min(first.get(key, r.id), r.id)
+        store = anchor_store(self.ledger)
+        for key in sorted(ran):
+            before = store.served_models(key[0], key[1], before_id=first[key])
+            new = sorted(ran[key] - before)
+            if before and new:
+                self.identity_changes.append(
+                    {"judge": key[0], "task": key[1], "served_now": new, "served_before": sorted(before)}
+                )
 
     def to_json(self) -> list[dict[str, Any]]:
         """The checks run, in order, each with why it ran."""

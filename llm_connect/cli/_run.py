@@ -146,6 +146,8 @@ class Outcome:
     """The run config from the command line (each case adds its recorded settings to it)."""
     judge_checks: list[dict[str, Any]] = field(default_factory=list)
     """Drift checks run during the run (``--check-judges-every``) or for a changed identity."""
+    identity_changes: list[dict[str, Any]] = field(default_factory=list)
+    """Judges whose grades in this run name a served model their earlier grades of the task do not."""
 
     def route(
         self,
@@ -472,6 +474,7 @@ def execute(
         judge_context=context,
         run_config=run_config,
         judge_checks=watch.to_json(),
+        identity_changes=watch.identity_changes,
     )
 
 

@@ -258,6 +258,15 @@ class AnchorStore(Store):
             )
         return None if first is None else _check_row(first)
 
+    def served_models(self, grader_id: str, task: str, *, before_id: int) -> set[str]:
+        """The served models (``details.judge_model``) of the judge's grades of ``task`` stored
+        before grade row ``before_id``."""
+        g = _GRADES.c
+        served = g.details["judge_model"].as_string()
+        stmt = select(served).where(g.grader_id == grader_id, g.task == task, g.id < before_id).distinct()
+        with reading(self.engine, "reading served models") as conn:
+            return {str(v) for (v,) in conn.execute(stmt) if v is not None}
+
     def grade_rows(self, ids: Sequence[int]) -> dict[int, GradeRow]:
         """The stored grades with these row ids (a pruned grade is absent)."""
         out: dict[int, GradeRow] = {}

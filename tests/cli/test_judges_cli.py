@@ -262,3 +262,45 @@ def test_bridge_says_whether_a_new_judge_may_stand_for_the_old_one(
         assert {r.grader_id for r in ledger.results()} == {GRADER}
     itself = invoke("judges", "bridge", *common, "--to", JUDGE)
     assert itself.exit_code == 2 and "is the judge being replaced" in itself.output
+
+
+def test_grade_flags_a_new_served_model_without_an_anchor_set(tmp_path: Path, openai_server: Any) -> None:
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    openai_server.responder = _judge()
+    openai_server.served_models = {"judge": "judge-2026-01-01"}
+    _grade(tmp_path, db, openai_server)
+    openai_server.served_models = {"judge": "judge-2026-03-01"}
+    args = ("-b", "openai:big", "-c", "openai:small", "--judge", JUDGE, "--db", db, "--base-url",
+            openai_server.base_url, "--api-key", KEY, "--allow-uncalibrated")  # fmt: skip
+    got = invoke("grade", str(_questions(tmp_path / "e.jsonl", 400, 5)), *args)
+    assert got.exit_code == 0, got.output
+    assert (
+        f"judge identity: {GRADER} on qa answered as judge-2026-03-01 in this run; its earlier grades were "
+        "served by judge-2026-01-01"
+    ) in " ".join(got.stdout.split())
+    again = invoke("grade", str(_questions(tmp_path / "f.jsonl", 500, 5)), *args, "--json")
+    changes = json.loads(again.stdout)["judge_identity_changes"]
+    assert changes == [] or changes[0]["served_now"] == ["judge-2026-03-01"]  # earlier grades name both now
+    assert json.loads(again.stdout)["judge_checks"] == []  # no anchor set: nothing to check
+
+
+def test_a_check_of_cases_whose_texts_were_pruned_names_them(tmp_path: Path, openai_server: Any) -> None:
+    import sqlite3
+
+    db_path = tmp_path / "l.db"
+    db = f"sqlite:///{db_path}"
+    openai_server.responder = _judge()
+    _grade(tmp_path, db, openai_server)
+    assert (
+        invoke("judges", "anchor", "--judge", JUDGE, "--task", "qa", "--db", db, "--size", "5").exit_code == 0
+    )
+    with QualityLedger(db) as ledger:
+        anchored = [c.case_id for c in anchor_store(ledger).active_anchor(GRADER, "qa").cases]  # type: ignore[union-attr]
+    with sqlite3.connect(db_path) as conn:  # what pruning the texts leaves: the digests, no text
+        conn.execute("UPDATE grades SET prompt = NULL, baseline_text = NULL, candidate_text = NULL WHERE case_id = ?",
+                     (anchored[2],))  # fmt: skip
+    got = _check(db, openai_server)
+    assert got.exit_code == 2 and "1 anchored case(s) lost their stored texts" in got.output
+    assert anchored[2] in got.output and "--replace" in got.output
+    with QualityLedger(db) as ledger:
+        assert anchor_store(ledger).checks(1) == []  # nothing stored
