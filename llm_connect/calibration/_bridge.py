@@ -64,15 +64,6 @@ class BridgeReport:
         return data
 
 
-def _latest_with_text(ledger: QualityLedger, grader_id: str, task: str) -> dict[str, GradeRow]:
-    latest: dict[str, GradeRow] = {}
-    for row in ledger.results(grader_id=grader_id, task=task):
-        if row.prompt is None or row.baseline_text is None or row.candidate_text is None:
-            continue
-        latest[row.case_id if row.case_id is not None else f"{row.prompt_sha256}:{row.candidate_model}"] = row
-    return latest
-
-
 def _spearman(a: Any, b: Any, seed: int) -> tuple[float | None, float | None, float | None]:
     """Spearman's rho and a 95% percentile bootstrap interval (None where a side is constant)."""
     from scipy.stats import spearmanr
@@ -106,9 +97,9 @@ def bridge_judges(
     ``task`` (drawn with ``seed``) with ``new`` and compare, case by case. Raises
     :class:`CalibrationError` when the old judge has no grade with stored texts on the task,
     or when every call of the new judge failed."""
-    from llm_connect.calibration._judge_checks import anchor_store
+    from llm_connect.calibration._judge_checks import anchor_store, judge_calls, latest_with_text
 
-    latest = _latest_with_text(ledger, old, task)
+    latest = latest_with_text(ledger, old, task)[0]
     if not latest:
         raise CalibrationError(f"no grades by {old!r} with stored texts on task {task!r} to bridge from")
     anchor = anchor_store(ledger).active_anchor(old, task)
@@ -138,7 +129,7 @@ def bridge_judges(
         raise CalibrationError(
             f"every one of the {len(rows)} calls of {new.grader_id} failed; nothing to compare"
         )
-    calls = sum(_calls(result) for _, result in pairs)
+    calls = sum(judge_calls(result) for _, result in pairs)
     a = np.array([row.quality_score for row, _ in pairs])
     b = np.array([float(result.quality_score) for _, result in pairs])
     diff = np.abs(b - a)
@@ -168,14 +159,6 @@ def bridge_judges(
         spearman=rho, spearman_low=low, spearman_high=high, people=people, tolerance=tolerance,
         verdict=verdict, why=why,
     )  # fmt: skip
-
-
-def _calls(result: Any) -> int:
-    details = result.details if isinstance(result.details, Mapping) else {}
-    if "judge_model" not in details:
-        return 0
-    usage = details.get("judge_usage")
-    return len(usage) if isinstance(usage, list) else 1
 
 
 def _people(ledger: QualityLedger, task: str, rows: Sequence[GradeRow], a: Any, b: Any) -> dict[str, Any]:

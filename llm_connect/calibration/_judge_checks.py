@@ -63,6 +63,29 @@ def judge_identities(ledger: QualityLedger, task: str | None = None) -> list[dic
     return anchor_store(ledger).judge_identities(task)
 
 
+def latest_with_text(ledger: QualityLedger, grader_id: str, task: str) -> tuple[dict[str, GradeRow], int]:
+    """The judge's latest grade of each case of ``task`` whose texts are stored (keyed by case
+    id, or prompt digest and candidate without one), and how many grades lacked their texts."""
+    latest: dict[str, GradeRow] = {}
+    without_text = 0
+    for row in ledger.results(grader_id=grader_id, task=task):
+        if not _has_text(row):
+            without_text += 1
+            continue
+        latest[row.case_id if row.case_id is not None else f"{row.prompt_sha256}:{row.candidate_model}"] = row
+    return latest, without_text
+
+
+def judge_calls(result: Any) -> int:
+    """The model calls behind one grade: none for a judge that asks no model, else one per
+    call its details record (a pairwise judge asked in both orders: two)."""
+    details = result.details if isinstance(result.details, Mapping) else {}
+    if "judge_model" not in details:
+        return 0  # no LLM call (exact, tools, embedding, ...)
+    usage = details.get("judge_usage")
+    return len(usage) if isinstance(usage, list) else 1
+
+
 def _has_text(row: GradeRow) -> bool:
     return row.prompt is not None and row.baseline_text is not None and row.candidate_text is not None
 
@@ -85,14 +108,7 @@ def freeze_anchor(
     ``AnchorExistsError`` when an anchor set is active and ``replace`` is false."""
     if size < 1:
         raise CalibrationError(f"an anchor set needs at least one case, not {size}")
-    latest: dict[str, GradeRow] = {}
-    without_text = 0
-    for row in ledger.results(grader_id=grader_id, task=task):
-        key = row.case_id if row.case_id is not None else f"{row.prompt_sha256}:{row.candidate_model}"
-        if not _has_text(row):
-            without_text += 1
-            continue
-        latest[key] = row
+    latest, without_text = latest_with_text(ledger, grader_id, task)
     if not latest:
         more = f" ({without_text} without their stored texts)" if without_text else ""
         raise CalibrationError(f"no grades by {grader_id!r} on task {task!r} to anchor{more}")
@@ -163,13 +179,6 @@ def last_verdict(ledger: QualityLedger, grader_id: str, task: str) -> CheckRow |
     return done[-1] if done else None
 
 
-def _calls(result: Any) -> int:
-    usage = result.details.get("judge_usage") if isinstance(result.details, Mapping) else None
-    if "judge_model" not in result.details:
-        return 0  # no LLM call (exact, tools, embedding, ...)
-    return len(usage) if isinstance(usage, list) else 1
-
-
 def _people_figures(
     frozen: Sequence[float], new: Sequence[float], human: Sequence[float | None]
 ) -> dict[str, Any]:
@@ -235,7 +244,7 @@ def check_judge(
             except LLMConnectError as exc:
                 results.append(None)
                 errors.append(f"case {case.case_id or case.grade_id}: {type(exc).__name__}: {exc}")
-    calls = sum(_calls(r) for r in results if r is not None)
+    calls = sum(judge_calls(r) for r in results if r is not None)
     scores = [None if r is None else float(r.quality_score) for r in results]
     done = [r for r in results if r is not None]
     identity = identity_of(done[-1].details) if done else {}
