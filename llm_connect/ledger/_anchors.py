@@ -233,30 +233,34 @@ class AnchorStore(Store):
         with reading(self.engine, "reading judge checks") as conn:
             return [_check_row(r) for r in conn.execute(stmt).mappings()]
 
-    def drifted_since(self, grader_id: str, task: str) -> CheckRow | None:
-        """The first ``drifted`` check of the judge's active anchor set on ``task`` when its
-        newest complete check says ``drifted`` (a drifted judge stays so until a new anchor
-        set); ``None`` otherwise (no anchor set, no check, or not drifted). Two small reads."""
+    def drifted(self, grader_ids: Sequence[str], task: str) -> dict[str, CheckRow]:
+        """Per judge of ``grader_ids`` whose active anchor set on ``task`` has a newest complete
+        check saying ``drifted`` (a drifted judge stays so until a new anchor set): that set's
+        first ``drifted`` check. One small read (a second only when some judge drifted)."""
         a, c = _ANCHORS.c, _CHECKS.c
-        active = (
-            select(a.id).where(a.grader_id == grader_id, a.task == task, a.active.is_(True)).scalar_subquery()
+        if not grader_ids:
+            return {}
+        last = (
+            select(c.status)
+            .where(c.anchor_id == a.id, c.status != "incomplete")
+            .order_by(c.id.desc())
+            .limit(1)
+            .scalar_subquery()
         )
-        complete = select(c.id, c.status).where(c.anchor_id == active, c.status != "incomplete")
+        stmt = select(a.grader_id, a.id, last).where(
+            a.task == task, a.active.is_(True), a.grader_id.in_(list(grader_ids))
+        )
         with reading(self.engine, "reading judge checks") as conn:
-            newest = conn.execute(complete.order_by(c.id.desc()).limit(1)).first()
-            if newest is None or newest[1] != "drifted":
-                return None
+            anchors = {int(anchor): gid for gid, anchor, status in conn.execute(stmt) if status == "drifted"}
+            if not anchors:
+                return {}
+            out: dict[str, CheckRow] = {}
             first = (
-                conn.execute(
-                    select(_CHECKS)
-                    .where(c.anchor_id == active, c.status == "drifted")
-                    .order_by(c.id)
-                    .limit(1)
-                )
-                .mappings()
-                .first()
+                select(_CHECKS).where(c.anchor_id.in_(list(anchors)), c.status == "drifted").order_by(c.id)
             )
-        return None if first is None else _check_row(first)
+            for rec in conn.execute(first).mappings():
+                out.setdefault(anchors[int(rec["anchor_id"])], _check_row(rec))
+        return out
 
     def served_models(self, grader_id: str, task: str, *, before_id: int) -> set[str]:
         """The served models (``details.judge_model``) of the judge's grades of ``task`` stored

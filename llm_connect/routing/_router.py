@@ -120,10 +120,10 @@ class Router:
         """
         used: list[str] = []
         ignored: list[IgnoredGrader] = []
+        drifted = self._drifted(grader_ids, task) if judges_target else {}
         for gid in grader_ids:
-            drifted = self._drifted(gid, task) if judges_target else None
-            if drifted is not None:
-                ignored.append(drifted)
+            if gid in drifted:
+                ignored.append(drifted[gid])
                 continue
             if allow_uncalibrated or not asks_llm.get(gid, False):
                 used.append(gid)
@@ -151,26 +151,32 @@ class Router:
                 )
         return used, ignored
 
-    def _drifted(self, grader_id: str, task: str) -> IgnoredGrader | None:
-        """Why ``grader_id`` does not count on ``task``: its newest drift check (``llm-connect
-        judges check``) says ``drifted`` and no calibration against people has passed since;
-        ``None`` when it counts. People's target keeps the judge: its bound is valid whatever
+    def _drifted(self, grader_ids: Sequence[str], task: str) -> dict[str, IgnoredGrader]:
+        """The judges of ``grader_ids`` that do not count on ``task``, and why: each one's newest
+        drift check (``llm-connect judges check``) says ``drifted`` and no calibration against
+        people has passed since. People's target keeps such a judge: its bound is valid whatever
         the judge does (``docs/decisions.md``)."""
         from llm_connect.ledger import AnchorStore
 
-        first = AnchorStore(self.ledger.engine).drifted_since(grader_id, task)
-        if first is None:
-            return None
-        cal = gating_calibration(self.ledger, grader_id, task=task)
-        if cal is not None and cal.passed and HUMAN in cal.references and cal.created_at > first.created_at:
-            return None  # people re-calibrated the judge after it drifted
-        when = first.created_at.strftime("%Y-%m-%d %H:%M UTC")
-        return IgnoredGrader(
-            grader_id,
-            f"{grader_id} drifted since {when} (check {first.id} of anchor set {first.anchor_id}): its "
-            f"grades do not count until `llm-connect judges accept --judge {grader_id} --task {task}` or a "
-            "passing calibration against people",
-        )
+        out: dict[str, IgnoredGrader] = {}
+        for grader_id, first in AnchorStore(self.ledger.engine).drifted(grader_ids, task).items():
+            cal = gating_calibration(self.ledger, grader_id, task=task)
+            if (
+                cal is not None
+                and cal.passed
+                and HUMAN in cal.references
+                and cal.created_at > first.created_at
+            ):
+                continue  # people re-calibrated the judge after it drifted
+            when = first.created_at.strftime("%Y-%m-%d %H:%M UTC")
+            out[grader_id] = IgnoredGrader(
+                grader_id,
+                f"{grader_id} drifted since {when} (check {first.id} of anchor set {first.anchor_id}): "
+                "its grades do not count until "
+                f"`llm-connect judges accept --judge {grader_id} --task {task}` or a passing calibration "
+                "against people",
+            )
+        return out
 
     def decide(
         self,
