@@ -36,8 +36,9 @@ _BOOTSTRAP = 1000
 @dataclass(frozen=True)
 class BridgeReport:
     """What the bridge found: the cases compared (anchored and sampled), the new judge's calls,
-    the mean absolute difference and its upper bound, the mean shift, Spearman's rho with a
-    bootstrap interval, the agreement of each judge with people on labelled cases, the verdict."""
+    the mean absolute difference and its upper bound, the mean shift, Spearman's rho (and, for
+    verdicts, Cohen's kappa) with a bootstrap interval, the agreement of each judge with people
+    on labelled cases, the verdict."""
 
     old: str
     new: str
@@ -52,6 +53,11 @@ class BridgeReport:
     spearman: float | None
     spearman_low: float | None
     spearman_high: float | None
+    kappa: float | None
+    """Cohen's kappa of the two judges' verdicts when both grade on 0 / 0.5 / 1 (pairwise
+    judges: the baseline's, a tie, the candidate's), with a bootstrap interval; else ``None``."""
+    kappa_low: float | None
+    kappa_high: float | None
     people: Mapping[str, Any]
     tolerance: float
     verdict: str
@@ -79,6 +85,26 @@ def _spearman(a: Any, b: Any, seed: int) -> tuple[float | None, float | None, fl
             draws.append(float(spearmanr(a[i], b[i]).statistic))
     low, high = np.percentile(draws, [2.5, 97.5]) if draws else (rho, rho)
     return rho, float(low), float(high)
+
+
+def _kappa(a: Any, b: Any, seed: int) -> tuple[float | None, float | None, float | None]:
+    """Cohen's kappa of two judges' three-way verdicts (0, 0.5, 1) with a 95% percentile
+    bootstrap interval (``labels.cohen_kappa_rows``, the project's one kappa); ``None`` unless
+    every grade of both is a verdict."""
+    from llm_connect.labels import cohen_kappa_rows
+
+    verdicts = (0.0, 0.5, 1.0)
+    if a.size < 3 or not (np.isin(a, verdicts).all() and np.isin(b, verdicts).all()):
+        return None, None, None
+    ca, cb = np.rint(2 * a).astype(int), np.rint(2 * b).astype(int)
+    whole = float(cohen_kappa_rows(ca, cb, classes=3)[0])
+    if np.isnan(whole):
+        return None, None, None
+    idx = np.random.default_rng(seed).integers(0, a.size, (_BOOTSTRAP, a.size))
+    draws = cohen_kappa_rows(ca[idx], cb[idx], classes=3)
+    draws = draws[~np.isnan(draws)]
+    low, high = np.percentile(draws, [2.5, 97.5]) if draws.size else (whole, whole)
+    return whole, float(low), float(high)
 
 
 def bridge_judges(
@@ -135,6 +161,7 @@ def bridge_judges(
     diff = np.abs(b - a)
     upper = change_upper(diff, alpha)
     rho, low, high = _spearman(a, b, seed)
+    kappa, kappa_low, kappa_high = _kappa(a, b, seed)
     people = _people(ledger, task, [row for row, _ in pairs], a, b)
     ok = upper < tolerance and failed == 0
     verdict = INTERCHANGEABLE if ok else NOT_INTERCHANGEABLE
@@ -156,7 +183,8 @@ def bridge_judges(
     return BridgeReport(
         old=old, new=new.grader_id, task=task, cases=len(pairs), anchored=len(anchored_ids), failed=failed,
         calls=calls, mean_abs_diff=float(diff.mean()), diff_upper=upper, shift=float((b - a).mean()),
-        spearman=rho, spearman_low=low, spearman_high=high, people=people, tolerance=tolerance,
+        spearman=rho, spearman_low=low, spearman_high=high, kappa=kappa, kappa_low=kappa_low,
+        kappa_high=kappa_high, people=people, tolerance=tolerance,
         verdict=verdict, why=why,
     )  # fmt: skip
 

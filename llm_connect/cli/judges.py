@@ -196,10 +196,13 @@ def bridge(
         rho = "n/a" if report.spearman is None else (
             f"{report.spearman:.3f} [{report.spearman_low:.3f}, {report.spearman_high:.3f}]"
         )  # fmt: skip
+        kappa = "" if report.kappa is None else (
+            f", kappa {report.kappa:.3f} [{report.kappa_low:.3f}, {report.kappa_high:.3f}]"
+        )  # fmt: skip
         typer.echo(
             f"  {report.cases} cases ({report.anchored} anchored), mean |new - old| "
             f"{report.mean_abs_diff:.3f} (at most {report.diff_upper:.3f}), mean shift {report.shift:+.3f}, "
-            f"Spearman {rho}"
+            f"Spearman {rho}{kappa}"
         )
         if report.people.get("labelled"):
             typer.echo(

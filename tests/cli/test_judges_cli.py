@@ -251,7 +251,7 @@ def test_bridge_says_whether_a_new_judge_may_stand_for_the_old_one(
         40,
         100,
     )
-    assert data["mean_abs_diff"] == 0.0 and data["spearman"] == 1.0
+    assert data["mean_abs_diff"] == 0.0 and data["spearman"] == 1.0 and data["kappa"] is None  # not verdicts
     assert len(openai_server.requests) - before == 100
 
     openai_server.responder = _two_judges(0.1)
@@ -304,3 +304,28 @@ def test_a_check_of_cases_whose_texts_were_pruned_names_them(tmp_path: Path, ope
     assert anchored[2] in got.output and "--replace" in got.output
     with QualityLedger(db) as ledger:
         assert anchor_store(ledger).checks(1) == []  # nothing stored
+
+
+def test_bridge_gives_kappa_for_judges_that_give_verdicts(tmp_path: Path, openai_server: Any) -> None:
+    """Both judges grade 0 / 0.5 / 1 (as pairwise judges do); the new one flips a verdict in ten:
+    kappa with its interval is reported beside Spearman, and the flips make it not interchangeable."""
+
+    def verdicts(body: dict[str, Any]) -> str:
+        if body.get("response_format") is None:
+            return f"answer from {body['model']}"
+        number = int(re.search(r"question (\d+)", json.dumps(body["messages"])).group(1))  # type: ignore[union-attr]
+        score = (0.0, 0.5, 1.0)[number % 3]
+        if body.get("model") == "judge2" and number % 10 == 0:
+            score = 1.0 - score
+        return json.dumps({"quality_score": score, "notes": "ok"})
+
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    openai_server.responder = verdicts
+    _grade(tmp_path, db, openai_server)
+    got = invoke(
+        "judges", "bridge", "--from", JUDGE, "--to", "llm:openai:judge2", "--task", "qa", "--db", db,
+        "--base-url", openai_server.base_url, "--api-key", KEY, "--json",
+    )  # fmt: skip
+    data = json.loads(got.stdout)
+    assert got.exit_code == 1 and data["verdict"] == "not interchangeable"
+    assert 0.7 < data["kappa"] < 1.0 and data["kappa_low"] <= data["kappa"] <= data["kappa_high"] <= 1.0
