@@ -151,7 +151,8 @@ def package_graph(graph: Mapping[str, Iterable[str]]) -> dict[str, set[str]]:
 # -- the detector itself -------------------------------------------------------------------------
 
 
-def _write(root: Path, files: Mapping[str, str]) -> dict[str, Path]:
+def write_package(root: Path, files: Mapping[str, str]) -> dict[str, Path]:
+    """Write ``files`` (relative path -> text) under ``root``; the modules of ``root/pkg``."""
     for relative, text in files.items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,7 +161,7 @@ def _write(root: Path, files: Mapping[str, str]) -> dict[str, Path]:
 
 
 def test_a_circle_of_any_length_through_functions_and_relative_imports_is_found(tmp_path: Path) -> None:
-    known = _write(
+    known = write_package(
         tmp_path,
         {
             "pkg/__init__.py": "",
@@ -179,7 +180,7 @@ def test_a_circle_of_any_length_through_functions_and_relative_imports_is_found(
 
 
 def test_a_circle_between_packages_counts_the_top_level_init_as_its_own_package(tmp_path: Path) -> None:
-    known = _write(
+    known = write_package(
         tmp_path,
         {
             "pkg/__init__.py": "from pkg.grading import Grader\n",

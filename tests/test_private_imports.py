@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.test_import_circles import PACKAGE, modules, package_of
+from tests.test_import_circles import PACKAGE, modules, package_of, write_package
 
 SHARED_LEAVES = frozenset(
     {
@@ -109,16 +109,8 @@ def private_imports(known: Mapping[str, Path], root: Path) -> list[PrivateImport
 # -- the detector itself -------------------------------------------------------------------------
 
 
-def _write(root: Path, files: Mapping[str, str]) -> dict[str, Path]:
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return modules(root / "pkg")
-
-
 def test_every_kind_of_import_into_another_packages_private_parts_is_found(tmp_path: Path) -> None:
-    known = _write(
+    known = write_package(
         tmp_path,
         {
             "pkg/__init__.py": "from pkg._version import __version__\n",

@@ -12,14 +12,12 @@ from its own grades. Nothing is written: the old judge's grades stay its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from llm_connect.calibration._calibrate import _run_config
 from llm_connect.calibration._drift import DEFAULT_TOLERANCE, change_upper
 from llm_connect.errors import CalibrationError, LLMConnectError
 
@@ -123,7 +121,13 @@ def bridge_judges(
     ``task`` (drawn with ``seed``) with ``new`` and compare, case by case. Raises
     :class:`CalibrationError` when the old judge has no grade with stored texts on the task,
     or when every call of the new judge failed."""
-    from llm_connect.calibration._judge_checks import anchor_store, judge_calls, latest_with_text
+    from llm_connect.calibration._judge_checks import (
+        anchor_store,
+        judge_calls,
+        latest_with_text,
+        people_distance,
+        regrade,
+    )
 
     latest = latest_with_text(ledger, old, task)[0]
     if not latest:
@@ -135,22 +139,13 @@ def bridge_judges(
     rng = np.random.default_rng(seed)
     rows += [rest[i] for i in rng.permutation(len(rest))[:sample]]
 
-    def one(row: GradeRow) -> Any:
-        return new.judge(
-            row.baseline_response,
-            row.candidate_response,
-            prompt=row.prompt or "",
-            run_config=_run_config(row),
-        )
-
     pairs: list[tuple[GradeRow, Any]] = []
     failed = 0
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        for row, fut in zip(rows, [pool.submit(one, r) for r in rows], strict=True):
-            try:
-                pairs.append((row, fut.result()))
-            except LLMConnectError:
-                failed += 1
+    for row, result in zip(rows, regrade(new, rows, concurrency=concurrency), strict=True):
+        if isinstance(result, LLMConnectError):
+            failed += 1
+        else:
+            pairs.append((row, result))
     if not pairs:
         raise CalibrationError(
             f"every one of the {len(rows)} calls of {new.grader_id} failed; nothing to compare"
@@ -162,7 +157,7 @@ def bridge_judges(
     upper = change_upper(diff, alpha)
     rho, low, high = _spearman(a, b, seed)
     kappa, kappa_low, kappa_high = _kappa(a, b, seed)
-    people = _people(ledger, task, [row for row, _ in pairs], a, b)
+    people = people_distance(ledger, task, [row for row, _ in pairs], {"old": a, "new": b})
     ok = upper < tolerance and failed == 0
     verdict = INTERCHANGEABLE if ok else NOT_INTERCHANGEABLE
     if ok:
@@ -187,18 +182,3 @@ def bridge_judges(
         kappa_high=kappa_high, people=people, tolerance=tolerance,
         verdict=verdict, why=why,
     )  # fmt: skip
-
-
-def _people(ledger: QualityLedger, task: str, rows: Sequence[GradeRow], a: Any, b: Any) -> dict[str, Any]:
-    """Each judge against people on the compared cases people labelled: mean |grade - people|."""
-    labels = ledger.label_store.case_values(task, sorted({r.candidate_model for r in rows}))
-    h = [labels.get((r.candidate_model, r.case_id or "")) for r in rows]
-    keep = [i for i, v in enumerate(h) if v is not None]
-    if not keep:
-        return {"labelled": 0}
-    people = np.array([h[i] for i in keep], dtype=float)
-    return {
-        "labelled": len(keep),
-        "old_mean_abs_diff": float(np.abs(a[keep] - people).mean()),
-        "new_mean_abs_diff": float(np.abs(b[keep] - people).mean()),
-    }

@@ -33,9 +33,12 @@ __all__ = [
     "anchor_store",
     "check_judge",
     "freeze_anchor",
+    "identity_changed",
     "identity_of",
     "judge_identities",
     "last_verdict",
+    "people_distance",
+    "regrade",
 ]
 
 INCOMPLETE = "incomplete"
@@ -179,18 +182,42 @@ def last_verdict(ledger: QualityLedger, grader_id: str, task: str) -> CheckRow |
     return done[-1] if done else None
 
 
-def _people_figures(
-    frozen: Sequence[float], new: Sequence[float], human: Sequence[float | None]
+def regrade(judge: Judge, rows: Sequence[GradeRow], *, concurrency: int = 4) -> list[Any]:
+    """Each stored grade's pair asked of ``judge`` again (the stored prompt, both answers and run
+    settings), ``concurrency`` at a time, in order: the new result, or the
+    :class:`~llm_connect.errors.LLMConnectError` a failed call raised."""
+
+    def one(row: GradeRow) -> Any:
+        config = _run_config(row)
+        return judge.judge(
+            row.baseline_response, row.candidate_response, prompt=row.prompt or "", run_config=config
+        )
+
+    out: list[Any] = []
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for fut in [pool.submit(one, r) for r in rows]:
+            try:
+                out.append(fut.result())
+            except LLMConnectError as exc:
+                out.append(exc)
+    return out
+
+
+def people_distance(
+    ledger: QualityLedger, task: str, rows: Sequence[GradeRow], grades: Mapping[str, Any]
 ) -> dict[str, Any]:
-    pairs = [(f, n, h) for f, n, h in zip(frozen, new, human, strict=True) if h is not None]
-    if not pairs:
+    """Each named series of grades (aligned with ``rows``) against people on the rows' cases
+    people labelled: ``{"labelled": n, "<name>_mean_abs_diff": mean |grade - people|, ...}``."""
+    labels = ledger.label_store.case_values(task, sorted({r.candidate_model for r in rows}))
+    human = [labels.get((r.candidate_model, r.case_id or "")) for r in rows]
+    keep = [i for i, v in enumerate(human) if v is not None]
+    if not keep:
         return {"labelled": 0}
-    f, n, h = (np.array(x, dtype=float) for x in zip(*pairs, strict=True))
-    return {
-        "labelled": len(pairs),
-        "frozen_mean_abs_diff": float(np.abs(f - h).mean()),
-        "new_mean_abs_diff": float(np.abs(n - h).mean()),
-    }
+    people = np.array([human[i] for i in keep], dtype=float)
+    out: dict[str, Any] = {"labelled": len(keep)}
+    for name, values in grades.items():
+        out[f"{name}_mean_abs_diff"] = float(np.abs(np.asarray(values, dtype=float)[keep] - people).mean())
+    return out
 
 
 def check_judge(
@@ -226,29 +253,18 @@ def check_judge(
     previous = [c for c in store.checks(anchor.id) if c.status != INCOMPLETE]
     state = DriftState(**previous[-1].state) if previous else DriftState()
 
-    def one(case: AnchorCase) -> Any:
-        row = rows[case.grade_id]
-        return judge.judge(
-            row.baseline_response,
-            row.candidate_response,
-            prompt=row.prompt or "",
-            run_config=_run_config(row),
-        )
-
-    results: list[Any] = []
-    errors: list[str] = []
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        for case, fut in zip(anchor.cases, [pool.submit(one, c) for c in anchor.cases], strict=True):
-            try:
-                results.append(fut.result())
-            except LLMConnectError as exc:
-                results.append(None)
-                errors.append(f"case {case.case_id or case.grade_id}: {type(exc).__name__}: {exc}")
+    raw = regrade(judge, [rows[c.grade_id] for c in anchor.cases], concurrency=concurrency)
+    results = [None if isinstance(r, LLMConnectError) else r for r in raw]
+    errors = [
+        f"case {case.case_id or case.grade_id}: {type(r).__name__}: {r}"
+        for case, r in zip(anchor.cases, raw, strict=True)
+        if isinstance(r, LLMConnectError)
+    ]
     calls = sum(judge_calls(r) for r in results if r is not None)
     scores = [None if r is None else float(r.quality_score) for r in results]
     done = [r for r in results if r is not None]
     identity = identity_of(done[-1].details) if done else {}
-    changed_identity = bool(identity) and _differs(anchor.identity, identity)
+    changed_identity = bool(identity) and identity_changed(anchor.identity, identity)
     frozen = [c.frozen_score for c in anchor.cases]
     if errors:
         why = f"incomplete: {len(errors)} of {len(anchor.cases)} judge call(s) failed ({errors[0]})"
@@ -261,11 +277,9 @@ def check_judge(
             None, None, None, state.checks, {}, identity, changed_identity, why,
         )  # fmt: skip
     got = verdict(frozen, scores, state, alpha=alpha, tolerance=anchor.tolerance)
-    labels = ledger.label_store.case_values(
-        task, sorted({rows[c.grade_id].candidate_model for c in anchor.cases})
+    people = people_distance(
+        ledger, task, [rows[c.grade_id] for c in anchor.cases], {"frozen": frozen, "new": scores}
     )
-    human = [labels.get((rows[c.grade_id].candidate_model, c.case_id or "")) for c in anchor.cases]
-    people = _people_figures(frozen, [float(s) for s in scores if s is not None], human)
     figures = {
         "changed_share": got.changed_share, "mean_change": got.mean_change, "change_upper": got.change_upper,
         "shift": got.shift, "shift_low": got.shift_low, "shift_high": got.shift_high,
@@ -284,7 +298,8 @@ def check_judge(
     )  # fmt: skip
 
 
-def _differs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+def identity_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether two identities (:func:`identity_of`) name another served model or fingerprint."""
     return any(
         old.get(k) != new.get(k) for k in ("judge_model", "system_fingerprint") if k in old or k in new
     )

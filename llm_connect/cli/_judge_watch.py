@@ -72,7 +72,7 @@ class JudgeWatch:
     def finish(self, rows: Sequence[Any]) -> None:
         """At the end of the run: a check of each anchored judge whose grades in this run name
         another served model or fingerprint than its anchor set (unless one ran already)."""
-        from llm_connect.calibration import anchor_store, identity_of
+        from llm_connect.calibration import anchor_store, identity_changed, identity_of
 
         self._served_changes(rows)
         checked = {(r.grader_id, r.task) for _, r in self.reports}
@@ -86,7 +86,7 @@ class JudgeWatch:
             if not mine or anchor is None:
                 continue
             now = identity_of(max(mine, key=lambda r: r.id).details)
-            if any(now.get(k) != anchor.identity.get(k) for k in ("judge_model", "system_fingerprint")):
+            if identity_changed(anchor.identity, now):
                 changed.append((gid, task))
         if changed:
             self._check("the judge's identity changed since its anchor set", changed)

@@ -147,10 +147,15 @@ class AnchorStore(Store):
 
         return write(self.engine, "freezing an anchor set", insert)
 
-    def anchors(self, grader_id: str | None = None, task: str | None = None) -> list[AnchorRow]:
-        """Anchor sets, oldest first (of one judge and task when given), with their cases."""
+    def anchors(
+        self, grader_id: str | None = None, task: str | None = None, *, active: bool | None = None
+    ) -> list[AnchorRow]:
+        """Anchor sets, oldest first (of one judge and task when given; only the active or only
+        the replaced ones when ``active`` says so), with their cases."""
         a = _ANCHORS.c
         stmt = select(_ANCHORS).order_by(a.id)
+        if active is not None:
+            stmt = stmt.where(a.active.is_(active))
         if grader_id is not None:
             stmt = stmt.where(a.grader_id == grader_id)
         if task is not None:
@@ -192,7 +197,7 @@ class AnchorStore(Store):
 
     def active_anchor(self, grader_id: str, task: str) -> AnchorRow | None:
         """The judge's active anchor set on ``task``, or ``None``."""
-        return next((row for row in self.anchors(grader_id, task) if row.active), None)
+        return next(iter(self.anchors(grader_id, task, active=True)), None)
 
     def record_check(
         self,
@@ -225,6 +230,19 @@ class AnchorStore(Store):
             return int(conn.execute(_CHECKS.insert().returning(_CHECKS.c.id), row).scalar_one())
 
         return write(self.engine, "recording a judge check", insert)
+
+    def version(self) -> tuple[tuple[int, bool, int], ...]:
+        """``(anchor id, active, checks)`` of every anchor set, in one read: what changes when
+        a set is frozen or replaced or a check is stored (the report server's cache key)."""
+        a, c = _ANCHORS.c, _CHECKS.c
+        stmt = (
+            select(a.id, a.active, func.count(c.id))
+            .select_from(_ANCHORS.outerjoin(_CHECKS, c.anchor_id == a.id))
+            .group_by(a.id, a.active)
+            .order_by(a.id)
+        )
+        with reading(self.engine, "reading judge checks") as conn:
+            return tuple((int(i), bool(act), int(n)) for i, act, n in conn.execute(stmt))
 
     def checks(self, anchor_id: int) -> list[CheckRow]:
         """The checks of one anchor set, oldest first."""

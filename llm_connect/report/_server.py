@@ -415,8 +415,7 @@ def _checks_version(ledger: Any) -> tuple[Any, ...]:
     """The judge checks' state: a new check or anchor set renders the page again."""
     from llm_connect.ledger import AnchorStore
 
-    store = AnchorStore(ledger.engine)
-    return tuple((a.id, a.active, len(store.checks(a.id))) for a in store.anchors())
+    return AnchorStore(ledger.engine).version()
 
 
 def _labels_version(ledger: QualityLedger) -> tuple[Any, ...]:
