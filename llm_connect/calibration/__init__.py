@@ -30,8 +30,6 @@ from llm_connect.calibration._judge_checks import (
     anchor_store,
     check_judge,
     freeze_anchor,
-    identity_changed,
-    identity_of,
     judge_identities,
     last_verdict,
 )
@@ -100,8 +98,6 @@ __all__ = [
     "fill_missing_grades",
     "freeze_anchor",
     "human_agreement",
-    "identity_changed",
-    "identity_of",
     "judge_agreement",
     "judge_identities",
     "last_verdict",

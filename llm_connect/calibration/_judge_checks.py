@@ -22,6 +22,7 @@ from llm_connect.calibration._calibrate import _run_config
 from llm_connect.calibration._drift import DEFAULT_TOLERANCE, DriftState, verdict
 from llm_connect.errors import CalibrationError, LLMConnectError
 from llm_connect.ledger import AnchorCase, AnchorRow, AnchorStore, CheckRow
+from llm_connect.values import describe_change, identity_changed, identity_of
 
 if TYPE_CHECKING:
     from llm_connect.grading import Judge
@@ -33,8 +34,6 @@ __all__ = [
     "anchor_store",
     "check_judge",
     "freeze_anchor",
-    "identity_changed",
-    "identity_of",
     "judge_identities",
     "last_verdict",
     "people_distance",
@@ -43,21 +42,11 @@ __all__ = [
 
 INCOMPLETE = "incomplete"
 DEFAULT_SIZE = 100
-_IDENTITY_KEYS = ("judge_model", "system_fingerprint", "rubric_version", "response_format", "judge_adapter")
 
 
 def anchor_store(ledger: QualityLedger) -> AnchorStore:
     """The anchor store over ``ledger``'s engine."""
     return AnchorStore(ledger.engine)
-
-
-def identity_of(details: Mapping[str, Any]) -> dict[str, Any]:
-    """What a grade's details say the judge was: its spec, the model the server said it served,
-    its fingerprint, the prompt (rubric) version and the reply format (the keys present)."""
-    out: dict[str, Any] = {k: details[k] for k in _IDENTITY_KEYS if details.get(k) is not None}
-    if isinstance(details.get("judge_spec"), Mapping):
-        out["judge_spec"] = dict(details["judge_spec"])
-    return out
 
 
 def judge_identities(ledger: QualityLedger, task: str | None = None) -> list[dict[str, Any]]:
@@ -285,8 +274,8 @@ def check_judge(
         "shift": got.shift, "shift_low": got.shift_low, "shift_high": got.shift_high,
         "tolerance": anchor.tolerance, "alpha": alpha, "people": people,
     }  # fmt: skip
-    why = got.why + (f"; the judge's identity changed since the anchor: {_change(anchor.identity, identity)}"
-                     if changed_identity else "")  # fmt: skip
+    changed = describe_change(anchor.identity, identity)
+    why = got.why + (f"; the judge's identity changed since the anchor: {changed}" * changed_identity)
     check_id = store.record_check(
         anchor_id=anchor.id, status=got.status, scores=scores, figures=figures, state=asdict(got.state),
         identity=identity, calls=calls,
@@ -296,18 +285,3 @@ def check_judge(
         got.mean_change, got.change_upper, got.shift, got.shift_low, got.shift_high, got.state.checks,
         people, identity, changed_identity, why,
     )  # fmt: skip
-
-
-def identity_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether two identities (:func:`identity_of`) name another served model or fingerprint."""
-    return any(
-        old.get(k) != new.get(k) for k in ("judge_model", "system_fingerprint") if k in old or k in new
-    )
-
-
-def _change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    return ", ".join(
-        f"{k} {old.get(k)!r} -> {new.get(k)!r}"
-        for k in ("judge_model", "system_fingerprint")
-        if old.get(k) != new.get(k)
-    )

@@ -72,7 +72,8 @@ class JudgeWatch:
     def finish(self, rows: Sequence[Any]) -> None:
         """At the end of the run: a check of each anchored judge whose grades in this run name
         another served model or fingerprint than its anchor set (unless one ran already)."""
-        from llm_connect.calibration import anchor_store, identity_changed, identity_of
+        from llm_connect.calibration import anchor_store
+        from llm_connect.values import identity_changed, identity_of
 
         self._served_changes(rows)
         checked = {(r.grader_id, r.task) for _, r in self.reports}

@@ -245,7 +245,7 @@ def list_judges(
     json_out: bool = JsonOption,
 ) -> None:
     """Each judge with grades: tasks, grade counts, the identities its grades recorded (a
-    change of served model under one judge is flagged), its anchor set and last check."""
+    change of served model or fingerprint under one judge is flagged), its anchor set and last check."""
     from llm_connect.calibration import anchor_store, judge_identities
 
     ledger = open_ledger(db)
@@ -273,8 +273,9 @@ def list_judges(
         )
         for ident in row["identities"]:
             served = ident.get("judge_model") or "-"
+            mark = f"  fingerprint {ident['system_fingerprint']}" if ident.get("system_fingerprint") else ""
             span = f"{_when(ident['first'])} .. {_when(ident['last'])}"
-            typer.echo(f"    served {served}  grades={ident['grades']}  {span}")
+            typer.echo(f"    served {served}{mark}  grades={ident['grades']}  {span}")
 
 
 def _when(value: Any) -> str:

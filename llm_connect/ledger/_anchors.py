@@ -21,6 +21,7 @@ from llm_connect.ledger._models import Grade, JudgeAnchor, JudgeAnchorCase, Judg
 from llm_connect.ledger._rows import GradeRow, grade_row
 from llm_connect.ledger._runs import finite_json
 from llm_connect.types import utcnow
+from llm_connect.values import FIRST_GRADE, SERVED_KEYS, IdentityChange, identity_changed, identity_of
 
 __all__ = ["AnchorCase", "AnchorExistsError", "AnchorRow", "AnchorStore", "CheckRow"]
 
@@ -280,6 +281,56 @@ class AnchorStore(Store):
                 out.setdefault(anchors[int(rec["anchor_id"])], _check_row(rec))
         return out
 
+    def identity_changes(self, grader_ids: Sequence[str], task: str) -> dict[str, IdentityChange]:
+        """Per judge of ``grader_ids`` whose newest grade on ``task`` names another served model
+        or fingerprint than the identity its evidence was last vouched for under: the newest
+        complete check of its active anchor set, else that anchor set, else its first grade on
+        the task. Two indexed row reads per judge (``ix_grades_grader_task_id``) and one of the
+        anchors; judges that ask no model are never listed."""
+        g, a, c = _GRADES.c, _ANCHORS.c, _CHECKS.c
+        if not grader_ids:
+            return {}
+        newest_check = (
+            select(func.max(c.id)).where(c.anchor_id == a.id, c.status != "incomplete").scalar_subquery()
+        )
+        anchors = select(a.grader_id, a.id, a.identity, a.created_at, newest_check).where(
+            a.task == task, a.active.is_(True), a.grader_id.in_(list(grader_ids))
+        )
+        out: dict[str, IdentityChange] = {}
+        with reading(self.engine, "reading judge identities") as conn:
+            vouched: dict[str, tuple[str, Mapping[str, Any], datetime]] = {}
+            checks: dict[int, str] = {}
+            for gid, anchor_id, anchor_identity, frozen_at, check_id in conn.execute(anchors):
+                vouched[gid] = (f"anchor set {anchor_id}", anchor_identity or {}, frozen_at)
+                if check_id is not None:
+                    checks[int(check_id)] = gid
+            if checks:
+                found = select(c.id, c.identity, c.created_at).where(c.id.in_(list(checks)))
+                for check_id, identity, checked_at in conn.execute(found):
+                    if identity:
+                        vouched[checks[int(check_id)]] = (f"check {check_id}", identity, checked_at)
+            for gid in dict.fromkeys(grader_ids):
+                mine = select(g.created_at, g.details).where(g.grader_id == gid, g.task == task)
+                newest = conn.execute(mine.order_by(g.id.desc()).limit(1)).first()
+                if newest is None:
+                    continue
+                graded = identity_of(newest.details or {})
+                if not any(graded.get(k) for k in SERVED_KEYS):
+                    continue  # a judge that asks no model, or a server that names nothing
+                if gid not in vouched:
+                    first = conn.execute(mine.order_by(g.id).limit(1)).first()
+                    assert first is not None  # the newest grade exists
+                    vouched[gid] = (FIRST_GRADE, identity_of(first.details or {}), first.created_at)
+                reference, identity, at = vouched[gid]
+                if not identity_changed(identity, graded):
+                    continue
+                vouch = dict(identity)
+                if newest.created_at >= at:
+                    out[gid] = IdentityChange(gid, task, reference, vouch, graded, newest.created_at)
+                else:
+                    out[gid] = IdentityChange(gid, task, reference, graded, vouch, at, grades_newer=False)
+        return out
+
     def served_models(self, grader_id: str, task: str, *, before_id: int) -> set[str]:
         """The served models (``details.judge_model``) of the judge's grades of ``task`` stored
         before grade row ``before_id``."""
@@ -303,27 +354,43 @@ class AnchorStore(Store):
         return out
 
     def judge_identities(self, task: str | None = None) -> list[dict[str, Any]]:
-        """Per judge (grader id) and task: its grades and, per served model its grades recorded
-        (``details.judge_model``; ``None`` for judges that call no model), how many and when."""
+        """Per judge (grader id) and task: its grades and, per served model and fingerprint its
+        grades recorded (``details.judge_model``, ``details.system_fingerprint``; ``None`` for
+        judges that call no model or servers that send none), how many and when."""
         g = _GRADES.c
         served = _GRADES.c.details["judge_model"].as_string()
+        fingerprint = _GRADES.c.details["system_fingerprint"].as_string()
         stmt = (
-            select(g.grader_id, g.task, served, func.count(), func.min(g.created_at), func.max(g.created_at))
-            .group_by(g.grader_id, g.task, served)
+            select(
+                g.grader_id,
+                g.task,
+                served,
+                fingerprint,
+                func.count(),
+                func.min(g.created_at),
+                func.max(g.created_at),
+            )
+            .group_by(g.grader_id, g.task, served, fingerprint)
             .order_by(g.grader_id, g.task, func.min(g.created_at))
         )
         if task is not None:
             stmt = stmt.where(g.task == task)
         out: dict[tuple[str, str], dict[str, Any]] = {}
         with reading(self.engine, "reading judge identities") as conn:
-            for grader_id, task_name, model, count, first, last in conn.execute(stmt):
+            for grader_id, task_name, model, print_, count, first, last in conn.execute(stmt):
                 row = out.setdefault(
                     (grader_id, task_name),
                     {"judge": grader_id, "task": task_name, "grades": 0, "identities": []},
                 )
                 row["grades"] += int(count)
                 row["identities"].append(
-                    {"judge_model": model, "grades": int(count), "first": first, "last": last}
+                    {
+                        "judge_model": model,
+                        "system_fingerprint": print_,
+                        "grades": int(count),
+                        "first": first,
+                        "last": last,
+                    }
                 )
         return list(out.values())
 

@@ -95,7 +95,10 @@ class Grade(Base):
             "baseline_cost_usd",
             *_LATENCY,
         ),
-        Index("ix_grades_grader_task", "grader_id", "task"),
+        # A judge's grades of a task, newest or oldest first (revision 0014): the decision reads a
+        # judge's newest grade to flag a changed identity, which PostgreSQL can only do from the
+        # index when it carries the id (SQLite's indexes carry the row id anyway).
+        Index("ix_grades_grader_task_id", "grader_id", "task", "id"),
         Index("ix_grades_created_at", "created_at"),
         # A case's grades by (task, case id), for the labels' existence check (revision 0009): two
         # columns only, as each grade written pays for the index (about 10 us on SQLite; a covering

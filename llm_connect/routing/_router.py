@@ -11,7 +11,7 @@ from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, explai
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import candidate_alpha, gather
 from llm_connect.routing._series import CachedSeries
-from llm_connect.values import RoutingPolicy
+from llm_connect.values import IdentityChange, RoutingPolicy
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
@@ -178,6 +178,16 @@ class Router:
             )
         return out
 
+    def _identity_changes(self, judges: Sequence[str], task: str) -> tuple[IdentityChange, ...]:
+        """The routing judges (those that ask a model) whose newest grade on ``task`` names another
+        served model or fingerprint than their evidence was last vouched for under: flagged in the
+        decision, still counted (``judges check`` decides whether they may)."""
+        if not judges:
+            return ()
+        from llm_connect.ledger import AnchorStore
+
+        return tuple(AnchorStore(self.ledger.engine).identity_changes(judges, task).values())
+
     def decide(
         self,
         task: str,
@@ -290,9 +300,11 @@ class Router:
         # cases correct whatever bias the judge has (one that disagrees with people costs labels,
         # not validity; docs/decisions.md). The judge's own grades route only once calibrated.
         uncalibrated_ok = allow_uncalibrated or target == "human"
+        asks_llm = _asks_llm(totals)
         used, ignored = self._usable_graders(
-            task, grader_ids, uncalibrated_ok, _asks_llm(totals), judges_target=target != "human"
+            task, grader_ids, uncalibrated_ok, asks_llm, judges_target=target != "human"
         )
+        changes = self._identity_changes([g for g in used if asks_llm.get(g)], task)
         usable = set(used)
         records = [t for t in totals if t.grader_id in usable]
         by_key = {(r.candidate_model, r.grader_id): r for r in records}
@@ -381,7 +393,7 @@ class Router:
             min_stability=min_stability,
             target=target,
             prefer=policy.prefer,
-        )
+        ) + "".join(f" Note: {change.why}." for change in changes)
         decision = RoutingDecision(
             model=baseline if chosen is None else chosen.model,
             reason=reason,
@@ -391,6 +403,7 @@ class Router:
             grader_ids=grader_ids,
             used_grader_ids=tuple(used),
             ignored_graders=tuple(ignored),
+            identity_changes=changes,
             min_quality=float(min_quality),
             confidence=float(confidence),
             min_samples=min_samples,

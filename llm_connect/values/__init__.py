@@ -13,6 +13,7 @@ all three (``llm_connect.types`` < ``llm_connect.values`` < ``ledger`` <
   :data:`NO_HUMAN_LABELS`; :data:`SETTLED` the two more cases cannot change) and the policy's
   defaults (:data:`DEFAULT_MIN_QUALITY`, :data:`DEFAULT_WIN_RATE`); :data:`PREFERENCE_JUDGES` /
   :func:`is_preference_judge`, the judges whose grade is a preference on people's scale.
+* :class:`IdentityChange` and :func:`identity_of` — a judge's identity as its grades record it.
 * :class:`HumanLabel` and :class:`CaseLabels` — what people said (re-exported by :mod:`llm_connect.labels`).
 """
 
@@ -32,6 +33,14 @@ from llm_connect.values._decision import (
     GraderEvidence,
     IgnoredGrader,
     RoutingDecision,
+)
+from llm_connect.values._identity import (
+    FIRST_GRADE,
+    SERVED_KEYS,
+    IdentityChange,
+    describe_change,
+    identity_changed,
+    identity_of,
 )
 from llm_connect.values._labels import (
     LABEL_FIELDS,
@@ -56,6 +65,7 @@ from llm_connect.values._result import GradingResult, validate_quality_score
 __all__ = [
     "DEFAULT_MIN_QUALITY",
     "DEFAULT_WIN_RATE",
+    "FIRST_GRADE",
     "INSUFFICIENT",
     "LABEL_FIELDS",
     "NO_GRADES",
@@ -65,6 +75,7 @@ __all__ = [
     "PREFERENCE_VALUES",
     "PROVEN",
     "RULED_OUT",
+    "SERVED_KEYS",
     "SETTLED",
     "STABILITY_VERDICTS",
     "UNDECIDED",
@@ -74,12 +85,16 @@ __all__ = [
     "GraderEvidence",
     "GradingResult",
     "HumanLabel",
+    "IdentityChange",
     "IgnoredGrader",
     "NotApplicable",
     "PolicyError",
     "RoutingDecision",
     "RoutingPolicy",
+    "describe_change",
     "human_value",
+    "identity_changed",
+    "identity_of",
     "is_preference_judge",
     "score_verdict",
     "validate_quality_score",

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from llm_connect.types import utcnow
+from llm_connect.values._identity import IdentityChange
 from llm_connect.values._policy import STABILITY_VERDICTS, TARGETS, RoutingPolicy
 
 __all__ = [
@@ -282,6 +283,10 @@ class RoutingDecision:
     grades corrected by people's labels of sampled cases)."""
     prefer: str = "cost"
     """Among proven candidates, the lowest mean ``cost`` or ``latency`` was chosen."""
+    identity_changes: tuple[IdentityChange, ...] = ()
+    """Routing judges whose newest grade names another served model or fingerprint than the
+    identity their evidence was last vouched for under (issue 37): said in ``reason``; the
+    grades still count (a drift check decides whether they may)."""
     min_quality_stated: bool = True
     """Whether ``min_quality`` was stated; when not, a preference judge was held to its own
     scale's default (:meth:`threshold`)."""
@@ -333,6 +338,7 @@ class RoutingDecision:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (what the ledger stores); :meth:`from_dict` reverses it."""
+        changes = [c.to_dict() for c in self.identity_changes]
         return {
             "model": self.model,
             "reason": self.reason,
@@ -369,7 +375,7 @@ class RoutingDecision:
             "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
             "baseline_mean_latency_ms": self.baseline_mean_latency_ms,
             "created_at": self.created_at.isoformat(),
-        }
+        } | ({"identity_changes": changes} if changes else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, decision_id: int | None = None) -> RoutingDecision:
@@ -397,6 +403,7 @@ class RoutingDecision:
             grader_ids=tuple(data["grader_ids"]),
             used_grader_ids=tuple(data["used_grader_ids"]),
             ignored_graders=tuple(IgnoredGrader(**g) for g in data["ignored_graders"]),
+            identity_changes=tuple(IdentityChange.from_dict(c) for c in data.get("identity_changes", ())),
             min_quality=params["min_quality"],
             confidence=params["confidence"],
             min_samples=params["min_samples"],

@@ -64,6 +64,9 @@ TASKS = [f"task-{i:03d}" for i in range(100)]
 CANDIDATES = ["cand-a", "cand-b", "cand-c", "cand-d", "cand-e"]
 GRADERS = ["exact", "embedding"]
 QUALITY = {"cand-a": 0.97, "cand-b": 0.95, "cand-c": 0.91, "cand-d": 0.85, "cand-e": 0.99}
+LLM_JUDGES = [False]
+"""``--llm-judges``: the graders' grades say they asked a model (``asks_llm``, a served model in
+the details), so a decision also reads each judge's newest grade for a changed identity."""
 COST = {"cand-a": 0.0004, "cand-b": 0.0002, "cand-c": 0.0001, "cand-d": 0.00005, "cand-e": 0.002}
 
 
@@ -79,7 +82,7 @@ def rows(total: int, timestamp: Callable[[datetime], Any], runs: int = 5) -> Ite
     rng = random.Random(7)
     start = datetime(2026, 1, 1, tzinfo=UTC)
     digest = "0" * 64
-    details = json.dumps({"judge_spec": {"name": "exact", "args": {}}})
+    details = json.dumps(_details())
     config = json.dumps({"temperature": 0.0, "max_tokens": 256})
     template = {
         "tags": "[]",
@@ -111,7 +114,7 @@ def rows(total: int, timestamp: Callable[[datetime], Any], runs: int = 5) -> Ite
         "candidate_served_model": None,
         "candidate_endpoint": "https://api.openai.com/v1",
         "metadata": None,
-        "asks_llm": False,
+        "asks_llm": LLM_JUDGES[0],
         "score_delta": None,
     }
     varying = (
@@ -230,6 +233,7 @@ def measure(url: str, calls: int) -> dict[str, float]:
                 candidates=CANDIDATES,
                 grader_id=GRADERS,
                 min_quality=0.9,
+                allow_uncalibrated=LLM_JUDGES[0],
             )
 
         def decide() -> Any:  # one Router: evidence kept while a group's totals are unchanged
@@ -331,7 +335,16 @@ def _result(candidate: str, grader: str, prompt: str, score: float) -> Any:
         LLMResponse("baseline answer", "gpt-4o", "openai", latency_ms=850.0, cost_usd=0.002),
         LLMResponse("candidate answer", candidate, "openai", latency_ms=350.0, cost_usd=COST[candidate]),
         prompt=prompt,
+        details=_details(),
+        asks_llm=LLM_JUDGES[0],
     )
+
+
+def _details() -> dict[str, Any]:
+    """A grade's details: an exact-match judge's, or with ``--llm-judges`` an LLM judge's."""
+    if LLM_JUDGES[0]:
+        return {"judge_spec": {"name": "llm", "args": {}}, "judge_model": "judge-2026-01-01"}
+    return {"judge_spec": {"name": "exact", "args": {}}}
 
 
 def report(name: str, timings: dict[str, float]) -> None:
@@ -359,7 +372,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=1, help="measurements per filled ledger")
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument(
+        "--llm-judges", action="store_true", help="graders that asked a model (the identity read; issue 37)"
+    )
     args = parser.parse_args()
+    LLM_JUDGES[0] = args.llm_judges
 
     if args.backend in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:

@@ -107,6 +107,12 @@ def test_anchor_check_drift_incomplete_and_accept(
     routed = invoke("route", "-t", "qa", "-b", "big", "-c", "small", "-j", GRADER, "--allow-uncalibrated",
                     "--db", ledger_url)  # fmt: skip
     assert routed.exit_code == 0 and "drifted since" not in routed.output, routed.output
+    # ... and the decision says the grades it counts were made by the model before the change
+    said = " ".join(routed.output.split())
+    assert (
+        f"{GRADER}'s judge changed under its name (judge_model 'judge-2026-01-01' -> 'judge-2026-03-01'): "
+        "check 5" in said and "while its grades on qa were made by the old one" in said
+    ), said
 
     # The report shows each anchor set's checks as a timeline.
     page = tmp_path / "report.html"
@@ -206,6 +212,11 @@ def test_a_new_system_fingerprint_under_the_same_name_is_a_new_identity(
     assert got.exit_code == 0, got.output
     assert "judge check (the judge's identity changed since its anchor set)" in got.stdout
     assert "system_fingerprint 'fp_a' -> 'fp_b'" in got.stdout and ": stable:" in got.stdout
+    # judges list shows both fingerprints under the one served name, flagged
+    listed = invoke("judges", "list", "--db", db, "--task", "qa")
+    assert listed.exit_code == 0 and "IDENTITY CHANGED" in listed.stdout, listed.output
+    prints = [line for line in listed.stdout.splitlines() if "fingerprint" in line]
+    assert [("fp_a" in p, "fp_b" in p) for p in prints] == [(True, False), (False, True)], listed.stdout
 
 
 def _two_judges(shift_new: float) -> Any:
@@ -278,10 +289,24 @@ def test_grade_flags_a_new_served_model_without_an_anchor_set(tmp_path: Path, op
         f"judge identity: {GRADER} on qa answered as judge-2026-03-01 in this run; its earlier grades were "
         "served by judge-2026-01-01"
     ) in " ".join(got.stdout.split())
+    # The decision's evidence says so too: the grades it counts mix two served models.
+    routed = invoke("route", "-t", "qa", "-b", "big", "-c", "small", "-j", GRADER, "--allow-uncalibrated",
+                    "--db", db, "--json")  # fmt: skip
+    assert routed.exit_code == 0, routed.output
+    (change,) = json.loads(routed.stdout)["identity_changes"]
+    assert (change["grader_id"], change["reference"], change["grades_newer"]) == (
+        GRADER, "its first grade on the task", True
+    )  # fmt: skip
+    assert (change["before"]["judge_model"], change["now"]["judge_model"]) == ("judge-2026-01-01", "judge-2026-03-01")
+    assert "judges anchor --judge" in json.loads(routed.stdout)["reason"]
     again = invoke("grade", str(_questions(tmp_path / "f.jsonl", 500, 5)), *args, "--json")
-    # the earlier grades name the new model too now: nothing new to flag
+    # the earlier grades name the new model too now: nothing new to flag in this run's output,
     assert json.loads(again.stdout)["judge_identity_changes"] == []
     assert json.loads(again.stdout)["judge_checks"] == []  # no anchor set: nothing to check
+    # while the decision still counts grades of both models until an anchor set vouches for one
+    with QualityLedger(db) as ledger:
+        store = anchor_store(ledger)
+        assert list(store.identity_changes([GRADER, "exact"], "qa")) == [GRADER]
 
 
 def test_a_check_of_cases_whose_texts_were_pruned_names_them(tmp_path: Path, openai_server: Any) -> None:
