@@ -24,6 +24,8 @@ translated at one boundary each, so callers only ever catch these classes::
     │   ├── EmbeddingOutputError (ValueError) an embedder returned unusable vectors
     │   └── JudgeOutputError (ValueError)   an LLM judge's reply held no usable grade
     ├── LedgerError                         the ledger could not be opened or written
+    │   ├── LedgerFaultError                the database failed under the work: unreachable past
+    │   │                                   the patience, disk full, read-only, permission lost
     │   ├── SchemaVersionError              the database is at an unknown/newer revision
     │   ├── GradeConflictError              a grade's key is stored with different content
     │   ├── RunMismatchError                a shared run id is registered with a different suite
@@ -71,6 +73,7 @@ __all__ = [
     "LabelConflictError",
     "LabelError",
     "LedgerError",
+    "LedgerFaultError",
     "MalformedResponseError",
     "RateLimitError",
     "RecordingNotFoundError",
@@ -292,6 +295,31 @@ class JudgeOutputError(JudgeError, ValueError):
 
 class LedgerError(LLMConnectError):
     """The ledger could not be opened, migrated, read or written."""
+
+
+class LedgerFaultError(LedgerError):
+    """The ledger's database failed under work already under way, through no fault of the command:
+    it stayed unreachable longer than the patience (``--db-patience``), its disk is full, its file
+    or file system is read-only, or the permission to write it was lost.
+
+    ``cause`` is one of :data:`FAULT_CAUSES`; ``url`` the database (password masked);
+    ``waited_s`` how long it was waited for (``unreachable`` only). The batch engine fills in
+    ``journal`` (where answers received but not recorded were kept), ``journaled`` (how many
+    finished cases it holds) and ``journal_error`` (why they could not be kept anywhere).
+    """
+
+    def __init__(self, message: str, *, cause: str, url: str = "", waited_s: float = 0.0) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.url = url
+        self.waited_s = waited_s
+        self.journal: str | None = None
+        self.journaled = 0
+        self.journal_error: str | None = None
+
+
+FAULT_CAUSES = ("unreachable", "disk_full", "read_only", "permission")
+"""The causes of a :class:`LedgerFaultError`."""
 
 
 class SchemaVersionError(LedgerError):

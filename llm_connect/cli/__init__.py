@@ -55,6 +55,10 @@ _LAZY_GROUPS = {
         "llm_connect.cli.suite",
         "Suites from production traffic: import traces and request logs as cases.",
     ),
+    "watch": (
+        "llm_connect.cli.watch",
+        "Follow trace or log files; grade a sampled share of new calls in shadow; route.",
+    ),
 }
 
 

@@ -181,6 +181,8 @@ def exit_code_for(exc: BaseException) -> ExitCode:
     """The exit code an exception maps to, for every command (the CLI's only such mapping)."""
     from llm_connect import errors
 
+    if isinstance(exc, errors.LedgerFaultError):  # the database failed under the work: not the user's doing
+        return ExitCode.INCOMPLETE
     usage = (errors.ConfigurationError, errors.SuiteError, errors.LedgerError, errors.CalibrationError)
     if isinstance(exc, (*usage, errors.StabilityInputError)):  # a malformed input or tools file too
         return ExitCode.USAGE

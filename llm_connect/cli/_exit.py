@@ -2,12 +2,13 @@
 
 Every command exits with an :class:`ExitCode`, and a code means the same thing for every
 command: 0 ok, 1 a verdict against what was checked, 2 a usage or input error, 3 work left
-incomplete by failed calls, 4 a crash, 5 and 6 the two "neither passed nor failed" verdicts,
-130 and 141 the shell's own. A crash or a usage error never shares a code with a verdict
-(:data:`VERDICTS` and :data:`ERRORS` are disjoint), so a CI script written for ``grade`` reads
-``stability`` right. Each command's ``--help`` prints this table (:func:`help_rows`, written by
-``_common.FastHelpCommand``), ``contracts/cli.md`` holds the same table and which codes each
-command returns (:data:`COMMAND_CODES`), and ``tests/cli/test_exit_codes.py`` compares them.
+incomplete (failed calls, or a fault of the ledger's database), 4 a crash, 5 and 6 the two
+"neither passed nor failed" verdicts, 130 and 141 the shell's own. A crash or a usage error never
+shares a code with a verdict (:data:`VERDICTS` and :data:`ERRORS` are disjoint), so a CI script
+written for ``grade`` reads ``stability`` right. Each command's ``--help`` prints this table
+(:func:`help_rows`, written by ``_common.FastHelpCommand``), ``contracts/cli.md`` holds the same
+table and which codes each command returns (:data:`COMMAND_CODES`), and
+``tests/cli/test_exit_codes.py`` compares them.
 
 Standard library only: ``--help`` loads this module.
 """
@@ -41,7 +42,9 @@ class ExitCode(IntEnum):
     INCOMPLETE = 3
     """Calls failed after retries and the work is incomplete: cases (``grade``: listed, the rest
     recorded; it outranks a verdict), pairs (``calibrate``), too few successful runs or the
-    embedder (``stability``: no verdict)."""
+    embedder (``stability``: no verdict). Also, for every command, the ledger's database failed
+    under the work (``LedgerFaultError``: unreachable past ``--db-patience``, disk full,
+    read-only, permission lost; ``grade``: what was received is kept, with a resume command)."""
     INTERNAL = 4
     """An unexpected error (a bug): one line, ``--debug`` prints the traceback."""
     NOT_SETTLED = 5
@@ -64,7 +67,7 @@ _MEANINGS: dict[ExitCode, str] = {  # at most 71 characters: one line a row in 8
     ExitCode.OK: "ok; the quality gate or the calibration passed; stability: SAFE",
     ExitCode.FAILED: "verdict against: gate FAILED, calibration failed, stability DO_NOT_SHIP",
     ExitCode.USAGE: "usage or input error: bad option or file, bad database, missing extra",
-    ExitCode.INCOMPLETE: "incomplete: calls failed after retries (cases, pairs, runs, embedding)",
+    ExitCode.INCOMPLETE: "incomplete: calls failed after retries, or the ledger's database failed",
     ExitCode.INTERNAL: "unexpected error (a bug): one line; --debug prints the traceback",
     ExitCode.NOT_SETTLED: "quality gate NOT SETTLED (grade; 0 with --allow-unsettled)",
     ExitCode.RISKY: "stability verdict RISKY (between SAFE and DO_NOT_SHIP)",
@@ -89,32 +92,35 @@ rejecting verdict is 1 as ``grade``'s FAILED gate is; RISKY, neither a pass nor 
 has its own code as ``grade``'s NOT SETTLED has (any non-zero code still fails a CI step)."""
 
 _EVERY = (ExitCode.OK, ExitCode.USAGE, ExitCode.INTERNAL, ExitCode.INTERRUPTED, ExitCode.BROKEN_PIPE)
+# A command that uses the ledger: its database may fail under the work (LedgerFaultError: 3).
+_LEDGER = tuple(sorted({*_EVERY, ExitCode.INCOMPLETE}))
 
 COMMAND_CODES: dict[str, tuple[ExitCode, ...]] = {
     "grade": tuple(sorted({*_EVERY, ExitCode.FAILED, ExitCode.INCOMPLETE, ExitCode.NOT_SETTLED})),
-    "route": _EVERY,
-    "ledger summary": _EVERY,
-    "ledger show": _EVERY,
-    "ledger failures": _EVERY,
-    "ledger export": _EVERY,
-    "ledger sql": _EVERY,
-    "db upgrade": _EVERY,
-    "db current": _EVERY,
+    "route": _LEDGER,
+    "ledger summary": _LEDGER,
+    "ledger show": _LEDGER,
+    "ledger failures": _LEDGER,
+    "ledger export": _LEDGER,
+    "ledger sql": _LEDGER,
+    "db upgrade": _LEDGER,
+    "db current": _LEDGER,
     "calibrate": tuple(sorted({*_EVERY, ExitCode.FAILED, ExitCode.INCOMPLETE})),
     "stability": tuple(sorted({*_EVERY, ExitCode.FAILED, ExitCode.INCOMPLETE, ExitCode.RISKY})),
-    "report": _EVERY,
-    "view": _EVERY,
-    "run status": _EVERY,
-    "labels import": _EVERY,
-    "labels export": _EVERY,
-    "labels status": _EVERY,
-    "labels queue": _EVERY,
+    "report": _LEDGER,
+    "view": _LEDGER,
+    "run status": _LEDGER,
+    "labels import": _LEDGER,
+    "labels export": _LEDGER,
+    "labels status": _LEDGER,
+    "labels queue": _LEDGER,
     "suite import": _EVERY,
-    "judges list": _EVERY,
-    "judges anchor": _EVERY,
-    "judges accept": _EVERY,
-    "judges bridge": tuple(sorted({*_EVERY, ExitCode.FAILED})),
+    "judges list": _LEDGER,
+    "judges anchor": _LEDGER,
+    "judges accept": _LEDGER,
+    "judges bridge": tuple(sorted({*_LEDGER, ExitCode.FAILED})),
     "judges check": tuple(sorted({*_EVERY, ExitCode.FAILED, ExitCode.INCOMPLETE, ExitCode.NOT_SETTLED})),
+    "watch": _LEDGER,
 }
 """The codes each command (its path under ``llm-connect``) can return."""
 

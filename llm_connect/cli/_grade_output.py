@@ -284,6 +284,7 @@ def grade_json(
 ) -> dict[str, Any]:
     """What ``grade --json`` prints: the run, its statistics, routing, the gate, failures."""
     from llm_connect.cli._embeddings import embedding_json
+    from llm_connect.cli._faults import pause_json
 
     report = outcome.report
     payload = {
@@ -321,6 +322,7 @@ def grade_json(
         else [f"{i.task} / {i.candidate} / {i.evidence.grader_id}" for i in gate.ruled_out],
         "sessions": None if sessions is None else sessions.to_dict(),
         "resume": resume,
+        **pause_json(outcome.ledger),
         "exit_code": code,
     }
     if show_cases:
@@ -361,13 +363,17 @@ def emit(
     cases: bool,
     verbose: bool,
     allow_unsettled: bool,
+    extra_json: dict[str, Any] | None = None,
+    extra_lines: list[str] | None = None,
 ) -> None:
     """The output step: ``--junit``/``--report`` files, JSON or the human report on stdout, and
-    on stderr the failures (whole messages) and the command that continues the run."""
+    on stderr the failures (whole messages) and the command that continues the run.
+    ``extra_json`` / ``extra_lines`` (``--slice-by``'s ``slices`` and table) follow the rest."""
     import json
 
     from llm_connect.cli._artifacts import write_artifacts
     from llm_connect.cli._common import echo_err
+    from llm_connect.cli._faults import pause_line
     from llm_connect.cli._settings import resume_hint
 
     report, c = outcome.report, conclusion
@@ -383,13 +389,17 @@ def emit(
             resume=hint, formats=formats, min_quality=opts.min_quality if opts.gate else None,
             show_cases=cases,
         )  # fmt: skip
-        typer.echo(json.dumps(payload, indent=2, default=str))
+        typer.echo(json.dumps(payload | (extra_json or {}), indent=2, default=str))
     else:
         print_human(
             outcome, c.stats, c.decisions, c.routing_error, c.gate, cases, opts.prompt is not None,
             sessions=c.sessions, verbose=verbose, allow_unsettled=allow_unsettled, formats=formats,
             confidence=opts.confidence,
         )  # fmt: skip
+        for line in extra_lines or ():
+            typer.echo(line)
+    if (paused := pause_line(outcome.ledger)) is not None:  # a database restart ridden out
+        echo_err(paused)
     if report.interrupted:
         echo_err(f"interrupted: {report.cases_done - report.cases_skipped} case(s) committed.")
         echo_err("continue it with: " + hint)

@@ -42,6 +42,7 @@ OPTIONS: dict[str, str] = {
     "min_stability": "--min-stability",
     "fixed_n": "--fixed-n",
     "prefer": "--prefer",
+    "slice_by": "--slice-by",
 }
 """RoutingPolicy field -> the option that sets it (named in every refusal)."""
 
@@ -143,6 +144,7 @@ def build_policy(
     min_stability: str | None = None,
     fixed_n: bool | None = None,
     prefer: str | None = None,
+    slice_by: str | None = None,
     base: RoutingPolicy | None = None,
 ) -> RoutingPolicy:
     """The policy the options ask for (``None``: the default, or ``base``'s value); a value the
@@ -157,6 +159,7 @@ def build_policy(
         "min_stability": None if min_stability is None else min_stability.upper(),
         "fixed_n": fixed_n or None,
         "prefer": None if prefer is None else prefer.lower(),
+        "slice_by": slice_by,
     }
     try:
         return RoutingPolicy.of(base, **settings)

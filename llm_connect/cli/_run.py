@@ -16,10 +16,10 @@ from typing import Any
 
 from llm_connect.adapters import run_in_own_loop
 from llm_connect.cli._common import fail
-from llm_connect.errors import ConfigurationError
+from llm_connect.errors import ConfigurationError, LedgerFaultError
 from llm_connect.values import RoutingPolicy
 
-__all__ = ["GradeOptions", "Outcome", "execute"]
+__all__ = ["GradeOptions", "Outcome", "RunFault", "execute"]
 
 _POLICY = RoutingPolicy()
 """The policy's defaults: a run's routing settings start from them."""
@@ -43,6 +43,8 @@ class GradeOptions:
     shared: bool = False
     """Grade the run together with other workers (PostgreSQL; cases claimed with a lease)."""
     lease_s: float = 60.0
+    db_patience: float = 60.0
+    """Seconds to wait for a database that went away before the run stops (0: not at all)."""
     run_id: str | None = None
     resume: bool = False
     db: str | None = None
@@ -380,6 +382,7 @@ def execute(
         ledger = shared_ledger
     elif ledger is None:
         ledger = open_ledger(opts.db)
+    _ride_out(ledger, opts.db_patience)
     context.use_embedding_store(ledger if opts.use_cache else None)  # --no-cache: embed every text
     if opts.shared or opts.resume:
         pass  # a shared run is joined by every worker; a resumed run was checked above
@@ -456,11 +459,17 @@ def execute(
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
 
-    if bar is not None:
-        with bar:
+    try:
+        if bar is not None:
+            with bar:
+                report = run_in_own_loop(main())
+        else:
             report = run_in_own_loop(main())
-    else:
-        report = run_in_own_loop(main())
+    except LedgerFaultError as fault:
+        if fault.journal is None and grader.run_id is not None:  # kept by an earlier process, still there
+            files = ledger.journal(grader.run_id).files()
+            fault.journal = ", ".join(str(f) for f in files) or None
+        raise RunFault(fault, str(grader.run_id), started=_registered(ledger, grader.run_id)) from fault
     rows = list(ledger.results(run_id=grader.run_id))
     watch.finish(rows)
     return Outcome(
@@ -476,6 +485,33 @@ def execute(
         judge_checks=watch.to_json(),
         identity_changes=watch.identity_changes,
     )
+
+
+class RunFault(Exception):
+    """A fault of the ledger's database stopped a run under way (``fault``); ``started``: whether
+    the run is registered in the ledger (else nothing was graded: the same command starts it)."""
+
+    def __init__(self, fault: LedgerFaultError, run_id: str, *, started: bool) -> None:
+        super().__init__(str(fault))
+        self.fault = fault
+        self.run_id = run_id
+        self.started = started
+
+
+def _registered(ledger: Any, run_id: str | None) -> bool:
+    """Whether ``run_id`` is in the ledger (assumed so when the ledger cannot say)."""
+    try:
+        return run_id is not None and ledger.run(run_id) is not None
+    except Exception:
+        return True
+
+
+def _ride_out(ledger: Any, patience_s: float) -> None:
+    """Wait up to ``patience_s`` for a database that goes away, and say so on stderr as it happens."""
+    from llm_connect.cli._common import echo_err
+
+    ledger.patience.seconds = patience_s
+    ledger.patience.on_pause = lambda line: echo_err(f"note: {line}")
 
 
 def _shared_ledger(opts: GradeOptions) -> Any:

@@ -13,7 +13,7 @@ them. Two kinds of setting:
   resume is refused naming the option (exit 2), before any model call: start a
   new run to change them.
 * **free** settings only change how fast or how patiently the work is done
-  (concurrency, rates, timeout, retries, the cache). They are restored when not
+  (concurrency, rates, timeout, retries, the cache, the database patience). They are restored when not
   given and may be changed.
 
 Never stored: the API key, a base URL's password, output options.
@@ -81,6 +81,7 @@ FREE: dict[str, str] = {
     "use_cache": "--no-cache",
     "gate": "--min-quality",
     "check_judges_every": "--check-judges-every",
+    "db_patience": "--db-patience",
 }
 """Settings restored when not given, which a resumed run may change."""
 
@@ -204,7 +205,7 @@ _GIVEN = {
     "until_decided": ("until_decided",), "order_seed": ("order_seed",), "samples": ("samples",),
     "price": ("pricing",), "temperature": ("temperature",), "max_tokens": ("max_tokens",), "seed": ("seed",),
     "timeout": ("timeout",), "max_retries": ("max_retries",), "base_url": ("base_url",),
-    "check_judges_every": ("check_judges_every",),
+    "check_judges_every": ("check_judges_every",), "db_patience": ("db_patience",),
 }  # fmt: skip
 """Command-line parameter -> the GradeOptions fields it sets (what ``--resume`` must not override)."""
 

@@ -36,6 +36,7 @@ from llm_connect.cli._policy import (
     build_policy,
 )
 from llm_connect.cli._settings import given_fields
+from llm_connect.cli._slices import SliceBy
 from llm_connect.errors import ConfigurationError
 
 # The built-in judges' names: no judge is imported.
@@ -241,6 +242,19 @@ def grade(
             rich_help_panel="Runs and the ledger",
         ),
     ] = 60.0,
+    db_patience: Annotated[
+        float,
+        typer.Option(
+            "--db-patience",
+            min=0.0,
+            help="Seconds to wait for a database that went away (a restart) before the run stops with "
+            "exit 3 and a resume command; 0: do not wait. Default: $LLM_CONNECT_DB_PATIENCE, else 60.",
+            metavar="SECONDS",
+            envvar="LLM_CONNECT_DB_PATIENCE",
+            show_default=False,
+            rich_help_panel="Runs and the ledger",
+        ),
+    ] = 60.0,
     run_id: Annotated[
         str | None,
         typer.Option(
@@ -283,6 +297,7 @@ def grade(
     target: Target = None,
     min_stability: MinStability = None,
     prefer: Prefer = None,
+    slice_by: SliceBy = None,
     label_rate: Annotated[
         float | None,
         typer.Option(
@@ -432,17 +447,29 @@ def grade(
     NOT SETTLED); cases that failed after retries outrank it. After Ctrl-C, continue with
     --resume RUN_ID.
     """
+    from llm_connect.cli import _slices
     from llm_connect.cli._conclusion import conclude
+    from llm_connect.cli._faults import stop_on_fault
     from llm_connect.cli._grade_output import emit
-    from llm_connect.cli._run import execute
+    from llm_connect.cli._run import RunFault, execute
 
+    key = _slices.slice_key(slice_by)  # an unknown key exits 2 before anything runs
     opts = _options(ctx)
-    outcome = execute(opts, pick_sides=_pick_sides, progress=stdout_is_tty() and not json_out)
+    _slices.check_suite_has_key(opts.suite_path, opts.task, key)
+    try:
+        outcome = execute(opts, pick_sides=_pick_sides, progress=stdout_is_tty() and not json_out)
+    except RunFault as stopped:  # the database failed under the run: exit 3 and how to go on
+        stop_on_fault(opts, stopped, json_out=json_out)
     conclusion = conclude(opts, outcome, allow_unsettled=allow_unsettled)
+    sliced, slice_error = _slices.grade_slices(outcome, conclusion.decisions, key)
     emit(
         opts, outcome, conclusion, junit=junit, report_file=report_file, json_out=json_out, cases=cases,
         verbose=verbose, allow_unsettled=allow_unsettled,
+        extra_json=None if key is None else {"slices": _slices.slices_json(sliced)},
+        extra_lines=[line for s in sliced for line in _slices.slice_lines(s)],
     )  # fmt: skip
+    if slice_error is not None:
+        fail(slice_error)
     raise typer.Exit(conclusion.code)
 
 
@@ -499,6 +526,7 @@ def _options(ctx: typer.Context) -> Any:
         tpm=p["tpm"],
         shared=p["shared"],
         lease_s=p["lease_s"],
+        db_patience=p["db_patience"],
         run_id=resume or run_id,
         resume=resume is not None,
         db=p["db"],

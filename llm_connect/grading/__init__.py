@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from llm_connect.grading._recorded import capped_answers, recorded_summary
     from llm_connect.grading._retry import CallLimit, RateLimiter, ResilientAdapter, RetryPolicy
     from llm_connect.grading._shared_limit import SharedRateLimiter
-    from llm_connect.grading._suite import Suite, load_suite
+    from llm_connect.grading._suite import Suite, load_suite, suite_of
     from llm_connect.grading.judges import EmbeddingSimilarityJudge, LLMJudge, PairwiseJudge
 
 __all__ = [
@@ -77,6 +77,7 @@ __all__ = [
     "recorded_summary",
     "register_judge",
     "side_from_spec",
+    "suite_of",
     "validate_quality_score",
 ]
 
@@ -101,7 +102,7 @@ _LAZY = {
     **dict.fromkeys(
         ("CallLimit", "RateLimiter", "ResilientAdapter", "RetryPolicy"), "llm_connect.grading._retry"
     ),
-    **dict.fromkeys(("Suite", "load_suite"), "llm_connect.grading._suite"),
+    **dict.fromkeys(("Suite", "load_suite", "suite_of"), "llm_connect.grading._suite"),
     "SharedRateLimiter": "llm_connect.grading._shared_limit",
 }
 

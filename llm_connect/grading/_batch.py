@@ -46,12 +46,13 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import nullcontext, suppress
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.adapters import run_in_own_loop
-from llm_connect.errors import CaseDataError, ConfigurationError
+from llm_connect.errors import CaseDataError, ConfigurationError, LedgerError, LedgerFaultError
 from llm_connect.grading._judge_batch import JudgeBatcher
 from llm_connect.grading._paired import flag_asks_llm, judge_async, with_conversation
 from llm_connect.grading._protocols import Case, Judge, JudgePair
@@ -69,7 +70,7 @@ from llm_connect.grading._results import GradingResult
 from llm_connect.grading._samples import check_samples, merge_samples
 from llm_connect.grading._sides import RECORDED_PREFIX, LiveSide, RecordedSide, Side, side_from_spec
 from llm_connect.grading._suite import Suite
-from llm_connect.grading._writer import CaseWork, LedgerWriter, SettledCheck, unsettled_sides
+from llm_connect.grading._writer import CaseWork, LedgerWriter, SettledCheck, merge_conflicts, unsettled_sides
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
@@ -277,6 +278,8 @@ class BatchGrader:
         ledger = self.ledger
         done_keys: set[tuple[str | None, str, str]] = set()
         if ledger is not None and self.run_id is not None:
+            if self.resume and self.fleet is None:  # answers kept when the ledger failed: no call again
+                report.journal_replayed = await asyncio.to_thread(ledger.replay_journal, self.run_id)
             if self.resume:
                 done_keys = set(await asyncio.to_thread(ledger.completed_keys, self.run_id))
                 # Pairs found not applicable before the restart stay in the report of the run.
@@ -289,6 +292,7 @@ class BatchGrader:
         fleet = self.fleet
         if fleet is not None:
             await asyncio.to_thread(fleet.register)
+            report.journal_replayed = await asyncio.to_thread(fleet.replay_journal)
         order = [] if fleet is not None else list(suite.cases)
         if self.shuffle_seed is not None:  # the whole list: a resumed run keeps the order
             random.Random(self.shuffle_seed).shuffle(order)
@@ -326,7 +330,7 @@ class BatchGrader:
         self._progress(report)
 
         async def worker() -> None:
-            while settling is None or settling.error is None:
+            while (settling is None or settling.error is None) and (writer is None or writer.fault is None):
                 if fleet is not None:
                     claimed = await fleet.next()
                     if claimed is None:
@@ -402,13 +406,19 @@ class BatchGrader:
             if writer is not None:
                 try:
                     await asyncio.to_thread(writer.close)
+                except LedgerFaultError:
+                    pass  # raised below, saying where the journal kept the cases
                 finally:
-                    self._merge_conflicts(report, writer, suite)
+                    merge_conflicts(report, writer, suite)
+                error = writer.with_journal(error)
             if fleet is not None:
-                await fleet.close()
-                await fleet.heartbeat(
-                    calls=report.model_calls, failures=len(report.failures), cases_done=report.cases_done
-                )
+                with suppress(LedgerError) if error is not None else nullcontext():
+                    await fleet.close()
+                    await fleet.heartbeat(
+                        calls=report.model_calls, failures=len(report.failures), cases_done=report.cases_done
+                    )
+            if isinstance(error, LedgerFaultError):  # the run stays "running": its resume goes on
+                raise error
             if ledger is not None and self.run_id is not None:
                 status = "completed"
                 if report.interrupted or isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
@@ -433,19 +443,6 @@ class BatchGrader:
     def _progress(self, report: BatchReport) -> None:
         if self.on_progress is not None:
             self.on_progress(report.cases_done, report.cases_total - report.cases_settled_skipped)
-
-    @staticmethod
-    def _merge_conflicts(report: BatchReport, writer: LedgerWriter, suite: Suite) -> None:
-        """Grades the ledger refused become failures of the run (and leave its results)."""
-        if not writer.conflicts:
-            return
-        lines = {c.id: c.line for c in suite.cases}
-        report.failures.extend(replace(f, line=lines.get(f.case_id)) for f in writer.conflicts)
-        report.results = [
-            r
-            for r in report.results
-            if (r.case_id, r.result.grader_id, r.result.candidate_response.asked_model) not in writer.refused
-        ]
 
     async def _respond(
         self, side: Side, case: Case, cached: Mapping[str, LLMResponse], report: BatchReport, sample: int = 0

@@ -8,6 +8,12 @@ commits each finished case in the transaction that marks it done, only while it
 still holds it: a worker killed or cut off loses its lease after ``lease_s`` and
 another takes the case over; its late write then changes nothing.
 
+A database restart pauses a worker rather than stopping it: every ledger call waits for the
+server (up to the ledger's patience, ``--db-patience``), and leases are renewed every
+``lease_s / 3``, so a pause shorter than two thirds of the lease lets no lease lapse. After a
+longer one a case may be claimed again by another worker; the first worker's commit then
+writes nothing for it (it no longer holds it), so the case is still graded once.
+
 :class:`FleetSource` is what the batch engine pulls cases from instead of the
 suite's list.
 """
@@ -15,6 +21,7 @@ suite's list.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -24,7 +31,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.errors import ConfigurationError
+from llm_connect.errors import ConfigurationError, LedgerError
 from llm_connect.grading._protocols import Case
 
 if TYPE_CHECKING:
@@ -120,6 +127,11 @@ class FleetSource:
         self.ledger.register_worker(self.run_id, self.worker_id, host=socket.gethostname(), pid=os.getpid())
         return total
 
+    def replay_journal(self) -> int:
+        """Record the cases a stopped worker of this run kept in its journal on this host when the
+        ledger failed (blocking; after :meth:`register`); returns how many there were."""
+        return int(self.ledger.replay_journal(self.run_id, worker_id=self.worker_id))
+
     def start(self) -> None:
         """Start renewing leases (call on the running event loop)."""
         if self._renewer is None:
@@ -167,9 +179,12 @@ class FleetSource:
                 held = sorted(self.held)
             if not held:
                 continue
-            kept = await asyncio.to_thread(
-                self.ledger.renew_leases, self.run_id, self.worker_id, held, lease_s=self.lease_s
-            )
+            try:  # a database away waits in the call (up to the patience), then the next round tries
+                kept = await asyncio.to_thread(
+                    self.ledger.renew_leases, self.run_id, self.worker_id, held, lease_s=self.lease_s
+                )
+            except LedgerError:
+                continue
             lost = set(held) - set(kept)
             self.lost.update(lost)
 
@@ -188,9 +203,10 @@ class FleetSource:
         """Tell the run's status what this worker has done (``report``: the engine's
         BatchReport), every ``every_s`` seconds, until cancelled."""
         while True:
-            await self.heartbeat(
-                calls=report.model_calls, failures=len(report.failures), cases_done=report.cases_done
-            )
+            with contextlib.suppress(LedgerError):  # the status is advice: a missed beat stops nothing
+                await self.heartbeat(
+                    calls=report.model_calls, failures=len(report.failures), cases_done=report.cases_done
+                )
             await asyncio.sleep(every_s)
 
     async def close(self) -> None:

@@ -70,6 +70,8 @@ class BatchReport:
     model_calls: int = 0
     """Responses requested from live adapters (cache misses; retries not counted)."""
     cache_hits: int = 0
+    journal_replayed: int = 0
+    """Cases an earlier process kept in the run's journal (the ledger had failed), recorded first."""
     elapsed_s: float = 0.0
     interrupted: bool = False
     """The run was stopped (Ctrl-C) before every case finished."""

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -65,7 +65,15 @@ from llm_connect.errors import ConfigurationError, SuiteError
 from llm_connect.grading._protocols import Case
 from llm_connect.types import Conversation, ConversationError, LLMResponse, ToolCall, Usage
 
-__all__ = ["CASE_FIELDS", "DEFAULT_TASK", "EXPECTED_PATH_KEYS", "SHORTHAND_NAMES", "Suite", "load_suite"]
+__all__ = [
+    "CASE_FIELDS",
+    "DEFAULT_TASK",
+    "EXPECTED_PATH_KEYS",
+    "SHORTHAND_NAMES",
+    "Suite",
+    "load_suite",
+    "suite_of",
+]
 
 DEFAULT_TASK = "default"
 """The task of cases that name none, when neither the file nor the caller gives one."""
@@ -238,6 +246,21 @@ def load_suite(path: str | Path, *, default_task: str | None = None) -> Suite:
     if not cases:
         raise SuiteError("the suite holds no cases", path=name)
     return Suite(path=name, cases=cases, recordings=recordings, metadata=metadata)
+
+
+def suite_of(objects: Sequence[Mapping[str, Any]], *, path: str, default_task: str = DEFAULT_TASK) -> Suite:
+    """A suite of case objects held in memory (what ``suite import`` writes, one per line), each
+    validated as :func:`load_suite` validates a line (``SuiteError`` naming its item); an empty
+    suite is allowed. ``llm-connect watch`` grades each batch of new calls as one."""
+    cases: list[Case] = []
+    recordings: dict[str, dict[str, LLMResponse]] = {}
+    for line, obj in enumerate(objects, 1):
+        case, recorded = _build_case(dict(obj), path=path, line=line, default_task=default_task)
+        if case.id in recordings:
+            raise SuiteError(f"duplicate id {case.id!r}", path=path, line=line, field="id")
+        cases.append(case)
+        recordings[case.id] = recorded
+    return Suite(path=path, cases=cases, recordings=recordings)
 
 
 # -- readers -------------------------------------------------------------------

@@ -9,7 +9,12 @@ because its key already holds a *different* grade
 case by case and each refused grade becomes a failure of its case (stage
 ``ledger``), so nothing is dropped silently and the rest is kept. Any other
 write error is kept and re-raised by the next :meth:`LedgerWriter.submit` or
-by :meth:`LedgerWriter.close`. :meth:`LedgerWriter.flush` waits for everything
+by :meth:`LedgerWriter.close`. A fault of the database
+(:class:`~llm_connect.errors.LedgerFaultError`: a full disk, a read-only ledger, a server
+gone longer than the patience) loses nothing paid for: the batch, and every case finished
+after it, goes to the run's journal (:meth:`QualityLedger.keep_outcomes`), :attr:`LedgerWriter.fault`
+tells the engine to start no new case, and :meth:`LedgerWriter.close` raises the fault saying
+where the journal is. :meth:`LedgerWriter.flush` waits for everything
 submitted so far to be committed: :class:`SettledCheck` (stopping early) flushes
 before it asks which candidates are settled, so the answer sees every finished case.
 """
@@ -21,10 +26,16 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from llm_connect.errors import ConfigurationError, GradeConflictError, LedgerError, whole_message
+from llm_connect.errors import (
+    ConfigurationError,
+    GradeConflictError,
+    LedgerError,
+    LedgerFaultError,
+    whole_message,
+)
 from llm_connect.grading._report import BatchReport, CaseFailure
 from llm_connect.types import LLMResponse
 from llm_connect.values import NotApplicable
@@ -33,7 +44,7 @@ if TYPE_CHECKING:
     from llm_connect.grading._sides import Side
     from llm_connect.ledger import QualityLedger, RecordItem
 
-__all__ = ["CaseWork", "LedgerWriter", "SettledCheck", "unsettled_sides"]
+__all__ = ["CaseWork", "LedgerWriter", "SettledCheck", "merge_conflicts", "unsettled_sides"]
 
 
 @dataclass
@@ -73,13 +84,18 @@ class LedgerWriter:
         """Grades the ledger refused (their key holds a different grade), as failures of their case."""
         self.refused: set[tuple[str, str, str]] = set()
         """``(case_id, grader_id, candidate_model)`` of each refused grade."""
+        self.fault: LedgerFaultError | None = None
+        """The database fault that stopped the commits (what follows goes to the journal)."""
+        self.journaled: list[str] = []
+        """The cases kept in the journal instead of the ledger."""
         self._queue: queue.Queue[CaseWork | threading.Event | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="llm-connect-ledger-writer", daemon=True)
         self._thread.start()
 
     def submit(self, work: CaseWork) -> None:
-        """Queue ``work`` for the next commit; raise if an earlier write failed."""
-        if self.error is not None:
+        """Queue ``work`` for the next commit (for the journal after a fault); raise if an
+        earlier write failed otherwise."""
+        if self.error is not None and self.fault is None:
             raise LedgerError(f"the ledger writer failed: {self.error}") from self.error
         self._queue.put(work)
 
@@ -97,6 +113,8 @@ class LedgerWriter:
         """Commit everything queued and stop the thread; re-raise a write error."""
         self._queue.put(None)
         self._thread.join()
+        if self.fault is not None:
+            raise self.fault
         if self.error is not None:
             err = self.error
             raise err if isinstance(err, LedgerError) else LedgerError(f"ledger write failed: {err}")
@@ -128,15 +146,60 @@ class LedgerWriter:
                     flushed.append(nxt)
                     break
                 batch.append(nxt)
-            if batch and self.error is None:
+            if batch and self.fault is not None:
+                self._keep(batch)
+            elif batch and self.error is None:
                 try:
                     self._write(batch)
                     if self.on_committed is not None:
                         self.on_committed([w.case_id for w in batch if w.case_id is not None])
+                except LedgerFaultError as exc:  # the database failed: keep what was paid for
+                    self.error = self.fault = exc
+                    self._keep(batch)
                 except BaseException as exc:  # kept and re-raised by close()/submit()
                     self.error = exc
             for event in flushed:
                 event.set()
+
+    def with_journal(self, error: BaseException | None) -> BaseException | None:
+        """The error a run ends with, once the writer is closed: ``error`` (a fault raised elsewhere,
+        a claim, say, now saying where the journal is), else the writer's own fault, if any."""
+        fault = self.fault
+        if fault is None or error is fault:
+            return error
+        if isinstance(error, LedgerFaultError):
+            error.journal, error.journaled, error.journal_error = (
+                fault.journal, fault.journaled, fault.journal_error,
+            )  # fmt: skip
+            return error
+        return fault if error is None else error
+
+    def _keep(self, batch: list[CaseWork]) -> None:
+        """Append ``batch`` to the run's journal; the fault says where (or that it could not)."""
+        fault = self.fault
+        assert fault is not None
+        if self.run_id is None:
+            fault.journal_error = fault.journal_error or "no run id: nothing can be resumed"
+            return
+        entries = [  # the fields of the ledger's JournalEntry
+            {
+                "case_id": w.case_id,
+                "records": list(w.records),
+                "cache": list(w.cache),
+                "failures": self._failure_rows([w]),
+                "skips": list(w.skips),
+                "worker_id": self.worker_id,
+            }
+            for w in batch
+        ]
+        try:
+            path, passed_over = self.ledger.keep_outcomes(self.run_id, entries)
+        except OSError as exc:  # JournalError: neither place could be written
+            fault.journal_error = str(exc)
+            return
+        fault.journal = str(path) if passed_over is None else f"{path} (not beside the ledger: {passed_over})"
+        self.journaled.extend(w.case_id or "" for w in batch)
+        fault.journaled = len(self.journaled)
 
     def _write(self, batch: list[CaseWork]) -> None:
         try:
@@ -161,21 +224,13 @@ class LedgerWriter:
             records=[r for w in batch for r in w.records],
             cache=[c for w in batch for c in w.cache],
             not_applicable=[na for w in batch for na in w.skips] if self.run_id is not None else [],
-            failures=[
-                {
-                    "case_id": f.case_id,
-                    "task": f.task,
-                    "stage": f.stage,
-                    "error_type": f.error_type,
-                    "message": f.message,
-                    "adapter_id": f.adapter_id,
-                }
-                for w in batch
-                for f in w.failures
-            ]
-            if self.run_id is not None
-            else [],
+            failures=self._failure_rows(batch) if self.run_id is not None else [],
         )
+
+    @staticmethod
+    def _failure_rows(batch: list[CaseWork]) -> list[dict[str, Any]]:
+        fields = ("case_id", "task", "stage", "error_type", "message", "adapter_id")
+        return [{k: getattr(f, k) for k in fields} for w in batch for f in w.failures]
 
     def _without_conflicts(self, work: CaseWork, exc: GradeConflictError) -> CaseWork:
         """``work`` minus the refused grades, which become failures of the case."""
@@ -204,6 +259,19 @@ class LedgerWriter:
             )
         self.conflicts.extend(added)
         return CaseWork(records=kept, cache=work.cache, failures=[*work.failures, *added], skips=work.skips)
+
+
+def merge_conflicts(report: BatchReport, writer: LedgerWriter, suite: Any) -> None:
+    """Grades the ledger refused become failures of the run (and leave its results)."""
+    if not writer.conflicts:
+        return
+    lines = {c.id: c.line for c in suite.cases}
+    report.failures.extend(replace(f, line=lines.get(f.case_id)) for f in writer.conflicts)
+    report.results = [
+        r
+        for r in report.results
+        if (r.case_id, r.result.grader_id, r.result.candidate_response.asked_model) not in writer.refused
+    ]
 
 
 class SettledCheck:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from llm_connect.ledger._design import DesignMark, DesignReader, DesignRows, join_rows
     from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR, display_url, resolve_url
     from llm_connect.ledger._fleet import FleetStatus, FleetWorkerRow
+    from llm_connect.ledger._journal import Journal, JournalEntry, JournalError
     from llm_connect.ledger._labels import LabelCounts, LabelStore, LabelWrite
     from llm_connect.ledger._migrate import current_revision, head_revision, upgrade
     from llm_connect.ledger._rows import (
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
         SummaryRow,
     )
     from llm_connect.ledger._sampling import GradedCase, SampledCase, SamplingStore
+    from llm_connect.ledger._slices import CaseAttributes, SliceStore
     from llm_connect.ledger._store import QualityLedger
+    from llm_connect.ledger._watch import WatchOffsetRow, WatchStore
 
 __all__ = [
     "DEFAULT_URL",
@@ -40,6 +43,7 @@ __all__ = [
     "AnchorRow",
     "AnchorStore",
     "CalibrationRow",
+    "CaseAttributes",
     "CaseSeries",
     "CheckRow",
     "DesignMark",
@@ -51,6 +55,9 @@ __all__ = [
     "GradeRow",
     "GradeTotals",
     "GradedCase",
+    "Journal",
+    "JournalEntry",
+    "JournalError",
     "LabelCounts",
     "LabelStore",
     "LabelWrite",
@@ -59,9 +66,12 @@ __all__ = [
     "RunRow",
     "SampledCase",
     "SamplingStore",
+    "SliceStore",
     "StabilityResponseRow",
     "StabilityRow",
     "SummaryRow",
+    "WatchOffsetRow",
+    "WatchStore",
     "current_revision",
     "display_url",
     "head_revision",
@@ -78,6 +88,7 @@ _LAZY = {
     **dict.fromkeys(("DesignMark", "DesignReader", "DesignRows", "join_rows"), "llm_connect.ledger._design"),
     **dict.fromkeys(("DEFAULT_URL", "ENV_VAR", "display_url", "resolve_url"), "llm_connect.ledger._engine"),
     **dict.fromkeys(("FleetStatus", "FleetWorkerRow"), "llm_connect.ledger._fleet"),
+    **dict.fromkeys(("Journal", "JournalEntry", "JournalError"), "llm_connect.ledger._journal"),
     **dict.fromkeys(("LabelCounts", "LabelStore", "LabelWrite"), "llm_connect.ledger._labels"),
     **dict.fromkeys(("current_revision", "head_revision", "upgrade"), "llm_connect.ledger._migrate"),
     **dict.fromkeys(
@@ -96,7 +107,9 @@ _LAZY = {
         "llm_connect.ledger._rows",
     ),
     **dict.fromkeys(("GradedCase", "SampledCase", "SamplingStore"), "llm_connect.ledger._sampling"),
+    **dict.fromkeys(("CaseAttributes", "SliceStore"), "llm_connect.ledger._slices"),
     "QualityLedger": "llm_connect.ledger._store",
+    **dict.fromkeys(("WatchOffsetRow", "WatchStore"), "llm_connect.ledger._watch"),
 }
 
 

@@ -1,4 +1,11 @@
-"""Engines for the ledger: URL resolution, SQLite pragmas, write transactions, error mapping."""
+"""Engines for the ledger: URL resolution, SQLite pragmas, write transactions, error mapping.
+
+Every engine checks a pooled connection before handing it out (``pool_pre_ping``: a connection
+a server restart cut is replaced without an error) and carries a :class:`~llm_connect.ledger.
+_patience.Patience`: :func:`write` and :func:`read` run their work again while the server is
+away, up to the patience, and a fault (a full disk, a read-only ledger) becomes
+:class:`~llm_connect.errors.LedgerFaultError` (``_patience.py``).
+"""
 
 from __future__ import annotations
 
@@ -12,11 +19,19 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from llm_connect._json import strict_dumps
-from llm_connect.errors import LedgerError
+from llm_connect.errors import LedgerError, LedgerFaultError
+from llm_connect.ledger._patience import (
+    DEFAULT_PATIENCE_S,
+    UNREACHABLE,
+    Patience,
+    fault_message,
+    fault_of,
+    sqlite_fault,
+)
 
 ENV_VAR = "LLM_CONNECT_DATABASE_URL"
 DEFAULT_URL = "sqlite:///llm_connect.db"
@@ -25,13 +40,11 @@ DEFAULT_URL = "sqlite:///llm_connect.db"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 #: Bytes of a SQLite ledger file mapped into memory for reading.
 SQLITE_MMAP_BYTES = 256 * 1024 * 1024
-#: Seconds a pooled PostgreSQL connection may sit idle before it is pinged on checkout.
-PG_IDLE_PING_S = 5.0
 #: Attempts of one write transaction that meets "database is locked".
 WRITE_ATTEMPTS = 8
 
 _WRITE_OPTION = "llm_connect_write"
-_LAST_USED = "llm_connect_last_used"
+_PATIENCE_OPTION = "llm_connect_patience"
 T = TypeVar("T")
 
 
@@ -108,9 +121,12 @@ def _postgres_options(url: URL) -> str:
     return f"{text} {extra}".strip()
 
 
-def make_engine(url: URL) -> Engine:
-    """An engine for ``url`` with the ledger's connection settings."""
-    kwargs: dict[str, Any] = {"json_serializer": strict_dumps}
+def make_engine(url: URL, *, patience_s: float = DEFAULT_PATIENCE_S) -> Engine:
+    """An engine for ``url`` with the ledger's connection settings; it waits up to ``patience_s``
+    seconds for a database that went away (:func:`patience_of`)."""
+    # pool_pre_ping: SQLAlchemy's pessimistic disconnect handling ("Dealing with Disconnects"):
+    # a pooled connection that a server restart cut is found on checkout and replaced.
+    kwargs: dict[str, Any] = {"json_serializer": strict_dumps, "pool_pre_ping": True}
     if url.get_backend_name() == "postgresql":
         keepalives = {k: v for k, v in PG_CLIENT_KEEPALIVES.items() if k not in url.query}
         kwargs["connect_args"] = {**keepalives, "options": _postgres_options(url)}
@@ -139,29 +155,18 @@ def make_engine(url: URL) -> Engine:
         raise LedgerError(f"cannot create an engine for {display_url(url)}: {exc}") from None
     if url.get_backend_name() == "sqlite":
         _configure_sqlite(engine, memory=_is_memory(url))
-    else:
-        _configure_postgres(engine)
+    engine.update_execution_options(**{_PATIENCE_OPTION: Patience(patience_s)})
     return engine
 
 
-def _configure_postgres(engine: Engine) -> None:
-    """Ping a pooled connection before use only when it sat idle (a server restart,
-    an idle timeout): back-to-back calls (routing) pay no extra round trip."""
-
-    @event.listens_for(engine, "checkin")
-    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
-        record.info[_LAST_USED] = time.monotonic()
-
-    @event.listens_for(engine, "checkout")
-    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        last = record.info.get(_LAST_USED)
-        if last is None or time.monotonic() - last < PG_IDLE_PING_S:
-            return
-        try:
-            dbapi_connection.execute("SELECT 1")
-            dbapi_connection.rollback()
-        except Exception as exc:
-            raise DisconnectionError(f"stale pooled connection: {exc}") from exc
+def patience_of(engine: Engine) -> Patience:
+    """The :class:`Patience` of a ledger engine (a fresh default one for an engine made elsewhere)."""
+    found = engine.get_execution_options().get(_PATIENCE_OPTION)
+    if isinstance(found, Patience):
+        return found
+    patience = Patience()
+    engine.update_execution_options(**{_PATIENCE_OPTION: patience})
+    return patience
 
 
 def _configure_sqlite(engine: Engine, *, memory: bool) -> None:
@@ -201,9 +206,12 @@ def _is_locked(exc: BaseException) -> bool:
 
 
 @contextmanager
-def ledger_errors(what: str, url: URL) -> Iterator[None]:
+def ledger_errors(what: str, url: URL, *, opening: bool = False) -> Iterator[None]:
     """Translate SQLAlchemy errors, and the database driver's own, raised inside the block into
-    :class:`LedgerError`."""
+    :class:`LedgerError`; a fault of the database (:func:`~llm_connect.ledger._patience.fault_of`:
+    a full disk, a read-only ledger, a server gone) into :class:`LedgerFaultError`. ``opening``:
+    the ledger is being opened, where a server that cannot be reached may be a wrong URL, so it
+    stays a plain :class:`LedgerError`."""
     try:
         yield
     except Exception as exc:
@@ -214,8 +222,19 @@ def ledger_errors(what: str, url: URL) -> Iterator[None]:
             orig = exc
         else:
             raise
-        detail = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+        detail = _first_line(orig)
+        cause = fault_of(exc)
+        if cause is not None and not (opening and cause == UNREACHABLE):
+            sqlite = url.get_backend_name() == "sqlite"
+            cause = sqlite_fault(cause, url.database) if sqlite else cause
+            shown = display_url(url)
+            message = fault_message(cause, shown, detail, sqlite=sqlite)
+            raise LedgerFaultError(f"{what} failed: {message}", cause=cause, url=shown) from exc
         raise LedgerError(f"{what} failed on {display_url(url)}: {detail}") from exc
+
+
+def _first_line(orig: object) -> str:
+    return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
 
 
 def _driver_error(exc: BaseException) -> bool:
@@ -266,22 +285,62 @@ def driver_cursor(conn: Connection, what: str) -> Iterator[Any]:
             cursor.close()
 
 
+def _connect(engine: Engine, what: str) -> Connection:
+    """``engine.connect()``, waiting (up to the engine's patience) for a server that is away."""
+    patience = patience_of(engine)
+    attempt, first = 0, 0.0
+    while True:
+        attempt += 1
+        try:
+            conn = engine.connect()
+        except DBAPIError as exc:
+            if fault_of(exc) != UNREACHABLE:
+                raise
+            first = first or time.monotonic()
+            sqlite = engine.dialect.name == "sqlite"
+            patience.wait(
+                attempt, first, url=display_url(engine.url), detail=_first_line(exc.orig), sqlite=sqlite
+            )
+            continue
+        patience.through(attempt)
+        return conn
+
+
 @contextmanager
 def reading(engine: Engine, what: str, postgres_isolation: str = "AUTOCOMMIT") -> Iterator[Connection]:
     """A connection for one-statement reads, errors translated (:func:`ledger_errors`): autocommit
     on PostgreSQL (no BEGIN/ROLLBACK round trips; a single statement sees one snapshot anyway), a
     deferred ``BEGIN`` on SQLite. Reads of several statements in one snapshot ask PostgreSQL for
-    ``REPEATABLE READ`` and begin a transaction."""
-    with ledger_errors(what, engine.url), engine.connect() as conn:
+    ``REPEATABLE READ`` and begin a transaction. Getting the connection waits for a server that is
+    away (up to the patience); a read cut off under way is not run again (:func:`read` is)."""
+    with ledger_errors(what, engine.url), _connect(engine, what) as conn:
         if engine.dialect.name == "postgresql":
             conn.execution_options(isolation_level=postgres_isolation)
         yield conn
 
 
+def read(
+    engine: Engine, what: str, fn: Callable[[Connection], T], postgres_isolation: str = "AUTOCOMMIT"
+) -> T:
+    """``fn(connection)`` as :func:`reading` runs it, run again from the start while the server
+    is away (up to the patience): for the reads a run makes while it goes on (claims, status)."""
+    return _patiently(engine, what, lambda: _read_once(engine, what, fn, postgres_isolation))
+
+
+def _read_once(engine: Engine, what: str, fn: Callable[[Connection], T], isolation: str) -> T:
+    with engine.connect() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execution_options(isolation_level=isolation)
+        return fn(conn)
+
+
 def write(engine: Engine, what: str, fn: Callable[[Connection], T]) -> T:
     """Run ``fn(connection)`` in one write transaction, committed when it returns, errors
-    translated (:func:`ledger_errors`); one that meets "database is locked" is run again."""
-    with ledger_errors(what, engine.url):
+    translated (:func:`ledger_errors`). One that meets "database is locked" is run again, and so is
+    one that meets a server gone away (up to the patience; ``fn`` must be safe to run twice, as
+    every ledger write is: see ``_patience.py``)."""
+
+    def once() -> T:
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
                 with engine.connect() as conn:
@@ -292,4 +351,32 @@ def write(engine: Engine, what: str, fn: Callable[[Connection], T]) -> T:
                 if attempt == WRITE_ATTEMPTS or not _is_locked(exc):
                     raise
                 time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))
-    raise AssertionError("unreachable")  # pragma: no cover
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    return _patiently(engine, what, once)
+
+
+def _patiently(engine: Engine, what: str, once: Callable[[], T]) -> T:
+    """``once()``, errors translated, run again while the database is unreachable (backoff with
+    jitter, up to the engine's patience; then :class:`LedgerFaultError`)."""
+    patience = patience_of(engine)
+    attempt, first = 0, 0.0
+    with ledger_errors(what, engine.url):
+        while True:
+            attempt += 1
+            try:
+                result = once()
+            except DBAPIError as exc:
+                if fault_of(exc) != UNREACHABLE:
+                    raise
+                first = first or time.monotonic()
+                url, sqlite = display_url(engine.url), engine.dialect.name == "sqlite"
+                try:
+                    patience.wait(attempt, first, url=url, detail=_first_line(exc.orig), sqlite=sqlite)
+                except LedgerFaultError as fault:
+                    raise LedgerFaultError(
+                        f"{what} failed: {fault}", cause=fault.cause, url=url, waited_s=fault.waited_s
+                    ) from exc
+                continue
+            patience.through(attempt)
+            return result

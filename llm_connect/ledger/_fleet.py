@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from llm_connect.errors import LedgerError, RunMismatchError
-from llm_connect.ledger._engine import Store, reading, write
+from llm_connect.ledger._engine import Store, read, write
 
 #: The default lease of a claimed case, in seconds (``--lease-s``).
 DEFAULT_LEASE_S = 60.0
@@ -76,6 +76,16 @@ _FINISH = text(
     "UPDATE run_cases SET status = CASE WHEN case_id = ANY(:failed) THEN 'failed' ELSE 'done' END, "
     "lease_until = NULL, updated_at = now() "
     "WHERE run_id = :run AND case_id = ANY(:ids) AND worker_id = :worker AND status = 'claimed' "
+    "RETURNING case_id"
+)
+#: Used when a journal is replayed (another process of the worker that kept it): its cases are
+#: finished by this worker when nobody else has them: pending, still claimed by the worker that
+#: kept the journal, or with a lapsed lease. A case another worker holds or finished is left.
+_ADOPT = text(
+    "UPDATE run_cases SET status = CASE WHEN case_id = ANY(:failed) THEN 'failed' ELSE 'done' END, "
+    "worker_id = :worker, lease_until = NULL, updated_at = now() "
+    "WHERE run_id = :run AND case_id = ANY(:ids) AND (status = 'pending' OR (status = 'claimed' "
+    "AND (worker_id = ANY(:previous) OR lease_until < now()))) "
     "RETURNING case_id"
 )
 _WORKER_UPSERT = text(
@@ -289,15 +299,26 @@ class FleetStore(Store):
         write(self.engine, "releasing cases", lambda conn: conn.execute(_RELEASE, params))
 
     def finish_cases(
-        self, conn: Connection, run_id: str, worker_id: str, case_ids: Sequence[str], failed: Sequence[str]
+        self,
+        conn: Connection,
+        run_id: str,
+        worker_id: str,
+        case_ids: Sequence[str],
+        failed: Sequence[str],
+        *,
+        adopt_from: Sequence[str] = (),
     ) -> set[str]:
         """In ``conn``'s transaction: the cases ``worker_id`` still holds among ``case_ids`` become
         ``done`` (``failed`` for those in ``failed``); returns them. A case another worker took
-        over is left as it is (and not returned)."""
+        over is left as it is (and not returned). ``adopt_from``: a journal is being replayed, kept
+        by these workers: their cases are finished too while no other worker has them."""
         if not case_ids:
             return set()
         ids = list(dict.fromkeys(case_ids))
         params = {"run": run_id, "worker": worker_id, "ids": ids, "failed": sorted(failed)}
+        if adopt_from:
+            previous = sorted({worker_id, *adopt_from})
+            return {r[0] for r in conn.execute(_ADOPT, {**params, "previous": previous})}
         return {r[0] for r in conn.execute(_FINISH, params)}
 
     # -- workers ---------------------------------------------------------------
@@ -339,16 +360,22 @@ class FleetStore(Store):
     def run_status(self, run_id: str, *, alive_s: float = 2 * DEFAULT_LEASE_S) -> FleetStatus:
         """Where shared run ``run_id`` stands: cases by state, workers, calls, failures, rate."""
         self.check_shared("reading a shared run's status")
-        with reading(self.engine, "reading a shared run's status") as conn:
+
+        def run(conn: Connection) -> tuple[Any, tuple[FleetWorkerRow, ...]]:
             rec = conn.execute(_STATUS, {"run": run_id, "window": _RATE_WINDOW_S}).mappings().first()
             if rec is None:
-                raise LedgerError(
-                    f"no shared run {run_id!r} in this ledger (its cases are registered by the first "
-                    "worker of `grade --shared`)"
-                )
+                return None, ()
             workers = tuple(
                 FleetWorkerRow(**dict(w))
                 for w in conn.execute(_WORKERS, {"run": run_id, "alive": float(alive_s)}).mappings()
+            )
+            return rec, workers
+
+        rec, workers = read(self.engine, "reading a shared run's status", run)
+        if rec is None:
+            raise LedgerError(
+                f"no shared run {run_id!r} in this ledger (its cases are registered by the first "
+                "worker of `grade --shared`)"
             )
         window = min(_RATE_WINDOW_S, max(float(rec["age_s"]), 1.0))
         return FleetStatus(
@@ -373,8 +400,9 @@ class FleetStore(Store):
         if not 0 <= cost <= burst:
             raise ValueError(f"cost must lie between 0 and burst ({burst!r}), not {cost!r}")
         params = {"key": key, "rate": float(rate_per_s), "burst": float(burst), "cost": float(cost)}
-        with reading(self.engine, "a shared rate limit") as conn:
-            granted, tokens, idle_s = conn.execute(_ACQUIRE, params).one()
+        granted, tokens, idle_s = read(
+            self.engine, "a shared rate limit", lambda conn: tuple(conn.execute(_ACQUIRE, params).one())
+        )
         if granted:
             return 0.0
         if tokens is None:  # the bucket was created by a transaction this statement could not see
@@ -389,5 +417,4 @@ class FleetStore(Store):
         if amount <= 0:
             return
         params = {"key": key, "amount": float(amount)}
-        with reading(self.engine, "a shared rate limit") as conn:
-            conn.execute(_RETURN_RATE, params)
+        read(self.engine, "a shared rate limit", lambda conn: conn.execute(_RETURN_RATE, params))

@@ -167,7 +167,7 @@ def _at_head(conn: Connection) -> str | None:
 
 def ensure_schema(engine: Engine, url: URL, *, auto_migrate: bool) -> str:
     """Bring the database to head (or check it is there). Returns the revision."""
-    with ledger_errors("reading the schema revision", url), engine.connect() as conn:
+    with ledger_errors("reading the schema revision", url, opening=True), engine.connect() as conn:
         if (at_head := _at_head(conn)) is not None:  # the common case: nothing to check or migrate
             conn.rollback()
             return at_head

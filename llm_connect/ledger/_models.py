@@ -544,3 +544,21 @@ class JudgeCheck(Base):
     identity: Mapped[dict[str, Any]] = mapped_column()
     calls: Mapped[int] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class WatchOffset(Base):
+    """How far a watch (``llm-connect watch``) has settled a file it follows (revision 0015): every
+    call before ``byte_offset`` (after ``line`` lines) is graded, failed or skipped. ``file_id``
+    (device and inode) and ``fingerprint`` (BLAKE2b of its first ``fingerprint_bytes`` bytes) tell
+    the same file from one that replaced it (rotation) or was truncated."""
+
+    __tablename__ = "watch_offsets"
+
+    watch: Mapped[str] = mapped_column(String(200), primary_key=True)
+    path: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    file_id: Mapped[str] = mapped_column(String(64))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    fingerprint_bytes: Mapped[int] = mapped_column(Integer)
+    byte_offset: Mapped[int] = mapped_column(BigInteger)
+    line: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -13,7 +13,7 @@ from llm_connect._secrets import mask_secrets, redact_request
 from llm_connect._version import __version__
 from llm_connect.errors import GradingValidationError, LedgerError
 from llm_connect.ledger._cases import chunks
-from llm_connect.ledger._engine import Store, dialect_insert, reading, write
+from llm_connect.ledger._engine import Store, dialect_insert, read, reading, write
 from llm_connect.ledger._models import ResponseCacheEntry, Run, RunFailure, RunSkip
 from llm_connect.ledger._rows import FailureRow, RunRow
 from llm_connect.types import Conversation, LLMResponse, Prompt, RunConfig, utcnow
@@ -87,12 +87,15 @@ class RunStore(Store):
     def cache_get_many(self, keys: Iterable[str]) -> dict[str, LLMResponse]:
         """The cached responses among ``keys`` (absent keys are simply missing)."""
         wanted = list(dict.fromkeys(keys))
-        out: dict[str, LLMResponse] = {}
-        with reading(self.engine, "reading the response cache") as conn:
+
+        def run(conn: Connection) -> dict[str, LLMResponse]:
+            out: dict[str, LLMResponse] = {}
             for part in chunks(wanted):
                 stmt = select(_CACHE.c.key, _CACHE.c.response).where(_CACHE.c.key.in_(part))
                 out.update((key, LLMResponse.from_dict(response)) for key, response in conn.execute(stmt))
-        return out
+            return out
+
+        return read(self.engine, "reading the response cache", run)  # run again after a restart
 
     def cache_put(self, key: str, adapter_id: str, response: LLMResponse) -> None:
         """Cache ``response`` under ``key``; an existing entry is kept as it is."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import update_wrapper
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
@@ -14,17 +15,21 @@ from llm_connect.ledger._chat import ChatStore
 from llm_connect.ledger._convert import grade_rows
 from llm_connect.ledger._decisions import DecisionStore
 from llm_connect.ledger._embeddings import EmbeddingStore
-from llm_connect.ledger._engine import display_url, make_engine, resolve_url, write
+from llm_connect.ledger._engine import display_url, make_engine, patience_of, resolve_url, write
 from llm_connect.ledger._fleet import FleetStore
 from llm_connect.ledger._grades import GradeStore
+from llm_connect.ledger._journal import Journal, JournalEntry
 from llm_connect.ledger._labels import LabelStore, LabelWrite
 from llm_connect.ledger._migrate import ensure_schema
+from llm_connect.ledger._patience import DEFAULT_PATIENCE_S, PATIENCE_ENV, Patience
 from llm_connect.ledger._rows import RecordItem
 from llm_connect.ledger._runs import RunStore, failure_row, skip_rows
 from llm_connect.types import LLMResponse, utcnow
 from llm_connect.values import GradingResult, HumanLabel
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from llm_connect.values import NotApplicable
 
 
@@ -45,13 +50,35 @@ def _to(store: str, method: Callable[Concatenate[S, P], R]) -> Callable[Concaten
     return call
 
 
+def _patience_s(given: float | None) -> float:
+    """``given``, else ``$LLM_CONNECT_DB_PATIENCE``, else the default (60 s)."""
+    if given is not None:
+        value: float = given
+    else:
+        raw = os.environ.get(PATIENCE_ENV, "").strip()
+        try:
+            value = float(raw) if raw else DEFAULT_PATIENCE_S
+        except ValueError:
+            raise LedgerError(f"${PATIENCE_ENV} must be a number of seconds, not {raw!r}") from None
+    if not value >= 0:
+        raise LedgerError(f"the database patience must be 0 or more seconds, not {value!r}")
+    return float(value)
+
+
 class QualityLedger:
     """Every grade in SQL: SQLite by default, PostgreSQL for fleets."""
 
-    def __init__(self, url: str | None = None, *, auto_migrate: bool = True, store_text: bool = True) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        auto_migrate: bool = True,
+        store_text: bool = True,
+        patience_s: float | None = None,
+    ) -> None:
         self._url = resolve_url(url)
         self.store_text = bool(store_text)
-        self.engine: Engine = make_engine(self._url)
+        self.engine: Engine = make_engine(self._url, patience_s=_patience_s(patience_s))
         try:
             self.revision = ensure_schema(self.engine, self._url, auto_migrate=auto_migrate)
         except BaseException:
@@ -72,6 +99,12 @@ class QualityLedger:
     def url(self) -> str:
         """The database URL for display, password masked."""
         return display_url(self._url)
+
+    @property
+    def patience(self) -> Patience:
+        """How long a write (or a read on a run's path) waits for a database that went away, and
+        the pauses it rode out (``patience.seconds``, ``patience.unreachable_s``, ``on_pause``)."""
+        return patience_of(self.engine)
 
     @property
     def dialect(self) -> str:
@@ -132,9 +165,11 @@ class QualityLedger:
         failures: Sequence[Mapping[str, Any]] = (),
         worker_id: str | None = None,
         finished_case_ids: Sequence[str] = (),
+        adopt_from: Sequence[str] = (),
     ) -> list[int]:
         """Write what finished cases produced in ONE transaction: all of it, or nothing (see
-        ``docs/ledger.md``); ``worker_id``: only the cases that worker still holds, marked done."""
+        ``docs/ledger.md``); ``worker_id``: only the cases that worker still holds, marked done
+        (``adopt_from``: a journal's replay, see :meth:`FleetStore.finish_cases`)."""
         what = "recording grades" if run_id is None else "recording finished cases"
         what = what if worker_id is None else "recording a shared run's cases"
         records = list(records)
@@ -165,7 +200,14 @@ class QualityLedger:
             mine = list(range(len(records)))
             own_skips, own_fails = skips, fails
             if worker_id is not None:  # only what belongs to cases this worker still holds
-                held = self.fleet.finish_cases(conn, run_id, worker_id, case_ids, sorted(failed))  # type: ignore[arg-type]
+                held = self.fleet.finish_cases(
+                    conn,
+                    run_id,
+                    worker_id,
+                    case_ids,
+                    sorted(failed),
+                    adopt_from=adopt_from,  # type: ignore[arg-type]
+                )
                 mine = [i for i, item in enumerate(records) if item.case_id in held]
                 own_skips = [r for r in skips if r["case_id"] in held]
                 own_fails = [r for r in fails if r["case_id"] in held]
@@ -181,6 +223,51 @@ class QualityLedger:
             return ids
 
         return write(self.engine, what, outcomes)
+
+    # -- the journal: answers received but not recorded --------------------------
+
+    def journal(self, run_id: str) -> Journal:
+        """The journal of ``run_id`` for this ledger (where it is kept: ``_journal.py``)."""
+        return Journal(self._url, run_id)
+
+    def keep_outcomes(
+        self, run_id: str, entries: Sequence[JournalEntry | Mapping[str, Any]]
+    ) -> tuple[Path, str | None]:
+        """Append what finished cases produced (``JournalEntry`` objects or their fields) to the
+        run's journal (fsync-ed) when the ledger cannot take it; returns the file and, when that
+        is the fallback, why the journal's own place was passed over. Raises ``JournalError`` when
+        no place can be written."""
+        journal = self.journal(run_id)
+        kept = [e if isinstance(e, JournalEntry) else JournalEntry(**e) for e in entries]
+        return journal.append(kept), journal.passed_over
+
+    def replay_journal(self, run_id: str, *, worker_id: str | None = None) -> int:
+        """Record what the run's journal kept, then remove it; returns how many cases it held.
+
+        Each entry is recorded as the run recorded its cases (grades are idempotent: an entry
+        recorded before is a no-op). ``worker_id``: a shared run's worker, which finishes the
+        journal's cases that nobody else holds (the worker that kept them has stopped)."""
+        journal = self.journal(run_id)
+        count = 0
+        for path in journal.files():
+            taken, entries = journal.take(path)
+            for entry in entries:
+                shared: dict[str, Any] = {}
+                if worker_id is not None:
+                    ids = [entry.case_id] if entry.case_id is not None else []
+                    adopt = [entry.worker_id] if entry.worker_id else [worker_id]
+                    shared = {"worker_id": worker_id, "finished_case_ids": ids, "adopt_from": adopt}
+                self.record_outcomes(
+                    run_id,
+                    records=entry.records,
+                    cache=entry.cache,
+                    not_applicable=entry.skips,
+                    failures=entry.failures,
+                    **shared,
+                )
+            count += len(entries)
+            taken.unlink(missing_ok=True)
+        return count
 
     def completed_keys(self, run_id: str) -> set[tuple[str, str, str]]:
         """``(case_id, grader_id, candidate_model)`` of every grade already stored for ``run_id``,

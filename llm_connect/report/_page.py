@@ -31,6 +31,7 @@ from llm_connect.report._decide import TaskReport, decide_task, task_sides
 from llm_connect.report._drift import judge_checks
 from llm_connect.report._people import human_rows, labels_status
 from llm_connect.report._select import Selection, select
+from llm_connect.report._slices import slice_tables
 from llm_connect.report._summary import check_gate, decision_sentence, failures, more_cases
 from llm_connect.values import RoutingPolicy
 
@@ -311,6 +312,7 @@ def _render(
             decisions_json=Markup(decisions_json(reports)),
             calibrations=_calibrations(ledger, None if tasks_filter is None else set(tasks_filter)),
             judge_checks=judge_checks(ledger, None if tasks_filter is None else set(tasks_filter)),
+            slices=slice_tables(ledger, [r.task for r in reports]),
             stability=_stability(ledger, tasks_filter),
             labels=labels_status(ledger, tasks_filter),
             options={

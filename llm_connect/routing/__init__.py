@@ -9,7 +9,9 @@ compute that evidence; every figure llm-connect prints about a candidate
 comes from them; :func:`human_evidence` is the evidence about what people would say (the mean
 human quality, from the judge's grades and people's labels). Active labelling chooses cases for
 a label with :func:`inclusion_probabilities`, which grow with :func:`judge_uncertainty` and never
-fall below :data:`ACTIVE_FLOOR` times the rate. Each name loads its module on first use.
+fall below :data:`ACTIVE_FLOOR` times the rate. :meth:`Router.decide_slices` decides each slice
+of a task too (:class:`SliceDecisions`), with :func:`e_bh` across the slices. Each name loads
+its module on first use.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ if TYPE_CHECKING:
     from llm_connect.routing._human_cache import human_evidence
     from llm_connect.routing._ppi import ACTIVE_FLOOR, inclusion_probabilities, judge_uncertainty
     from llm_connect.routing._router import Router
-    from llm_connect.values import PolicyError, RoutingPolicy
+    from llm_connect.routing._slices import e_bh
+    from llm_connect.values import PolicyError, RoutingPolicy, SliceDecision, SliceDecisions, SliceError
 
 __all__ = [
     "ACTIVE_FLOOR",
@@ -62,10 +65,14 @@ __all__ = [
     "Router",
     "RoutingDecision",
     "RoutingPolicy",
+    "SliceDecision",
+    "SliceDecisions",
+    "SliceError",
     "assess",
     "candidate_alpha",
     "cheapest_proven",
     "decision_sentence",
+    "e_bh",
     "explain_decision",
     "gather",
     "human_evidence",
@@ -113,7 +120,11 @@ _LAZY = {
         ("ACTIVE_FLOOR", "inclusion_probabilities", "judge_uncertainty"), "llm_connect.routing._ppi"
     ),
     "Router": "llm_connect.routing._router",
-    **dict.fromkeys(("PolicyError", "RoutingPolicy"), "llm_connect.values"),
+    "e_bh": "llm_connect.routing._slices",
+    **dict.fromkeys(
+        ("PolicyError", "RoutingPolicy", "SliceDecision", "SliceDecisions", "SliceError"),
+        "llm_connect.values",
+    ),
 }
 
 

@@ -10,8 +10,10 @@ from llm_connect.routing._calibration_gate import HUMAN, gating_calibration
 from llm_connect.routing._choice import STABILITY_ORDER, cheapest_proven, explain_decision
 from llm_connect.routing._decision import CandidateEvidence, GraderEvidence, IgnoredGrader, RoutingDecision
 from llm_connect.routing._evidence import candidate_alpha, gather
+from llm_connect.routing._rollback import WatchPlan, plan_watch, restricted_evidence
 from llm_connect.routing._series import CachedSeries
-from llm_connect.values import IdentityChange, RoutingPolicy
+from llm_connect.types import utcnow
+from llm_connect.values import IdentityChange, RoutingPolicy, SliceDecisions
 
 if TYPE_CHECKING:
     from llm_connect.ledger import QualityLedger
@@ -91,6 +93,8 @@ class Router:
         self._active: set[tuple[str, str]] = set()
         # target="human": each group's evidence with the sampled cases and labels it came from.
         self._human: dict[Any, Any] = {}
+        # The watch (routing/_rollback.py): each routed candidate's detector state per judge.
+        self._watch: dict[Any, Any] = {}
 
     def __repr__(self) -> str:
         return f"Router({self.ledger!r})"
@@ -242,6 +246,52 @@ class Router:
         ``None``): what the report, ``view`` and ``grade --until-decided`` read."""
         return self._decide(task, baseline, candidates, policy, grader_id, settings)
 
+    def decide_slices(
+        self,
+        task: str,
+        *,
+        baseline: str,
+        candidates: Sequence[str],
+        policy: RoutingPolicy | None = None,
+        grader_id: str | Sequence[str] | None = None,
+        slice_by: str | None = None,
+        **settings: Any,
+    ) -> SliceDecisions:
+        """One decision per slice of ``task`` plus the whole-task decision, stored together.
+
+        The slices are those of ``slice_by`` (else ``policy.slice_by``): ``tag:PREFIX``,
+        ``meta:KEY``, ``tools`` or ``length``. Each candidate's slices are decided with e-BH at
+        its share of ``1 - confidence``, so the expected share of wrongly routed slices among
+        the routed ones is at most ``1 - confidence`` (``routing/_slices.py``); the other
+        arguments are :meth:`decide`'s. An unknown key, or one no case carries, raises
+        :class:`~llm_connect.values.SliceError` naming it before anything is stored.
+        ``result.model_for(case)`` is the model that serves a case.
+        """
+        sliced = self.evaluate_slices(
+            task, baseline=baseline, candidates=candidates, policy=policy, grader_id=grader_id,
+            slice_by=slice_by, **settings,
+        )  # fmt: skip
+        return sliced.with_id(self.ledger.record_decision(sliced.whole, slices=sliced.slices_dict()))
+
+    def evaluate_slices(
+        self,
+        task: str,
+        *,
+        baseline: str,
+        candidates: Sequence[str],
+        policy: RoutingPolicy | None = None,
+        grader_id: str | Sequence[str] | None = None,
+        slice_by: str | None = None,
+        **settings: Any,
+    ) -> SliceDecisions:
+        """The decisions :meth:`decide_slices` would take, without storing them."""
+        from llm_connect.routing._slices import check_slicing, decide_slices
+
+        shim = {k: v for k, v in settings.items() if k in _SETTINGS and k != "route_on"}
+        key = check_slicing(RoutingPolicy.of(policy, **shim), slice_by)
+        whole = self._decide(task, baseline, candidates, policy, grader_id, settings)
+        return decide_slices(self.ledger, whole, whole.policy, key)
+
     def _decide(
         self,
         task: str,
@@ -315,6 +365,13 @@ class Router:
         # each judge's own threshold: a stated one for all, else its scale's (a win rate for a
         # preference judge, where a tie is 0.5)
         thresholds = {g: policy.threshold(g) for g in used}
+        now = utcnow()
+        plan = WatchPlan()
+        if target != "human":  # people's target: the watch reads judges' grades; not watched
+            plan = plan_watch(
+                self.ledger, self._watch, task, baseline, cands, thresholds,
+                arl=policy.rollback_arl, alpha=alpha, now=now,
+            )  # fmt: skip
         versions = {(r.candidate_model, r.grader_id): _version(r) for r in records}
         computed: list[tuple[str, str]] = []
         if target == "human":
@@ -357,6 +414,13 @@ class Router:
         if len(self._evidence) > 10_000:
             self._evidence.clear()
             self._active.clear()
+        if len(self._watch) > 10_000:
+            self._watch.clear()
+        if plan.restrict:  # a rolled-back candidate proves itself again on later cases only
+            found = dict(found) | restricted_evidence(
+                self.ledger, task, baseline, plan.restrict, used, thresholds,
+                min_samples=min_samples, alpha=alpha, confidence=confidence, fixed_n=fixed_n,
+            )  # fmt: skip
         evidence: list[CandidateEvidence] = []
         for model in cands:
             graders: list[GraderEvidence] = [found[(model, gid)] for gid in used]
@@ -379,6 +443,10 @@ class Router:
             )
 
         chosen = cheapest_proven(evidence, cands, prefer=policy.prefer)
+        model = baseline if chosen is None else chosen.model
+        routed_since, rollback = plan.outcome(
+            model, baseline, now, self.ledger.decision_store.grade_watermark
+        )
         reason = explain_decision(
             chosen,
             task,
@@ -394,8 +462,10 @@ class Router:
             target=target,
             prefer=policy.prefer,
         ) + "".join(f" Note: {change.why}." for change in changes)
+        if rollback is not None:
+            reason = f"{rollback.why}. {reason}" if rollback.new else f"{reason} Note: {rollback.why}."
         decision = RoutingDecision(
-            model=baseline if chosen is None else chosen.model,
+            model=model,
             reason=reason,
             task=task,
             baseline=baseline,
@@ -415,6 +485,9 @@ class Router:
             min_quality_stated=policy.stated,
             baseline_mean_cost_usd=base_cost,
             baseline_mean_latency_ms=base_latency,
+            created_at=now,
+            routed_since=routed_since,
+            rollback=rollback,
         )
         return decision
 

@@ -17,6 +17,9 @@ Readers (one per format, :data:`FORMATS`):
   logging payload (:mod:`llm_connect.traffic._logs`);
 * ``langfuse`` — Langfuse observation or trace exports (the same module).
 
+``llm-connect watch`` follows the same files as they grow (:class:`Follower`, by byte offset,
+rotation and truncation included) and grades a sampled share of new calls in shadow.
+
 Then: :mod:`~llm_connect.traffic._redact` (``--redact``),
 :mod:`~llm_connect.traffic._sample` (seeded, stratified reservoir samples), and
 :func:`import_traffic`, which streams: memory is bounded by the sample size and
@@ -34,6 +37,16 @@ Example::
 from __future__ import annotations
 
 from llm_connect.traffic._call import Answer, Skip, TrafficCall
+from llm_connect.traffic._follow import (
+    FilePosition,
+    Followed,
+    Follower,
+    Poll,
+    call_id,
+    call_task,
+    sampled,
+    watch_case,
+)
 from llm_connect.traffic._import import FORMATS, detect_format, import_traffic
 from llm_connect.traffic._importer import ImportOptions, ImportReport, meta_path
 from llm_connect.traffic._otlp import DEFAULT_JOIN_WINDOW, OtlpReader
@@ -44,16 +57,24 @@ __all__ = [
     "DEFAULT_JOIN_WINDOW",
     "FORMATS",
     "Answer",
+    "FilePosition",
+    "Followed",
+    "Follower",
     "ImportOptions",
     "ImportReport",
     "OtlpReader",
+    "Poll",
     "Redactor",
     "Sampler",
     "Skip",
     "Stratum",
     "TrafficCall",
+    "call_id",
+    "call_task",
     "detect_format",
     "import_traffic",
     "luhn_ok",
     "meta_path",
+    "sampled",
+    "watch_case",
 ]

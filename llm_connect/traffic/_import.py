@@ -36,7 +36,7 @@ from llm_connect.traffic._parallel import ParallelOtlp, workers_for
 from llm_connect.traffic._parallel_cases import ParallelCases, replay
 from llm_connect.traffic._sample import SampleExhausted, Sampler
 
-__all__ = ["FORMATS", "detect_format", "import_traffic"]
+__all__ = ["FORMATS", "detect_format", "format_of_line", "import_traffic"]
 
 FORMATS = ("otlp-json", "openai-log", "langfuse")
 """The input formats ``suite import`` reads."""
@@ -80,6 +80,13 @@ def detect_format(path: str | Path) -> str:
         raise TrafficImportError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not first:
         raise TrafficImportError(f"{path}: the file is empty")
+    return format_of_line(first, str(path))
+
+
+def format_of_line(first: bytes, path: str) -> str:
+    """The format of a traffic file whose first non-blank line is ``first`` (:func:`detect_format`
+    on a line already read; ``path`` names the file in the error)."""
+    first = first.strip()
     if first[:1] == b"[":
         return "langfuse"  # a JSON document (a list of observations or traces)
     try:

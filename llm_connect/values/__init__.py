@@ -14,6 +14,8 @@ all three (``llm_connect.types`` < ``llm_connect.values`` < ``ledger`` <
   defaults (:data:`DEFAULT_MIN_QUALITY`, :data:`DEFAULT_WIN_RATE`); :data:`PREFERENCE_JUDGES` /
   :func:`is_preference_judge`, the judges whose grade is a preference on people's scale.
 * :class:`IdentityChange` and :func:`identity_of` — a judge's identity as its grades record it.
+* :class:`SliceDecisions` (one decision per slice of a task, ``Router.decide_slices``) and the
+  slice keys (:func:`parse_slice_key`, :func:`slice_of`).
 * :class:`HumanLabel` and :class:`CaseLabels` — what people said (re-exported by :mod:`llm_connect.labels`).
 """
 
@@ -61,6 +63,20 @@ from llm_connect.values._policy import (
     is_preference_judge,
 )
 from llm_connect.values._result import GradingResult, validate_quality_score
+from llm_connect.values._slice_key import (
+    LENGTH_SLICES,
+    NO_TOOLS,
+    NO_VALUE,
+    SLICE_KINDS,
+    TOOLS,
+    SliceError,
+    SliceKey,
+    length_cuts,
+    parse_slice_key,
+    slice_of,
+)
+from llm_connect.values._slices import SliceCandidate, SliceDecision, SliceDecisions
+from llm_connect.values._watch import Rollback, RoutedSince
 
 __all__ = [
     "DEFAULT_MIN_QUALITY",
@@ -68,8 +84,11 @@ __all__ = [
     "FIRST_GRADE",
     "INSUFFICIENT",
     "LABEL_FIELDS",
+    "LENGTH_SLICES",
     "NO_GRADES",
     "NO_HUMAN_LABELS",
+    "NO_TOOLS",
+    "NO_VALUE",
     "PREFERENCES",
     "PREFERENCE_JUDGES",
     "PREFERENCE_VALUES",
@@ -77,7 +96,9 @@ __all__ = [
     "RULED_OUT",
     "SERVED_KEYS",
     "SETTLED",
+    "SLICE_KINDS",
     "STABILITY_VERDICTS",
+    "TOOLS",
     "UNDECIDED",
     "CandidateEvidence",
     "Case",
@@ -89,13 +110,23 @@ __all__ = [
     "IgnoredGrader",
     "NotApplicable",
     "PolicyError",
+    "Rollback",
+    "RoutedSince",
     "RoutingDecision",
     "RoutingPolicy",
+    "SliceCandidate",
+    "SliceDecision",
+    "SliceDecisions",
+    "SliceError",
+    "SliceKey",
     "describe_change",
     "human_value",
     "identity_changed",
     "identity_of",
     "is_preference_judge",
+    "length_cuts",
+    "parse_slice_key",
     "score_verdict",
+    "slice_of",
     "validate_quality_score",
 ]

@@ -10,6 +10,7 @@ from typing import Any
 from llm_connect.types import utcnow
 from llm_connect.values._identity import IdentityChange
 from llm_connect.values._policy import STABILITY_VERDICTS, TARGETS, RoutingPolicy
+from llm_connect.values._watch import Rollback, RoutedSince
 
 __all__ = [
     "HUMAN_FIELDS",
@@ -287,6 +288,12 @@ class RoutingDecision:
     """Routing judges whose newest grade names another served model or fingerprint than the
     identity their evidence was last vouched for under (issue 37): said in ``reason``; the
     grades still count (a drift check decides whether they may)."""
+    routed_since: RoutedSince | None = None
+    """When ``model`` is a candidate: since when it serves (the first decision of the streak) and
+    the grade id after which the watch reads its cases (issue 38)."""
+    rollback: Rollback | None = None
+    """A candidate the watch rolled back (``new`` on the decision that made it); carried until the
+    candidate is proven again on cases graded after it."""
     min_quality_stated: bool = True
     """Whether ``min_quality`` was stated; when not, a preference judge was held to its own
     scale's default (:meth:`threshold`)."""
@@ -339,43 +346,50 @@ class RoutingDecision:
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (what the ledger stores); :meth:`from_dict` reverses it."""
         changes = [c.to_dict() for c in self.identity_changes]
-        return {
-            "model": self.model,
-            "reason": self.reason,
-            "task": self.task,
-            "baseline": self.baseline,
-            "candidates": [
-                {
-                    "model": c.model,
-                    "passed": c.passed,
-                    "mean_cost_usd": c.mean_cost_usd,
-                    "mean_latency_ms": c.mean_latency_ms,
-                    "cost_ratio": c.cost_ratio,
-                    "latency_ratio": c.latency_ratio,
-                    "stability": c.stability,
-                    "stability_ok": c.stability_ok,
-                    "graders": [g.to_dict() for g in c.graders],
+        watch = ({"routed_since": self.routed_since.to_dict()} if self.routed_since else {}) | (
+            {"rollback": self.rollback.to_dict()} if self.rollback else {}
+        )
+        return (
+            {
+                "model": self.model,
+                "reason": self.reason,
+                "task": self.task,
+                "baseline": self.baseline,
+                "candidates": [
+                    {
+                        "model": c.model,
+                        "passed": c.passed,
+                        "mean_cost_usd": c.mean_cost_usd,
+                        "mean_latency_ms": c.mean_latency_ms,
+                        "cost_ratio": c.cost_ratio,
+                        "latency_ratio": c.latency_ratio,
+                        "stability": c.stability,
+                        "stability_ok": c.stability_ok,
+                        "graders": [g.to_dict() for g in c.graders],
+                    }
+                    for c in self.candidates
+                ],
+                "grader_ids": list(self.grader_ids),
+                "used_grader_ids": list(self.used_grader_ids),
+                "ignored_graders": [{"grader_id": g.grader_id, "why": g.why} for g in self.ignored_graders],
+                "parameters": {
+                    "min_quality": self.min_quality,
+                    "confidence": self.confidence,
+                    "min_samples": self.min_samples,
+                    "allow_uncalibrated": self.allow_uncalibrated,
+                    "fixed_n": self.fixed_n,
+                    "min_stability": self.min_stability,
                 }
-                for c in self.candidates
-            ],
-            "grader_ids": list(self.grader_ids),
-            "used_grader_ids": list(self.used_grader_ids),
-            "ignored_graders": [{"grader_id": g.grader_id, "why": g.why} for g in self.ignored_graders],
-            "parameters": {
-                "min_quality": self.min_quality,
-                "confidence": self.confidence,
-                "min_samples": self.min_samples,
-                "allow_uncalibrated": self.allow_uncalibrated,
-                "fixed_n": self.fixed_n,
-                "min_stability": self.min_stability,
+                | ({"target": self.target} if self.target != "judge" else {})
+                | ({"prefer": self.prefer} if self.prefer != "cost" else {})
+                | ({} if self.min_quality_stated else {"min_quality_stated": False}),
+                "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
+                "baseline_mean_latency_ms": self.baseline_mean_latency_ms,
+                "created_at": self.created_at.isoformat(),
             }
-            | ({"target": self.target} if self.target != "judge" else {})
-            | ({"prefer": self.prefer} if self.prefer != "cost" else {})
-            | ({} if self.min_quality_stated else {"min_quality_stated": False}),
-            "baseline_mean_cost_usd": self.baseline_mean_cost_usd,
-            "baseline_mean_latency_ms": self.baseline_mean_latency_ms,
-            "created_at": self.created_at.isoformat(),
-        } | ({"identity_changes": changes} if changes else {})
+            | ({"identity_changes": changes} if changes else {})
+            | watch
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, decision_id: int | None = None) -> RoutingDecision:
@@ -404,6 +418,8 @@ class RoutingDecision:
             used_grader_ids=tuple(data["used_grader_ids"]),
             ignored_graders=tuple(IgnoredGrader(**g) for g in data["ignored_graders"]),
             identity_changes=tuple(IdentityChange.from_dict(c) for c in data.get("identity_changes", ())),
+            routed_since=RoutedSince.from_dict(data["routed_since"]) if data.get("routed_since") else None,
+            rollback=Rollback.from_dict(data["rollback"]) if data.get("rollback") else None,
             min_quality=params["min_quality"],
             confidence=params["confidence"],
             min_samples=params["min_samples"],

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from llm_connect.errors import ConfigurationError
+from llm_connect.values._slice_key import SLICE_KINDS, SliceError, parse_slice_key
 
 __all__ = [
     "DEFAULT_MIN_QUALITY",
@@ -110,6 +111,16 @@ class RoutingPolicy:
     prefer: str = "cost"
     """Among proven candidates: ``cost`` (lowest mean cost) or ``latency`` (lowest mean latency);
     unknown figures come last, then the order the candidates were given."""
+    slice_by: str | None = None
+    """Also decide per slice of the task (``Router.decide_slices``, e-BH across the slices): a tag
+    prefix ``tag:PREFIX``, a metadata key ``meta:KEY``, ``tools`` or ``length``; ``None``: the
+    whole task only. ``Router.decide`` itself always decides the whole task."""
+    rollback_arl: float | None = 20_000
+    """The watch after the switch (issue 38): a routed candidate is rolled back when the
+    e-detector over its cases graded since it was routed reaches this value (a candidate whose
+    mean stays at or above the threshold is falsely rolled back after ``rollback_arl`` cases on
+    average at the soonest, and within ``N`` cases with chance at most ``N / rollback_arl``);
+    ``None``: no watch."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_stated", self.min_quality is not None)
@@ -141,10 +152,23 @@ class RoutingPolicy:
             raise PolicyError("min_stability", f"must be SAFE, RISKY or None, not {self.min_stability!r}")
         if self.prefer not in PREFER:
             raise PolicyError("prefer", f"must be one of {', '.join(PREFER)}, not {self.prefer!r}")
+        if self.rollback_arl is not None and (
+            isinstance(self.rollback_arl, bool)
+            or not isinstance(self.rollback_arl, int | float)
+            or not self.rollback_arl > 1
+        ):
+            raise PolicyError("rollback_arl", f"must be a number above 1 or None, not {self.rollback_arl!r}")
         if self.target == "human" and self.fixed_n:
             raise PolicyError(
                 "fixed_n", "must be False with target='human' (its bounds are anytime-valid only)"
             )
+        if self.slice_by is not None:
+            try:
+                parse_slice_key(self.slice_by)
+            except SliceError:
+                raise PolicyError(
+                    "slice_by", f"must be one of {', '.join(SLICE_KINDS)}, not {self.slice_by!r}"
+                ) from None
         object.__setattr__(self, "min_quality", quality)
         object.__setattr__(self, "confidence", confidence)
         object.__setattr__(self, "route_on", route_on)

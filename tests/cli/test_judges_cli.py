@@ -111,7 +111,9 @@ def test_anchor_check_drift_incomplete_and_accept(
     said = " ".join(routed.output.split())
     assert (
         f"{GRADER}'s judge changed under its name (judge_model 'judge-2026-01-01' -> 'judge-2026-03-01'): "
-        "check 5" in said and "while its grades on qa were made by the old one" in said
+        "check 5"
+        in said
+        and "while its grades on qa were made by the old one" in said
     ), said
 
     # The report shows each anchor set's checks as a timeline.
@@ -297,7 +299,10 @@ def test_grade_flags_a_new_served_model_without_an_anchor_set(tmp_path: Path, op
     assert (change["grader_id"], change["reference"], change["grades_newer"]) == (
         GRADER, "its first grade on the task", True
     )  # fmt: skip
-    assert (change["before"]["judge_model"], change["now"]["judge_model"]) == ("judge-2026-01-01", "judge-2026-03-01")
+    assert (change["before"]["judge_model"], change["now"]["judge_model"]) == (
+        "judge-2026-01-01",
+        "judge-2026-03-01",
+    )
     assert "judges anchor --judge" in json.loads(routed.stdout)["reason"]
     again = invoke("grade", str(_questions(tmp_path / "f.jsonl", 500, 5)), *args, "--json")
     # the earlier grades name the new model too now: nothing new to flag in this run's output,

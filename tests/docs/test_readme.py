@@ -66,6 +66,7 @@ RUN: dict[str, str] = {
     "llm-connect labels queue --task T --candidate C --rate 0.2": "test_labels_queue_sheet_and_import",
     "llm-connect labels import cases.csv --annotator NAME": "test_labels_queue_sheet_and_import",
     "llm-connect route --target human": "test_route_target_human_prints_the_judge_beside_people",
+    "llm-connect route --history --task support": "test_route_history_lists_the_stored_decisions",
     "llm-connect report": "test_report_shows_the_labelling_status",
     "llm-connect ledger failures": "test_ledger_failures_and_the_read_commands",
     "llm-connect ledger summary|show|failures|export|sql": "test_ledger_failures_and_the_read_commands",
@@ -82,6 +83,9 @@ RUN: dict[str, str] = {
         "test_route_min_stability_names_the_missing_analysis"
     ),
     "llm-connect grade SUITE ... --report report.html --junit results.xml": "test_grade_report_and_junit",
+    "llm-connect route --task support -b gpt-4o -c gpt-4o-mini -j embedding:all-MiniLM-L6-v2 --slice-by length": (
+        "test_route_slice_by_length_prints_the_slice_table"
+    ),
     "llm-connect report --target human -o report.html": "test_report_target_human",
     "llm-connect run status RUN_ID [--watch]": "test_run_status_of_a_shared_run",
 }
@@ -138,6 +142,11 @@ NOT_RUN: dict[str, str] = {
     " openai:gpt-4o-mini --runs 20 [--temperature 0] [--output report.json] [--json]": (
         "the synopsis of stability (the reader's query.json, an OpenAI API key); examples/README.md's"
         " concrete stability command runs against a local server"
+    ),
+    "llm-connect watch traces.jsonl --task-from task -b openai:gpt-4o -c openai:gpt-4o-mini -j"
+    " llm:openai:gpt-4o-mini --sample-rate 0.05 --on-rollback ./page-oncall.sh": (
+        "needs an OpenAI API key and the reader's traces; tests/cli/test_watch.py runs watch over the"
+        " loopback server (growth, rotation, SIGTERM and resume, a rollback calling the hook)"
     ),
     "sqlite3 llm_connect.db": (
         "an interactive shell; the queries the README pastes into it run in"
@@ -406,6 +415,37 @@ def test_route_target_human_prints_the_judge_beside_people(work: Path) -> None:
     assert re.search(rf"{LLAMA}  {VRTY}: judge alone 0\.\d{{3}} \| people 0\.\d{{3}} \[", result.output), (result.output, where)  # fmt: skip
     where = claim(README, "So on this target the default\nthreshold is **0.45**")
     assert "min_quality 0.45" in result.output or ">= 0.45" in result.output, (result.output, where)
+
+
+def test_route_history_lists_the_stored_decisions(work: Path) -> None:
+    """After the README's own `route` commands: their decisions folded into periods, oldest first."""
+    slices = "llm-connect route --task support -b gpt-4o -c gpt-4o-mini -j embedding:all-MiniLM-L6-v2 --slice-by length"
+    assert llm(find(README, slices)).exit_code == 0  # at least one stored decision of the task
+    result = llm(find(README, "llm-connect route --history --task support"))
+    assert result.exit_code == 0, result.output
+    where = claim(
+        README,
+        "lists the task's decisions and rollbacks over time\n(runs of the same decision folded into one line",
+    )
+    lines = result.output.splitlines()
+    assert lines[0].startswith("routing history of support ("), (result.output, where)
+    events = [line.split()[3] for line in lines[1:] if not line.startswith("      ")]
+    assert events and set(events) <= {"routed", "baseline", "rollback"}, (result.output, where)
+    data = json.loads(llm(find(README, "llm-connect route --history --task support"), "--json").output)
+    assert sum(p["decisions"] for p in data["periods"]) >= 1 and data["task"] == "support"
+
+
+def test_route_slice_by_length_prints_the_slice_table(work: Path) -> None:
+    command = "llm-connect route --task support -b gpt-4o -c gpt-4o-mini -j embedding:all-MiniLM-L6-v2 --slice-by length"
+    result = llm(find(README, command))
+    assert result.exit_code == 0, result.output
+    where = claim(README, "on the example's 24 cases\neach quartile has fewer than the 30 cases a slice needs, so every quartile keeps gpt-4o")  # fmt: skip
+    lines = result.output.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("slices of support by length"))
+    assert lines[head + 1].split() == ["slice", "cases", "decision", "bound"], (result.output, where)
+    rows = [line.split() for line in lines[head + 2 :]]
+    assert [r[0] for r in rows] == ["Q1", "Q2", "Q3", "Q4"] and sum(int(r[1]) for r in rows) == 24, where
+    assert all(r[2:4] == ["gpt-4o", "(gpt-4o-mini"] and r[4] == "insufficient)" for r in rows), where
 
 
 def test_report_shows_the_labelling_status(work: Path, ana_labels: str) -> None:

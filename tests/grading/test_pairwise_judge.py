@@ -329,6 +329,10 @@ def test_ajudge_puts_both_orders_in_flight_together(openai_server: OpenAIServer)
         ({"notes": "n", "verdict": "A", "confidence": 0.9}, "keys the schema forbids: 'confidence'"),
         ('{"verdict": "A", "verdict": "B"}', "repeats the key 'verdict'"),
         ('{"verdict": "A", "notes": "unfinished', "malformed JSON"),
+        (
+            {"notes": "<your comparison in one or two sentences>", "verdict": "A"},
+            "copied the answer template's placeholder",
+        ),
     ],
 )
 def test_an_unusable_reply_fails_the_case(openai_server: OpenAIServer, reply: Any, problem: str) -> None:

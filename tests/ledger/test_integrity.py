@@ -73,7 +73,8 @@ def test_check_constraint_enforces_the_score_range_in_sql(ledger: QualityLedger)
 @pytest.mark.postgres
 def test_a_dropped_connection_mid_batch_leaves_nothing(postgres_url: str, make_result: MakeResult) -> None:
     admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with QualityLedger(postgres_url) as ledger:
+    # patience 0: the write is not run again (with patience it would be, and land whole, once)
+    with QualityLedger(postgres_url, patience_s=0) as ledger:
         ledger.record(make_result(), task="t")
         with admin.connect() as conn:  # a trigger that stalls on one row, half-way through the batch
             conn.execute(text(STALL_FUNCTION))

@@ -38,6 +38,7 @@ TABLES = {
     "run_skips",
     "run_suites",
     "runs",
+    "watch_offsets",
 }
 
 

@@ -33,8 +33,11 @@ POLICIES = (
 
 def _rounded(value: Any) -> Any:
     """``value`` with every float rounded to 9 significant digits (sums kept by a write and sums
-    rebuilt in another order may differ in the last bit), and the decision's time left out."""
+    rebuilt in another order may differ in the last bit), and the decision's time left out (and
+    the time of a streak the decision would start, which is its own)."""
     if isinstance(value, dict):
+        if value.get("routed_since") and value["routed_since"].get("decision_id") is None:
+            value = value | {"routed_since": {k: v for k, v in value["routed_since"].items() if k != "at"}}
         return {k: _rounded(v) for k, v in value.items() if k not in ("created_at", "decision_id")}
     if isinstance(value, list | tuple):
         return [_rounded(v) for v in value]

@@ -7,6 +7,7 @@ scorer's LLM safety judge uses it too, and scoring sits below grading).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from llm_connect._fences import ReplyError, fence, fence_id, reply_object
@@ -48,12 +49,20 @@ def fenced_message(
     return "\n\n".join(parts)
 
 
+_PLACEHOLDER = re.compile(r"<[^<>\s]+(?: [^<>\s]+){2,30}>")
+"""Notes that are one angle-bracketed phrase of three words or more (``<one sentence explaining the
+score>``): the reply template's placeholder, copied back (a lone tag such as ``<br>`` is not one)."""
+
+
 def read_reply(reply: str, key: str) -> tuple[dict[str, Any], str]:
     """``(object, notes)``: the reply's one JSON object carrying ``key`` (:func:`reply_object`)
     and its ``notes`` (missing or null: ``""``; not a string: kept as JSON text).
 
     Raises:
-        JudgeOutputError: the reply holds no such object (``raw_reply`` keeps the reply).
+        JudgeOutputError: the reply holds no such object (``raw_reply`` keeps the reply), or its
+            notes are the answer template's placeholder copied back (``"<one sentence explaining
+            the score>"``): a small model echoing the instructions' example gives that object with
+            the example's score whatever it was shown, so nothing in it is a grade.
     """
     try:
         obj = reply_object(reply, key)
@@ -64,4 +73,10 @@ def read_reply(reply: str, key: str) -> tuple[dict[str, Any], str]:
         notes = ""
     elif not isinstance(notes, str):
         notes = json.dumps(notes)
+    if _PLACEHOLDER.fullmatch(notes.strip()):
+        raise JudgeOutputError(
+            f"the judge copied the answer template's placeholder {notes.strip()!r} instead of grading "
+            "(a model too small or not instruction-tuned echoes the example)",
+            raw_reply=reply,
+        )
     return obj, notes
