@@ -11,6 +11,8 @@ The same streams through the detector alone (``routing._rollback.advance``, the 
 Router calls) for ``--runs`` runs each: the figures the issue asks for at 1,000 runs.
 
     python scripts/bench/rollback_sim.py [--runs 1000] [--router-runs 100] [--seed 2026]
+    python scripts/bench/rollback_sim.py --router-runs 1000 --only drop     # two processes, one core each
+    python scripts/bench/rollback_sim.py --router-runs 1000 --only stable
 """
 
 from __future__ import annotations
@@ -105,32 +107,39 @@ def main() -> None:
     )
     parser.add_argument("--batch", type=int, default=25, help="cases between two decisions (Router runs)")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument(
+        "--only", choices=["drop", "stable"], help="through the Router: only these histories (two processes)"
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     print(f"min_quality {M}, before {GOOD}, after a drop {BAD}, rollback_arl {ROLLBACK_ARL:,}")
 
     t0 = time.perf_counter()
-    print(f"the detector alone ({args.runs} runs each):")
-    _summary("drop", [detector_run(rng, True, args.before, args.after) for _ in range(args.runs)], args.runs)
-    stable = [detector_run(rng, False, args.stable_cases, 0) for _ in range(args.runs)]
-    print(f"  stable: a false rollback within {args.stable_cases:,} cases in "
-          f"{sum(d is not None for d in stable)}/{args.runs}")  # fmt: skip
-    print(f"  ({time.perf_counter() - t0:.1f} s)")
+    if args.only is None:
+        print(f"the detector alone ({args.runs} runs each):")
+        drops_d = [detector_run(rng, True, args.before, args.after) for _ in range(args.runs)]
+        _summary("drop", drops_d, args.runs)
+        stable = [detector_run(rng, False, args.stable_cases, 0) for _ in range(args.runs)]
+        print(f"  stable: a false rollback within {args.stable_cases:,} cases in "
+              f"{sum(d is not None for d in stable)}/{args.runs}")  # fmt: skip
+        print(f"  ({time.perf_counter() - t0:.1f} s)")
+    else:
+        rng = random.Random(f"{args.seed}-{args.only}")  # each process its own histories
 
     t0 = time.perf_counter()
     print(
         f"through the Router and ledger ({args.router_runs} runs each, a decision every {args.batch} cases):"
     )
-    drops = [router_run(rng, True, args.before, args.after, args.batch) for _ in range(args.router_runs)]
-    routed = [r["routed_at"] for r in drops if r["routed_at"] is not None]
-    print(
-        f"  routed after a median of {statistics.median(routed):.0f} cases ({len(routed)}/{args.router_runs})"
-    )
-    delays = [r.get("delay") if r.get("rolled") else None for r in drops]
-    _summary("drop", delays, args.router_runs)  # type: ignore[arg-type]
-    stable_r = [router_run(rng, False, args.stable_cases, 0, 100) for _ in range(args.router_runs)]
-    false = sum(bool(r.get("rolled")) for r in stable_r)
-    print(f"  stable: a false rollback within {args.stable_cases:,} cases in {false}/{args.router_runs}")
+    if args.only in (None, "drop"):
+        drops = [router_run(rng, True, args.before, args.after, args.batch) for _ in range(args.router_runs)]
+        routed = [r["routed_at"] for r in drops if r["routed_at"] is not None]
+        print(f"  routed after a median of {statistics.median(routed):.0f} cases ({len(routed)} routed)")
+        delays = [r.get("delay") if r.get("rolled") else None for r in drops]
+        _summary("drop", delays, args.router_runs)  # type: ignore[arg-type]
+    if args.only in (None, "stable"):
+        stable_r = [router_run(rng, False, args.stable_cases, 0, 100) for _ in range(args.router_runs)]
+        false = sum(bool(r.get("rolled")) for r in stable_r)
+        print(f"  stable: a false rollback within {args.stable_cases:,} cases in {false}/{args.router_runs}")
     print(f"  ({time.perf_counter() - t0:.1f} s)")
 
 
