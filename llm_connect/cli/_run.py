@@ -115,7 +115,8 @@ class GradeOptions:
         routing, the gate, ``--until-decided``, JUnit and the report all decide under it."""
         return RoutingPolicy(
             # unstated (no --min-quality, now or when the run began): the target's default
-            min_quality=self.min_quality if self.gate else None,
+            # None: unstated (the field is float once built; RoutingPolicy resolves None itself)
+            min_quality=self.min_quality if self.gate else None,  # type: ignore[arg-type]
             confidence=self.confidence,
             min_samples=self.min_samples,
             target=self.target,

@@ -200,13 +200,9 @@ class QualityLedger:
             mine = list(range(len(records)))
             own_skips, own_fails = skips, fails
             if worker_id is not None:  # only what belongs to cases this worker still holds
+                assert run_id is not None  # checked above, before anything was written
                 held = self.fleet.finish_cases(
-                    conn,
-                    run_id,
-                    worker_id,
-                    case_ids,
-                    sorted(failed),
-                    adopt_from=adopt_from,  # type: ignore[arg-type]
+                    conn, run_id, worker_id, case_ids, sorted(failed), adopt_from=adopt_from
                 )
                 mine = [i for i, item in enumerate(records) if item.case_id in held]
                 own_skips = [r for r in skips if r["case_id"] in held]

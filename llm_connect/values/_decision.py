@@ -314,7 +314,7 @@ class RoutingDecision:
     @property
     def policy(self) -> RoutingPolicy:
         """The :class:`RoutingPolicy` this decision was made under (``route_on``: the judges asked)."""
-        stated = {"min_quality": self.min_quality} if self.min_quality_stated else {}
+        stated: dict[str, Any] = {"min_quality": self.min_quality} if self.min_quality_stated else {}
         return RoutingPolicy(
             **stated,
             confidence=self.confidence,
