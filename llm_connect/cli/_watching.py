@@ -132,7 +132,7 @@ class Watcher:
         return run_in_own_loop(self._main())
 
     async def _main(self) -> ExitCode:
-        from llm_connect.traffic import FilePosition, Follower
+        from llm_connect.traffic import Follower
 
         plan = self.plan
         self._abort, self._wake = asyncio.Event(), asyncio.Event()
@@ -140,10 +140,7 @@ class Watcher:
         kept = self.ledger.replay_journal(plan.run_id)  # answers kept when the ledger failed
         if kept:
             echo_err(f"note: recorded {kept} finished case(s) the journal kept from before")
-        stored = {
-            path: FilePosition(**{k: getattr(r, k) for k in FilePosition.__dataclass_fields__})
-            for path, r in self.store.offsets(plan.name).items()
-        }
+        stored = self.store.offsets(plan.name)
         follower = Follower(plan.files, format=plan.format, positions=stored, start_at_end=plan.start_at_end)
         batch = max(8, 4 * plan.concurrency)
         try:
@@ -153,7 +150,7 @@ class Watcher:
                     echo_err(f"note: {note}")
                 tally, decided = await self._round(poll, follower)
                 positions = follower.positions()
-                self.store.save(plan.name, [_row(p) for p in positions])
+                self.store.save(plan.name, positions)
                 self.files = len(positions)
                 self.total.add(tally)
                 if poll.lines or poll.calls:
@@ -369,19 +366,6 @@ class Watcher:
 def _first(message: str, limit: int = 300) -> str:
     line = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _row(position: Any) -> Any:
-    from llm_connect.ledger import WatchOffsetRow
-
-    return WatchOffsetRow(
-        path=position.path,
-        file_id=position.file_id,
-        fingerprint=position.fingerprint,
-        fingerprint_bytes=position.fingerprint_bytes,
-        offset=position.offset,
-        line=position.line,
-    )
 
 
 def stop_on_fault(plan: WatchPlan, fault: LedgerFaultError) -> ExitCode:

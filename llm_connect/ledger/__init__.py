@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from llm_connect.ledger._sampling import GradedCase, SampledCase, SamplingStore
     from llm_connect.ledger._slices import CaseAttributes, SliceStore
     from llm_connect.ledger._store import QualityLedger
-    from llm_connect.ledger._watch import WatchOffsetRow, WatchStore
+    from llm_connect.ledger._watch import WatchStore
 
 __all__ = [
     "DEFAULT_URL",
@@ -70,7 +70,6 @@ __all__ = [
     "StabilityResponseRow",
     "StabilityRow",
     "SummaryRow",
-    "WatchOffsetRow",
     "WatchStore",
     "current_revision",
     "display_url",
@@ -109,7 +108,7 @@ _LAZY = {
     **dict.fromkeys(("GradedCase", "SampledCase", "SamplingStore"), "llm_connect.ledger._sampling"),
     **dict.fromkeys(("CaseAttributes", "SliceStore"), "llm_connect.ledger._slices"),
     "QualityLedger": "llm_connect.ledger._store",
-    **dict.fromkeys(("WatchOffsetRow", "WatchStore"), "llm_connect.ledger._watch"),
+    **dict.fromkeys(("WatchStore",), "llm_connect.ledger._watch"),
 }
 
 

@@ -17,8 +17,6 @@ again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import cast
 
 from sqlalchemy import Connection, Table, select
@@ -26,9 +24,10 @@ from sqlalchemy import Connection, Table, select
 from llm_connect.ledger._cases import chunks
 from llm_connect.ledger._engine import Store, dialect_insert, read, write
 from llm_connect.ledger._models import Grade, RunFailure, RunSkip, WatchOffset
+from llm_connect.traffic import FilePosition
 from llm_connect.types import utcnow
 
-__all__ = ["WatchOffsetRow", "WatchStore"]
+__all__ = ["WatchStore"]
 
 _OFFSETS = cast(Table, WatchOffset.__table__)
 _GRADES = cast(Table, Grade.__table__)
@@ -36,37 +35,19 @@ _FAILURES = cast(Table, RunFailure.__table__)
 _SKIPS = cast(Table, RunSkip.__table__)
 
 
-@dataclass(frozen=True)
-class WatchOffsetRow:
-    """One file of a watch: where it is settled up to, and which file that was."""
-
-    path: str
-    """The path as the watch was given it."""
-    file_id: str
-    """``DEVICE:INODE`` of the file read."""
-    fingerprint: str
-    """BLAKE2b (hex) of its first :attr:`fingerprint_bytes` bytes."""
-    fingerprint_bytes: int
-    offset: int
-    """Every call before this byte is settled."""
-    line: int
-    """Lines before :attr:`offset` (line numbers go on from it)."""
-    updated_at: datetime | None = None
-    """When it was stored (``None`` before)."""
-
-
 class WatchStore(Store):
     """The offsets of watches (``watch_offsets``), and which of a watch run's cases are settled."""
 
-    def offsets(self, watch: str) -> dict[str, WatchOffsetRow]:
-        """The stored offsets of ``watch``, by path (``{}`` for a new watch)."""
+    def offsets(self, watch: str) -> dict[str, FilePosition]:
+        """The stored offsets of ``watch``, by path (``{}`` for a new watch): where each followed
+        file is settled up to, as :class:`~llm_connect.traffic.FilePosition`."""
         stmt = select(_OFFSETS).where(_OFFSETS.c.watch == watch)
 
-        def run(conn: Connection) -> dict[str, WatchOffsetRow]:
+        def run(conn: Connection) -> dict[str, FilePosition]:
             rows = conn.execute(stmt).mappings()
             return {
-                r["path"]: WatchOffsetRow(
-                    **{k: v for k, v in r.items() if k not in ("watch", "byte_offset")},
+                r["path"]: FilePosition(
+                    **{k: r[k] for k in FilePosition.__dataclass_fields__ if k != "offset"},
                     offset=r["byte_offset"],
                 )
                 for r in rows
@@ -74,7 +55,7 @@ class WatchStore(Store):
 
         return read(self.engine, "reading a watch's offsets", run)
 
-    def save(self, watch: str, rows: Sequence[WatchOffsetRow]) -> None:
+    def save(self, watch: str, rows: Sequence[FilePosition]) -> None:
         """Store ``rows`` as ``watch``'s offsets (each path's row replaced), in one transaction."""
         if not rows:
             return
