@@ -288,9 +288,11 @@ class Router:
         from llm_connect.routing._slices import check_slicing, decide_slices
 
         shim = {k: v for k, v in settings.items() if k in _SETTINGS and k != "route_on"}
-        key = check_slicing(RoutingPolicy.of(policy, **shim), slice_by)
+        asked = RoutingPolicy.of(policy, **shim)
+        key = check_slicing(asked, slice_by)
         whole = self._decide(task, baseline, candidates, policy, grader_id, settings)
-        return decide_slices(self.ledger, whole, whole.policy, key)
+        # the decision's own policy does not carry the watch's setting: the caller's does
+        return decide_slices(self.ledger, whole, whole.policy.replace(rollback_arl=asked.rollback_arl), key)
 
     def _decide(
         self,

@@ -204,3 +204,20 @@ def test_a_slice_that_gets_worse_is_rolled_back_alone(ledger_url: str, make_resu
         assert again.slice("fr").candidates[0].n == 0  # judged on cases after the rollback only
         stored = SliceDecisions.from_dict(json.loads(json.dumps(again.to_dict())))
         assert stored.slice("fr").rollback == back
+
+
+def test_slices_watch_nothing_without_an_arl(ledger_url: str, make_result: MakeResult) -> None:
+    """``rollback_arl=None`` turns the slices' watch off too (the slices decide under the
+    caller's setting, not the default the stored decision's policy would give)."""
+    rng = random.Random(12)
+    policy = RoutingPolicy(slice_by="tag:lang", rollback_arl=None)
+    with QualityLedger(ledger_url) as ledger:
+        router = Router(ledger)
+        for name in ("en", "fr"):
+            _slice_cases(ledger, make_result, name, 0, 150, 0.98, rng)
+        router.decide_slices("qa", baseline="gpt-4o", candidates=["small"], policy=policy)
+        for done in range(150, 250, 10):
+            _slice_cases(ledger, make_result, "en", 4 * done, 40, 0.98, rng)
+            _slice_cases(ledger, make_result, "fr", done, 5, 0.55, rng)
+            sliced = router.decide_slices("qa", baseline="gpt-4o", candidates=["small"], policy=policy)
+            assert all(s.rollback is None for s in sliced.slices) and sliced.whole.rollback is None
