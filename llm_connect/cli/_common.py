@@ -121,6 +121,18 @@ DbOption: Any = typer.Option(
     metavar="URL",
     rich_help_panel="Runs and the ledger",
 )
+DbPatienceOption: Any = typer.Option(
+    60.0,
+    "--db-patience",
+    min=0.0,
+    help="Seconds to wait for a database that went away (a restart) before the command stops with "
+    "exit 3, every finished grade kept (grade: with a resume command); 0: do not wait. Default: "
+    "$LLM_CONNECT_DB_PATIENCE, else 60.",
+    metavar="SECONDS",
+    envvar="LLM_CONNECT_DB_PATIENCE",
+    show_default=False,
+    rich_help_panel="Runs and the ledger",
+)
 JsonOption: Any = typer.Option(
     False, "--json", help="Print machine-readable JSON on stdout.", rich_help_panel="Output"
 )

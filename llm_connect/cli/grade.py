@@ -15,6 +15,7 @@ from llm_connect.cli._common import (
     ApiKeyOption,
     BaseUrlOption,
     DbOption,
+    DbPatienceOption,
     FastHelpCommand,
     JsonOption,
     MaxTokensOption,
@@ -242,19 +243,7 @@ def grade(
             rich_help_panel="Runs and the ledger",
         ),
     ] = 60.0,
-    db_patience: Annotated[
-        float,
-        typer.Option(
-            "--db-patience",
-            min=0.0,
-            help="Seconds to wait for a database that went away (a restart) before the run stops with "
-            "exit 3 and a resume command; 0: do not wait. Default: $LLM_CONNECT_DB_PATIENCE, else 60.",
-            metavar="SECONDS",
-            envvar="LLM_CONNECT_DB_PATIENCE",
-            show_default=False,
-            rich_help_panel="Runs and the ledger",
-        ),
-    ] = 60.0,
+    db_patience: float = DbPatienceOption,
     run_id: Annotated[
         str | None,
         typer.Option(

@@ -16,6 +16,7 @@ from llm_connect.cli._common import (
     ApiKeyOption,
     BaseUrlOption,
     DbOption,
+    DbPatienceOption,
     FastHelpCommand,
     MaxTokensOption,
     SeedOption,
@@ -33,7 +34,7 @@ DEFAULT_SAMPLE_RATE = 0.1
 """The share of new calls graded when ``--sample-rate`` is not given."""
 _PINNED = ("baseline", "candidate", "grader_ids")
 """Settings a watch keeps for its run: another value under the same name is refused."""
-_FILES, _CALLS, _ROUTING, _LEDGER = "Files and calls", "Model calls", "Routing policy", "The ledger"
+_FILES, _CALLS, _ROUTING = "Files and calls", "Model calls", "Routing policy"
 
 
 def watch_name(task_from: str | None, task: str | None, candidate: str, judges: list[str]) -> str:
@@ -216,19 +217,7 @@ def watch(
     seed: int | None = SeedOption,
     timeout: float | None = TimeoutOption,
     db: str | None = DbOption,
-    db_patience: Annotated[
-        float,
-        typer.Option(
-            "--db-patience",
-            min=0.0,
-            help="Seconds to wait for a database that went away before the watch stops with exit 3 "
-            "(every finished grade kept). Default: $LLM_CONNECT_DB_PATIENCE, else 60.",
-            metavar="SECONDS",
-            envvar="LLM_CONNECT_DB_PATIENCE",
-            show_default=False,
-            rich_help_panel=_LEDGER,
-        ),
-    ] = 60.0,
+    db_patience: float = DbPatienceOption,
 ) -> None:
     """Follow trace or log files and grade a sampled share of new calls in shadow.
 

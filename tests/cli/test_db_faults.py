@@ -96,6 +96,19 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+def fill(tmpfs: Path) -> None:
+    """Fill the tmpfs to the last block (the file ``filler``)."""
+    with contextlib.suppress(OSError), open(tmpfs / "filler", "wb", buffering=0) as filler:
+        while True:
+            filler.write(b"x" * 4096)
+
+
+def make_room(tmpfs: Path) -> None:
+    """Undo :func:`fill` and grow the tmpfs to 8 MiB."""
+    (tmpfs / "filler").unlink()
+    subprocess.run(["mount", "-o", "remount,size=8m", str(tmpfs)], check=True)
+
+
 def suite(path: Path, n: int) -> Path:
     return write_suite(path, [{"id": f"c{i:03d}", "prompt": f"question {i}", "task": "qa"} for i in range(n)])
 
@@ -211,9 +224,7 @@ def test_a_full_disk_stops_with_3_keeps_the_answers_and_the_resume_asks_for_none
     args = (str(path), "--run-id", "full-1", "-b", "openai:big", "-c", "openai:small", "--concurrency", "2")
     proc = grade(openai_server, url, *args, env=env)
     wait_for_calls(openai_server, 10, proc)
-    with contextlib.suppress(OSError), open(tmpfs / "filler", "wb", buffering=0) as filler:
-        while True:
-            filler.write(b"x" * 4096)
+    fill(tmpfs)
     out, err = proc.communicate(timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 3, err
     assert "the ledger's disk is full" in err
@@ -227,8 +238,7 @@ def test_a_full_disk_stops_with_3_keeps_the_answers_and_the_resume_asks_for_none
     assert "sk-test-secret" not in kept
     journaled = {json.loads(line)["case_id"] for line in kept.splitlines()}
     # More room, and the resume.
-    (tmpfs / "filler").unlink()
-    subprocess.run(["mount", "-o", "remount,size=8m", str(tmpfs)], check=True)
+    make_room(tmpfs)
     answered = set(calls(openai_server))
     resumed = grade(openai_server, url, "--resume", "full-1", env=env)
     out, err = resumed.communicate(timeout=RUN_TIMEOUT_S)
@@ -308,14 +318,11 @@ def test_a_watch_on_a_full_disk_stops_with_3_and_the_next_start_pays_for_nothing
 
     proc = watch()
     wait_for_calls(openai_server, 10, proc)
-    with contextlib.suppress(OSError), open(tmpfs / "filler", "wb", buffering=0) as filler:
-        while True:
-            filler.write(b"x" * 4096)
+    fill(tmpfs)
     _, err = proc.communicate(timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 3, err
     assert "the ledger's disk is full" in err
-    (tmpfs / "filler").unlink()
-    subprocess.run(["mount", "-o", "remount,size=8m", str(tmpfs)], check=True)
+    make_room(tmpfs)
     again = watch()
     _, err = again.communicate(timeout=RUN_TIMEOUT_S)
     assert again.returncode == 0, err

@@ -229,23 +229,34 @@ def test_sigterm_and_ctrl_c_stop_cleanly_and_a_restart_grades_no_call_twice(
     assert run is not None and run.status == "completed"
 
 
-def _seed(db: str, make_result: Callable[..., GradingResult]) -> None:
-    """300 cases where the candidate matched the baseline, graded by the judge."""
-    rng = random.Random(3)
+def _seed(
+    db: str, make_result: Callable[..., GradingResult], *, n: int = 300, seed: int = 3, tiers: bool = False
+) -> None:
+    """``n`` cases where the candidate matched the baseline, graded by the judge (with ``tiers``,
+    metadata ``tier`` alternating gold and silver)."""
+    from llm_connect.ledger import RecordItem
+
+    rng = random.Random(seed)
     with QualityLedger(db) as ledger:
-        ledger.record_many(
+        ledger.record_batch(
             [
-                make_result(
-                    1.0 if rng.random() < 0.995 else 0.5,
-                    grader_id=JUDGE_ID,
-                    baseline_model="big",
-                    candidate_model="small",
-                    prompt=f"seed {i}",
-                    asks_llm=True,
+                RecordItem(
+                    make_result(
+                        1.0 if rng.random() < 0.995 else 0.5,
+                        grader_id=JUDGE_ID,
+                        baseline_model="big",
+                        candidate_model="small",
+                        prompt=f"seed {i}",
+                        asks_llm=True,
+                    ),
+                    "qa",
+                    "seed",
+                    f"seed-{i}",
+                    (),
+                    metadata={"tier": "gold" if i % 2 else "silver"} if tiers else None,
                 )
-                for i in range(300)
-            ],
-            task="qa",
+                for i in range(n)
+            ]
         )
 
 
@@ -297,31 +308,9 @@ def test_with_slices_the_slice_that_got_worse_is_rolled_back_alone(
 ) -> None:
     """``watch --slice-by meta:tier``: each tier watched on its own cases; the tier whose answers got
     worse goes back to the baseline, the other keeps the candidate, and the hook hears of it."""
-    from llm_connect.ledger import RecordItem
     from tests.fixtures.structured_output import judge_responder
 
-    rng = random.Random(4)
-    with QualityLedger(sqlite_url) as ledger:
-        ledger.record_batch(
-            [
-                RecordItem(
-                    make_result(
-                        1.0 if rng.random() < 0.995 else 0.5,
-                        grader_id=JUDGE_ID,
-                        baseline_model="big",
-                        candidate_model="small",
-                        prompt=f"seed {i}",
-                        asks_llm=True,
-                    ),
-                    "qa",
-                    "seed",
-                    f"seed-{i}",
-                    (),
-                    metadata={"tier": "gold" if i % 2 else "silver"},
-                )
-                for i in range(400)
-            ]
-        )
+    _seed(sqlite_url, make_result, n=400, seed=4, tiers=True)
     route = ("route", "-t", "qa", "-b", "big", "-c", "small", "-j", JUDGE_ID, "--allow-uncalibrated")
     routed = invoke(*route, "--slice-by", "meta:tier", "--db", sqlite_url, "--json")
     assert routed.exit_code == 0, routed.output
