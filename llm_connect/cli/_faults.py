@@ -16,16 +16,9 @@ import typer
 
 from llm_connect.cli._common import echo_err
 from llm_connect.cli._exit import ExitCode
+from llm_connect.ledger import when_writable
 
 __all__ = ["pause_json", "pause_line", "stop_on_fault"]
-
-_THEN = {
-    "unreachable": "once the database is back",
-    "disk_full": "once the ledger's disk has room again",
-    "read_only": "once the ledger can be written again",
-    "permission": "once the ledger may be written again",
-}
-"""What must happen before the run can go on, by the fault's cause."""
 
 
 def pause_json(ledger: Any) -> dict[str, Any]:
@@ -65,7 +58,7 @@ def stop_on_fault(opts: Any, stopped: Any, *, json_out: bool) -> NoReturn:
     """Say why the run stopped (``stopped``: a ``RunFault``), what was kept and how to go on;
     exit 3."""
     fault = stopped.fault
-    then = _THEN.get(fault.cause, "once the ledger works again")
+    then = when_writable(fault.cause)
     how = _continue(opts, stopped.run_id, stopped.started)
     kept: str | None = None
     if fault.journaled and fault.journal:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_connect.cli._common import DbOption, FastHelpCommand, fail, handle_errors
+from llm_connect.cli._common import DbOption, DbPatienceOption, FastHelpCommand, echo_err, fail, handle_errors
 from llm_connect.cli._policy import (
     AllowUncalibrated,
     Confidence,
@@ -144,6 +144,7 @@ def view(
         ),
     ] = False,
     db: str | None = DbOption,
+    db_patience: float = DbPatienceOption,
 ) -> None:
     """Serve the report of the whole ledger on 127.0.0.1, paging cases from SQL, with a labelling page.
 
@@ -152,6 +153,10 @@ def view(
     keys 1 / 2 / 3 store a human label in the ledger; it is opened with the URL printed (it holds
     a per-start token every write needs) and listens on 127.0.0.1 only. --no-label serves the
     report alone, read-only: it never writes. Stop with Ctrl-C.
+
+    A database restart holds a request until the database is back (up to --db-patience, said
+    on stderr); a fault past it (the database away too long, a full disk, a read-only ledger)
+    answers 503 naming the cause, and the Label page keeps the choice to send again.
     """
     import threading
 
@@ -167,8 +172,11 @@ def view(
         if not no_label:
             fail(f"the labelling page listens on 127.0.0.1 only, not on {host}: add --no-label")
         typer.echo(f"warning: listening on {host}, not only on this machine", err=True)
+    ledger = _open(db)
+    ledger.patience.seconds = db_patience
+    ledger.patience.on_pause = lambda line: echo_err(f"note: {line}")
     server = serve(
-        _open(db),
+        ledger,
         host=host,
         port=port,
         policy=policy,

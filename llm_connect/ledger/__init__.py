@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from llm_connect.ledger._journal import Journal, JournalEntry, JournalError
     from llm_connect.ledger._labels import LabelCounts, LabelStore, LabelWrite
     from llm_connect.ledger._migrate import current_revision, head_revision, upgrade
+    from llm_connect.ledger._patience import when_writable
     from llm_connect.ledger._rows import (
         CalibrationRow,
         CaseSeries,
@@ -77,6 +78,7 @@ __all__ = [
     "join_rows",
     "resolve_url",
     "upgrade",
+    "when_writable",
 ]
 
 _LAZY = {
@@ -88,6 +90,7 @@ _LAZY = {
     **dict.fromkeys(("DEFAULT_URL", "ENV_VAR", "display_url", "resolve_url"), "llm_connect.ledger._engine"),
     **dict.fromkeys(("FleetStatus", "FleetWorkerRow"), "llm_connect.ledger._fleet"),
     **dict.fromkeys(("Journal", "JournalEntry", "JournalError"), "llm_connect.ledger._journal"),
+    "when_writable": "llm_connect.ledger._patience",
     **dict.fromkeys(("LabelCounts", "LabelStore", "LabelWrite"), "llm_connect.ledger._labels"),
     **dict.fromkeys(("current_revision", "head_revision", "upgrade"), "llm_connect.ledger._migrate"),
     **dict.fromkeys(

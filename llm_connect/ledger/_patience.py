@@ -29,7 +29,15 @@ from typing import Any
 
 from llm_connect.errors import LedgerFaultError
 
-__all__ = ["DEFAULT_PATIENCE_S", "PATIENCE_ENV", "Patience", "fault_message", "fault_of", "sqlite_fault"]
+__all__ = [
+    "DEFAULT_PATIENCE_S",
+    "PATIENCE_ENV",
+    "Patience",
+    "fault_message",
+    "fault_of",
+    "sqlite_fault",
+    "when_writable",
+]
 
 #: Seconds a command waits for an unreachable database before it stops (``--db-patience``).
 DEFAULT_PATIENCE_S = 60.0
@@ -82,6 +90,19 @@ def fault_of(exc: BaseException) -> str | None:
             return DISK_FULL
         return READ_ONLY if "readonly database" in text else None
     return None
+
+
+_WHEN = {
+    UNREACHABLE: "once the database is back",
+    DISK_FULL: "once the ledger's disk has room again",
+    READ_ONLY: "once the ledger can be written again",
+    PERMISSION: "once the ledger may be written again",
+}
+
+
+def when_writable(cause: str) -> str:
+    """When work a fault of ``cause`` stopped can go on ("once the ledger's disk has room again")."""
+    return _WHEN.get(cause, "once the ledger works again")
 
 
 def sqlite_fault(cause: str, database: str | None) -> str:

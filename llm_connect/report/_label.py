@@ -18,6 +18,9 @@ has none of them):
   ``second`` to ``candidate`` / ``baseline`` from the order it drew itself. With
   ``"replace": true`` (the page's "change my last label", key ``u``) the annotator's own
   label of the case is overwritten; without it a different label is refused (409).
+  A write meets the ledger's patience like every other (``view --db-patience``): a database
+  restart holds the request until it is back; a fault past it (away too long, a full disk, a
+  read-only ledger) answers 503 with the cause in plain words, and the page keeps the choice.
 
 Writes are refused with 403 unless the request's ``Origin`` is the server's own
 (``http://127.0.0.1:PORT`` or ``http://localhost:PORT``; a missing Origin is
@@ -39,7 +42,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
-from llm_connect.errors import ConfigurationError, LabelConflictError, LabelError
+from llm_connect.errors import ConfigurationError, LabelConflictError, LabelError, LedgerFaultError
+from llm_connect.ledger import when_writable
 from llm_connect.report._label_queue import (
     BLIND_SEED,
     LabelCase,
@@ -308,6 +312,9 @@ class LabelDesk:
             return 409, {"error": "you labelled this case differently before (labels import --replace)"}
         except LabelError as exc:
             return 400, {"error": str(exc)}
+        except LedgerFaultError as exc:  # after the patience: the page keeps the choice, nothing stored
+            return 503, {"error": f"{exc}: the label was not saved, choose again {when_writable(exc.cause)}",
+                         "cause": exc.cause}  # fmt: skip
         return 200, {"saved": True, "written": done.written, "replaced": done.replaced}
 
 

@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, urlsplit
 
-from llm_connect.errors import ConfigurationError, LLMConnectError
+from llm_connect.errors import ConfigurationError, LedgerFaultError, LLMConnectError
 from llm_connect.report._cases import case_row
 from llm_connect.values import PREFERENCE_JUDGES, RoutingPolicy
 
@@ -336,6 +336,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(404, {"error": f"not found: {parts.path}"}, head)
         except ConfigurationError as exc:
             self._json(400, {"error": str(exc)}, head)
+        except LedgerFaultError as exc:  # away past the patience, or a fault: say so, try later
+            self._json(503, {"error": str(exc), "cause": exc.cause}, head)
         except LLMConnectError as exc:
             self._json(500, {"error": str(exc)}, head)
         except (BrokenPipeError, ConnectionResetError):

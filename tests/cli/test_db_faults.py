@@ -7,7 +7,10 @@
 * a SQLite ledger on a small tmpfs that fills up: exit 3, "the ledger's disk is full", the
   answers kept in a journal (the same full disk refuses it: the system's temporary directory
   takes it); more room, and the resume makes no model call for them;
-* a read-only ledger file system: exit 3, "the ledger file is read-only", nothing asked of a model.
+* a read-only ledger file system: exit 3, "the ledger file is read-only", nothing asked of a model;
+* ``view``'s Label page: a label sent while PostgreSQL is down is held until it is back and
+  stored once; one sent to a full disk answers 503 "the ledger's disk is full", stores nothing,
+  and goes in once there is room.
 
 They run as root (CI does): ``mount -t tmpfs`` and ``pg_ctlcluster``. The cluster restarted is
 ``$LLM_CONNECT_TEST_POSTGRES_CLUSTER`` ("VERSION NAME", default the installed version's
@@ -24,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,9 +35,11 @@ from pathlib import Path
 import pytest
 
 from llm_connect.ledger import QualityLedger
+from llm_connect.report import ReportServer, serve
 from tests.cli._util import write_suite
 from tests.fixtures.openai_server import OpenAIServer
 from tests.fixtures.skips import skip_or_fail
+from tests.report.test_label import fill_queue_ledger, next_case, own, request
 
 pytestmark = pytest.mark.slow
 
@@ -330,3 +336,65 @@ def test_a_watch_on_a_full_disk_stops_with_3_and_the_next_start_pays_for_nothing
         graded = sorted(r.case_id for r in ledger.results(run_id="watch-w"))
     assert graded == sorted(f"req-{i}" for i in range(n))
     assert set(calls(openai_server).values()) == {1}  # each call's candidate asked once
+
+
+def _label(server: ReportServer, case: dict[str, object]) -> tuple[int, object]:
+    token = (server.label_url or "").split("token=")[1]
+    body = {"ref": case["ref"], "choice": "first", "annotator": "ana"}
+    return request(server, "POST", "/api/label", body, own(server, token))
+
+
+def test_a_label_sent_while_postgres_is_down_is_held_until_it_is_back_and_stored_once(
+    postgres_url: str, cluster: Cluster
+) -> None:
+    with QualityLedger(postgres_url, patience_s=60) as ledger:
+        fill_queue_ledger(ledger)
+        said: list[str] = []
+        ledger.patience.on_pause = said.append
+        server = serve(ledger, port=0, label=True)
+        try:
+            case = next_case(server)["case"]
+            cluster.ctl("stop", "-m", "fast")
+            answer: list[tuple[int, object]] = []
+            sent = threading.Thread(target=lambda: answer.append(_label(server, case)))
+            try:
+                sent.start()
+                time.sleep(2.0)  # the write is waiting for the database, not refused
+                assert not answer
+            finally:
+                cluster.ctl("start")
+            sent.join(timeout=RUN_TIMEOUT_S)
+            assert answer and answer[0][0] == 200, answer
+            assert any("is unreachable" in line for line in said)  # ``view`` prints these on stderr
+            assert any("reachable again after" in line for line in said)
+            labels = ledger.labels(task="qa")
+        finally:
+            server.shutdown()
+    assert [(lb.case_id, lb.annotator) for lb in labels] == [(case["case_id"], "ana")]
+
+
+def test_a_label_sent_to_a_full_disk_answers_503_saying_so_and_goes_in_once_there_is_room(
+    tmpfs: Path,
+) -> None:
+    url = f"sqlite:///{tmpfs / 'ledger.db'}"
+    with QualityLedger(url, patience_s=5) as ledger:
+        fill_queue_ledger(ledger)
+        server = serve(ledger, port=0, label=True)
+        try:
+            case = next_case(server)["case"]
+            fill(tmpfs)
+            code, refused = _label(server, case)
+            assert code == 503, refused
+            assert isinstance(refused, dict) and refused["cause"] == "disk_full"
+            assert "the ledger's disk is full" in refused["error"]
+            assert (
+                "the label was not saved, choose again once the ledger's disk has room again"
+                in (refused["error"])
+            )
+            make_room(tmpfs)
+            assert ledger.labels(task="qa") == []  # nothing half-written
+            code, saved = _label(server, case)  # the page sends the kept choice again
+            assert code == 200 and saved == {"saved": True, "written": 1, "replaced": 0}, saved
+            assert [lb.case_id for lb in ledger.labels(task="qa")] == [case["case_id"]]
+        finally:
+            server.shutdown()
