@@ -197,9 +197,8 @@ def _fmt_ms(value: float | None) -> str:
 
 def _bounds(s: RunStats) -> str:
     ev = s.evidence
-    if ev.lower_bound is None or ev.upper_bound is None:
-        return ""
-    return f" [{ev.lower_bound:.3f}, {ev.upper_bound:.3f}]"
+    text = ev.bounds_text()
+    return f" {text}" if text else ""
 
 
 def _cases(s: RunStats) -> str:

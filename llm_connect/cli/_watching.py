@@ -370,7 +370,7 @@ def _first(message: str, limit: int = 300) -> str:
 
 def stop_on_fault(plan: WatchPlan, fault: LedgerFaultError) -> ExitCode:
     """Say why the watch stopped (the ledger's database failed under it) and what was kept."""
-    from llm_connect.cli._faults import _THEN
+    from llm_connect.ledger import when_writable
 
     echo_err(f"error: the watch stopped: {fault}")
     if fault.journaled and fault.journal:
@@ -378,7 +378,7 @@ def stop_on_fault(plan: WatchPlan, fault: LedgerFaultError) -> ExitCode:
             f"kept: the answers of {fault.journaled} finished case(s) that could not be recorded are kept "
             f"in {fault.journal}; the watch records them first when it starts again, asking no model"
         )
-    then = _THEN.get(fault.cause, "once the ledger works again")
+    then = when_writable(fault.cause)
     echo_err(
         f"{then}, start the same watch again (--name {plan.name}): it goes on from the offsets stored "
         "for every call recorded, and grades no call twice"

@@ -258,7 +258,8 @@ def judge_and_people(evidence: GraderEvidence) -> str | None:
     people = (
         "no human labels yet"
         if g.human_estimate is None
-        else f"people {_num(g.human_estimate)} [{_num(g.lower_bound)}, {_num(g.upper_bound)}]"
+        else f"people {_num(g.human_estimate)} "
+        + (g.bounds_text() or f"[{_num(g.lower_bound)}, {_num(g.upper_bound)}]")
         + ("" if g.judge_bias is None else f" (judge bias {_num(g.judge_bias, '+.3f')})")
         + (
             ""

@@ -351,6 +351,11 @@ def _verdict(
             f"{grader_id}: {head}, {counted}, mean {mean:.3f}, {method} bounds "
             f"[{low:.3f}, {high:.3f}] around min_quality {min_quality:g}; {more}"
         )
+    if low > high:  # they stay crossed: say why the mean lies outside them
+        why += (
+            f"; the bounds cross (lower {low:.3f} above upper {high:.3f}): no one mean fits all "
+            f"{n} cases, the grades' mean moved within them"
+        )
     return GraderEvidence(
         grader_id=grader_id,
         n=n,

@@ -55,7 +55,9 @@ class GateItem:
         head = f"{self.candidate} on {ev.grader_id} in {self.task}"
         if ev.mean is None or ev.lower_bound is None or ev.upper_bound is None:
             return f"{head}: no grades"
-        where = f"mean {ev.mean:.3f} vs {min_quality:g}, bounds [{ev.lower_bound:.3f}, {ev.upper_bound:.3f}]"
+        where = f"mean {ev.mean:.3f} vs {min_quality:g}, " + (
+            ev.bounds_text() if ev.bounds_cross else f"bounds {ev.bounds_text()}"
+        )
         if ev.status == RULED_OUT:
             return f"{head}: {where}, ruled out (upper bound below {min_quality:g})"
         if ev.status == PROVEN:
@@ -78,8 +80,9 @@ class GateItem:
         if ev.mean is None or ev.lower_bound is None or ev.upper_bound is None:
             return f"{head}: no human labels yet{pending}"
         where = (
-            f"estimate {ev.mean:.3f} vs {min_quality:g}, bounds [{ev.lower_bound:.3f}, "
-            f"{ev.upper_bound:.3f}], {ev.labels_used or 0} label{'s' if ev.labels_used != 1 else ''}"
+            f"estimate {ev.mean:.3f} vs {min_quality:g}, "
+            + (ev.bounds_text() if ev.bounds_cross else f"bounds {ev.bounds_text()}")
+            + f", {ev.labels_used or 0} label{'s' if ev.labels_used != 1 else ''}"
         )
         if ev.status == RULED_OUT:
             return f"{head}: {where}, ruled out (upper bound below {min_quality:g})"

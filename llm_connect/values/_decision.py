@@ -155,6 +155,24 @@ class GraderEvidence:
         """Proven or ruled out: more cases cannot change the verdict."""
         return self.status in SETTLED
 
+    @property
+    def bounds_cross(self) -> bool:
+        """The lower bound is above the upper bound: no one mean fits every case so far (the
+        grades' mean moved within the stream; under a constant mean this happens with chance at
+        most ``2 alpha``). The anytime bounds only tighten, so they stay crossed."""
+        low, high = self.lower_bound, self.upper_bound
+        return low is not None and high is not None and low > high
+
+    def bounds_text(self) -> str:
+        """The bounds as people read them: ``[0.812, 0.938]``, or, crossed, ``bounds cross
+        (lower 0.850 above upper 0.375): the mean moved``; ``""`` without grades."""
+        low, high = self.lower_bound, self.upper_bound
+        if low is None or high is None:
+            return ""
+        if low > high:
+            return f"bounds cross (lower {low:.3f} above upper {high:.3f}): the mean moved"
+        return f"[{low:.3f}, {high:.3f}]"
+
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON (what decisions, snapshots and ``--json`` carry); a judge's
         evidence leaves out the ``target="human"`` fields (:data:`HUMAN_FIELDS`)."""
