@@ -36,8 +36,9 @@ with one baseline side, one or more candidate sides and one or more judges:
 
 Library code: nothing here prints or exits; the CLI turns the report into
 output and an exit code. Sides live in ``_sides``, the report types in
-``_report``, the writer thread in ``_writer`` and batched judging in
-``_judge_batch``; this module re-exports their public names.
+``_report``, the writer thread in ``_writer``, one case's calls and judging in
+``_case_grading`` and batched judging in ``_judge_batch``; this module re-exports
+their public names.
 """
 
 from __future__ import annotations
@@ -52,30 +53,26 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from llm_connect.adapters import run_in_own_loop
-from llm_connect.errors import CaseDataError, ConfigurationError, LedgerError, LedgerFaultError
+from llm_connect.errors import ConfigurationError, LedgerError, LedgerFaultError
+from llm_connect.grading._case_grading import grade_case
 from llm_connect.grading._judge_batch import JudgeBatcher
-from llm_connect.grading._paired import flag_asks_llm, judge_async, with_conversation
-from llm_connect.grading._protocols import Case, Judge, JudgePair
+from llm_connect.grading._protocols import Case, Judge
 from llm_connect.grading._recorded import with_recorded
 from llm_connect.grading._report import (
     BatchReport,
     BatchResult,
     CaseFailure,
     NotApplicable,
-    case_failure,
-    lacks_case_data,
-    not_applicable,
 )
-from llm_connect.grading._results import GradingResult
-from llm_connect.grading._samples import check_samples, merge_samples
+from llm_connect.grading._samples import check_samples
 from llm_connect.grading._sides import RECORDED_PREFIX, LiveSide, RecordedSide, Side, side_from_spec
 from llm_connect.grading._suite import Suite
-from llm_connect.grading._writer import CaseWork, LedgerWriter, SettledCheck, merge_conflicts, unsettled_sides
+from llm_connect.grading._writer import LedgerWriter, SettledCheck, merge_conflicts, unsettled_sides
 from llm_connect.types import LLMResponse, RunConfig
 
 if TYPE_CHECKING:
     from llm_connect.grading._fleet import FleetSource
-    from llm_connect.ledger import QualityLedger, RecordItem
+    from llm_connect.ledger import QualityLedger
 
 __all__ = [
     "RECORDED_PREFIX",
@@ -351,7 +348,7 @@ class BatchGrader:
                         report.cases_settled_skipped += 1
                         self._progress(report)
                         continue
-                work = await self._grade_case(case, cached, done_keys, report, active)
+                work = await grade_case(self, case, cached, done_keys, report, active)
                 if writer is not None:
                     writer.submit(work)
                 report.cases_done += 1
@@ -443,133 +440,6 @@ class BatchGrader:
     def _progress(self, report: BatchReport) -> None:
         if self.on_progress is not None:
             self.on_progress(report.cases_done, report.cases_total - report.cases_settled_skipped)
-
-    async def _respond(
-        self, side: Side, case: Case, cached: Mapping[str, LLMResponse], report: BatchReport, sample: int = 0
-    ) -> tuple[LLMResponse, str | None]:
-        """The side's response (sample ``sample``) for ``case`` and, for a fresh live call, its cache key.
-
-        A recorded side has one response per case, which every sample reuses.
-        """
-        if isinstance(side, RecordedSide):
-            return side.response(case), None
-        assert isinstance(side, LiveSide)
-        key = self._cache_key(side, case, sample) if self.use_cache else None
-        if key is not None and key in cached:
-            report.cache_hits += 1
-            return side.as_asked(cached[key]), None
-        report.model_calls += 1
-        response = await side.adapter.acomplete(case.request, self._config_for(case))
-        return side.as_asked(response), key
-
-    async def _judge(self, judge: Judge, pair: JudgePair) -> GradingResult:
-        batcher = self._batchers.get(id(judge))
-        conversation = None if pair.case is None else pair.case.conversation
-        if batcher is not None:  # judge_async flags its own results; batched ones are flagged here
-            return with_conversation(flag_asks_llm(judge, await batcher.submit(pair)), conversation)
-        result = await judge_async(
-            judge,
-            pair.baseline_response,
-            pair.candidate_response,
-            prompt=pair.prompt,
-            run_config=pair.run_config,
-            case=pair.case,
-        )
-        return with_conversation(result, conversation)
-
-    async def _judge_samples(self, judge: Judge, pairs: Sequence[JudgePair]) -> GradingResult:
-        """One grade of the case from every sample pair (:func:`merge_samples`)."""
-        if len(pairs) == 1:
-            return await self._judge(judge, pairs[0])
-        results = await asyncio.gather(*(self._judge(judge, p) for p in pairs))
-        return merge_samples(results)
-
-    async def _grade_case(
-        self,
-        case: Case,
-        cached: Mapping[str, LLMResponse],
-        done_keys: set[tuple[str | None, str, str]],
-        report: BatchReport,
-        candidates: Sequence[Side] | None = None,
-    ) -> CaseWork:
-        work = CaseWork(case_id=case.id)
-        rc = self._config_for(case)
-        cands = self.candidates if candidates is None else list(candidates)
-        sides: list[Side] = [self.baseline, *cands]
-        calls = [(s, k) for s in sides for k in range(self.samples)]
-        outcomes = await asyncio.gather(
-            *(self._respond(s, case, cached, report, k) for s, k in calls), return_exceptions=True
-        )
-        answered: dict[str, list[LLMResponse]] = {}
-        failed: set[str] = set()
-        for (side, _), outcome in zip(calls, outcomes, strict=True):
-            if isinstance(outcome, asyncio.CancelledError):
-                raise outcome
-            if isinstance(outcome, BaseException):
-                if not isinstance(outcome, Exception):
-                    raise outcome
-                if side.spec not in failed:  # one failure per side, however many samples failed
-                    stage = "baseline" if side is self.baseline else "candidate"
-                    work.failures.append(case_failure(case, stage, outcome, side.adapter_id))
-                failed.add(side.spec)
-                continue
-            response, key = outcome
-            answered.setdefault(side.spec, []).append(response)
-            report.observed_models.setdefault(side.spec, set()).add(response.model)
-            report.asked_models.setdefault(side.spec, response.asked_model)
-            if key is not None:  # kept even when another sample failed: a retry reuses it
-                work.cache.append((key, side.adapter_id, response))
-        responses = {spec: rs for spec, rs in answered.items() if spec not in failed}
-        baseline = responses.get(self.baseline.spec)
-        if baseline is not None:
-            jobs: list[tuple[Side, Judge]] = []
-            coros = []
-            for cand in cands:
-                cand_resps = responses.get(cand.spec)
-                if cand_resps is None:
-                    continue
-                pairs = [
-                    JudgePair(b, c, case.prompt, rc, case) for b, c in zip(baseline, cand_resps, strict=True)
-                ]
-                model = cand_resps[0].asked_model  # as asked for: what the grade is stored under
-                for judge in self.judges:
-                    if (case.id, judge.grader_id, model) in done_keys:
-                        continue
-                    jobs.append((cand, judge))
-                    coros.append(self._judge_samples(judge, pairs))
-            graded = await asyncio.gather(*coros, return_exceptions=True)
-            for (cand, judge), res in zip(jobs, graded, strict=True):
-                if isinstance(res, asyncio.CancelledError):
-                    raise res
-                if isinstance(res, CaseDataError) and lacks_case_data(case, res):
-                    model = responses[cand.spec][0].asked_model
-                    na = not_applicable(case, judge.grader_id, cand.spec, res, candidate_model=model)
-                    report.not_applicable.append(na)
-                    work.skips.append(na)
-                    continue
-                if isinstance(res, BaseException):
-                    if not isinstance(res, Exception):
-                        raise res
-                    work.failures.append(case_failure(case, "judge", res, judge.grader_id))
-                    continue
-                report.results.append(BatchResult(case.id, case.task, cand.spec, res))
-                work.records.append(self._record(case, cand, res))
-        report.failures.extend(work.failures)
-        return work
-
-    def _record(self, case: Case, cand: Side, result: GradingResult) -> RecordItem:
-        from llm_connect.ledger import RecordItem
-
-        return RecordItem(
-            result=result,
-            task=case.task,
-            run_id=self.run_id,
-            case_id=case.id,
-            tags=case.tags,
-            baseline_adapter_id=self.baseline.adapter_id,
-            candidate_adapter_id=cand.adapter_id,
-            metadata=case.metadata or None,
-        )
 
 
 def grade_suite(
