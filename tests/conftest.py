@@ -18,6 +18,7 @@ os.environ.setdefault("LLM_CONNECT_EMBEDDING_PROBE", "0")
 pytest_plugins = [
     "tests.fixtures.openai_server",
     "tests.fixtures.databases",
+    "tests.fixtures.faults",
 ]
 
 

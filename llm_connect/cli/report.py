@@ -156,7 +156,7 @@ def view(
 
     A database restart holds a request until the database is back (up to --db-patience, said
     on stderr); a fault past it (the database away too long, a full disk, a read-only ledger)
-    answers 503 naming the cause, and the Label page keeps the choice to send again.
+    answers 503 naming the cause, and the Label page keeps the case to label again.
     """
     import threading
 

@@ -20,7 +20,7 @@ has none of them):
   label of the case is overwritten; without it a different label is refused (409).
   A write meets the ledger's patience like every other (``view --db-patience``): a database
   restart holds the request until it is back; a fault past it (away too long, a full disk, a
-  read-only ledger) answers 503 with the cause in plain words, and the page keeps the choice.
+  read-only ledger) answers 503 with the cause in plain words; the page keeps the case to label again.
 
 Writes are refused with 403 unless the request's ``Origin`` is the server's own
 (``http://127.0.0.1:PORT`` or ``http://localhost:PORT``; a missing Origin is
@@ -312,8 +312,8 @@ class LabelDesk:
             return 409, {"error": "you labelled this case differently before (labels import --replace)"}
         except LabelError as exc:
             return 400, {"error": str(exc)}
-        except LedgerFaultError as exc:  # after the patience: the page keeps the choice, nothing stored
-            return 503, {"error": f"{exc}: the label was not saved, choose again {when_writable(exc.cause)}",
+        except LedgerFaultError as exc:  # after the patience: nothing stored, the page keeps the case
+            return 503, {"error": f"{exc}; choose again {when_writable(exc.cause)}",
                          "cause": exc.cause}  # fmt: skip
         return 200, {"saved": True, "written": done.written, "replaced": done.replaced}
 

@@ -21,7 +21,6 @@ saying why, and fail instead under ``LLM_CONNECT_REQUIRE_DB_FAULTS=1`` (``.ci/ru
 from __future__ import annotations
 
 import collections
-import contextlib
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ import pytest
 from llm_connect.ledger import QualityLedger
 from llm_connect.report import ReportServer, serve
 from tests.cli._util import write_suite
+from tests.fixtures.faults import REQUIRE, TESTS, fill, make_room
 from tests.fixtures.openai_server import OpenAIServer
 from tests.fixtures.skips import skip_or_fail
 from tests.report.test_label import fill_queue_ledger, next_case, own, request
@@ -44,9 +44,7 @@ from tests.report.test_label import fill_queue_ledger, next_case, own, request
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-REQUIRE = "LLM_CONNECT_REQUIRE_DB_FAULTS"
 CLUSTER_ENV = "LLM_CONNECT_TEST_POSTGRES_CLUSTER"
-TESTS = "the database fault tests"
 RUN_TIMEOUT_S = 180.0
 
 
@@ -84,35 +82,6 @@ def cluster() -> Iterator[Cluster]:
         yield found
     finally:
         found.ctl("start")  # whatever happened, the others' tests find it running
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MiB tmpfs (unmounted afterwards)."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        skip_or_fail(REQUIRE, "mounting a tmpfs needs root", tests=TESTS)
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True)
-    if made.returncode != 0:
-        skip_or_fail(REQUIRE, f"mount -t tmpfs failed: {made.stderr.decode().strip()}", tests=TESTS)
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-
-
-def fill(tmpfs: Path) -> None:
-    """Fill the tmpfs to the last block (the file ``filler``)."""
-    with contextlib.suppress(OSError), open(tmpfs / "filler", "wb", buffering=0) as filler:
-        while True:
-            filler.write(b"x" * 4096)
-
-
-def make_room(tmpfs: Path) -> None:
-    """Undo :func:`fill` and grow the tmpfs to 8 MiB."""
-    (tmpfs / "filler").unlink()
-    subprocess.run(["mount", "-o", "remount,size=8m", str(tmpfs)], check=True)
 
 
 def suite(path: Path, n: int) -> Path:
@@ -387,10 +356,7 @@ def test_a_label_sent_to_a_full_disk_answers_503_saying_so_and_goes_in_once_ther
             assert code == 503, refused
             assert isinstance(refused, dict) and refused["cause"] == "disk_full"
             assert "the ledger's disk is full" in refused["error"]
-            assert (
-                "the label was not saved, choose again once the ledger's disk has room again"
-                in (refused["error"])
-            )
+            assert "; choose again once the ledger's disk has room again" in (refused["error"])
             make_room(tmpfs)
             assert ledger.labels(task="qa") == []  # nothing half-written
             code, saved = _label(server, case)  # the page sends the kept choice again

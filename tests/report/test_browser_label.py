@@ -238,3 +238,44 @@ def test_u_brings_back_the_last_case_and_the_next_key_changes_its_label(
     shown(page, 2, after=second["ref"])
     assert len([lb for lb in report_ledger.labels() if lb.annotator == ANNOTATOR]) == 2
     assert_no_console_errors(page)
+
+
+def test_a_label_refused_by_a_full_disk_says_so_and_the_case_stays_to_label_again(
+    page: Any, tmpfs: Path, tmp_path: Path
+) -> None:
+    """Issue 39 on the Label page: the ledger's disk fills up under a person labelling. The page
+    says "Not saved" with the cause, nothing is stored, the same case stays with its keys live,
+    and once there is room the same key stores the label."""
+    from selenium.webdriver.common.by import By
+
+    from tests.fixtures.faults import fill, make_room
+    from tests.report.test_label import fill_queue_ledger
+
+    ledger = QualityLedger(f"sqlite:///{tmpfs / 'ledger.db'}", patience_s=5)
+    server: ReportServer | None = None
+    try:
+        fill_queue_ledger(ledger)
+        server = serve(ledger, port=0, label=True)
+        sign_in(page, server)
+        case = shown(page, 0)
+        fill(tmpfs)
+        press(page, "1")
+        wait_for(
+            page, lambda d: "Not saved" in by_css(d, "#label-status").text, "no 'Not saved' on a full disk"
+        )
+        said = by_css(page, "#label-status").text
+        assert "the ledger's disk is full" in said, said
+        assert "; choose again once the ledger's disk has room again" in said
+        screenshot(page, tmp_path, "label-disk-full", "body")
+        assert shown(page, 0)["ref"] == case["ref"]  # the same case, its keys live again
+        assert not page.find_elements(By.CSS_SELECTOR, ".choices button.chosen")  # nothing marked as sent
+        assert ledger.labels() == []
+        make_room(tmpfs)
+        press(page, "1")
+        shown(page, 1, after=case["ref"])
+        assert "Saved" in by_css(page, "#label-status").text
+        assert [(lb.case_id, lb.annotator) for lb in ledger.labels()] == [(case["case_id"], ANNOTATOR)]
+    finally:
+        if server is not None:
+            server.shutdown()
+        ledger.close()

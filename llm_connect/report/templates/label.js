@@ -144,10 +144,15 @@
           return load();
         }
         status("Not saved: " + (res.data.error || ("HTTP " + res.code)), true);
+        if (button) { button.classList.remove("chosen"); }
         setChoicesEnabled(true);
         return undefined;
       })
-      .catch(function (e) { status("Not saved, the server did not answer: " + e, true); setChoicesEnabled(true); })
+      .catch(function (e) {
+        status("Not saved, the server did not answer: " + e, true);
+        if (button) { button.classList.remove("chosen"); }
+        setChoicesEnabled(true);
+      })
       .then(function () { state.busy = false; });
   }
 
