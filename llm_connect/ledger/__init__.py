@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from llm_connect.ledger._anchors import AnchorCase, AnchorExistsError, AnchorRow, AnchorStore, CheckRow
     from llm_connect.ledger._design import DesignMark, DesignReader, DesignRows, join_rows
-    from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR, display_url, resolve_url
+    from llm_connect.ledger._engine import DEFAULT_URL, ENV_VAR, display_url, patiently, resolve_url
     from llm_connect.ledger._fleet import FleetStatus, FleetWorkerRow
     from llm_connect.ledger._journal import Journal, JournalEntry, JournalError
     from llm_connect.ledger._labels import LabelCounts, LabelStore, LabelWrite
@@ -76,6 +76,7 @@ __all__ = [
     "display_url",
     "head_revision",
     "join_rows",
+    "patiently",
     "resolve_url",
     "upgrade",
     "when_writable",
@@ -87,7 +88,9 @@ _LAZY = {
         "llm_connect.ledger._anchors",
     ),
     **dict.fromkeys(("DesignMark", "DesignReader", "DesignRows", "join_rows"), "llm_connect.ledger._design"),
-    **dict.fromkeys(("DEFAULT_URL", "ENV_VAR", "display_url", "resolve_url"), "llm_connect.ledger._engine"),
+    **dict.fromkeys(
+        ("DEFAULT_URL", "ENV_VAR", "display_url", "patiently", "resolve_url"), "llm_connect.ledger._engine"
+    ),
     **dict.fromkeys(("FleetStatus", "FleetWorkerRow"), "llm_connect.ledger._fleet"),
     **dict.fromkeys(("Journal", "JournalEntry", "JournalError"), "llm_connect.ledger._journal"),
     "when_writable": "llm_connect.ledger._patience",

@@ -356,6 +356,13 @@ def write(engine: Engine, what: str, fn: Callable[[Connection], T]) -> T:
     return _patiently(engine, what, once)
 
 
+def patiently(engine: Engine, what: str, once: Callable[[], T]) -> T:
+    """``once()`` (work that reads the ledger through ``engine`` and may be run again from the
+    start), run again while the database is unreachable, up to the engine's patience; errors
+    translated (:func:`ledger_errors`): what a long-lived reader such as ``view`` answers with."""
+    return _patiently(engine, what, once)
+
+
 def _patiently(engine: Engine, what: str, once: Callable[[], T]) -> T:
     """``once()``, errors translated, run again while the database is unreachable (backoff with
     jitter, up to the engine's patience; then :class:`LedgerFaultError`)."""

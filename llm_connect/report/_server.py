@@ -25,7 +25,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import SplitResult, parse_qs, urlsplit
 
 from llm_connect.errors import ConfigurationError, LedgerFaultError, LLMConnectError
 from llm_connect.report._cases import case_row
@@ -293,6 +293,13 @@ _CSP = (
 )
 
 
+_JSON = "application/json; charset=utf-8"
+
+
+def _encode(data: Any) -> bytes:
+    return json.dumps(data, ensure_ascii=False, allow_nan=False, default=str).encode("utf-8")
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: ReportServer
     server_version = "llm-connect-view"
@@ -317,23 +324,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _json(self, status: int, data: Any, head: bool) -> None:
-        body = json.dumps(data, ensure_ascii=False, allow_nan=False, default=str).encode("utf-8")
-        self._send(status, body, "application/json; charset=utf-8", head)
+        self._send(status, _encode(data), _JSON, head)
 
     def _get(self, head: bool) -> None:
+        from llm_connect.ledger import patiently
+
         parts = urlsplit(self.path)
         try:
-            if parts.path in ("/", "/index.html"):
-                self._send(200, self.server.page(), "text/html; charset=utf-8", head)
-            elif parts.path == "/api/cases":
-                self._json(200, self._cases(parse_qs(parts.query)), head)
-            elif self.server.labels is not None and parts.path == "/label":
-                page = self.server.label_page(parse_qs(parts.query))
-                self._send(200, page, "text/html; charset=utf-8", head)
-            elif self.server.labels is not None and parts.path == "/api/label/next":
-                self._json(200, self.server.labels.next_case(parse_qs(parts.query)), head)
-            else:
-                self._json(404, {"error": f"not found: {parts.path}"}, head)
+            # Reads run again while the database is away (a restart), up to the ledger's patience.
+            status, body, content_type = patiently(
+                self.server.ledger.engine, f"answering GET {parts.path}", lambda: self._answer(parts)
+            )
+            self._send(status, body, content_type, head)
         except ConfigurationError as exc:
             self._json(400, {"error": str(exc)}, head)
         except LedgerFaultError as exc:  # away past the patience, or a fault: say so, try later
@@ -342,6 +344,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(500, {"error": str(exc)}, head)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def _answer(self, parts: SplitResult) -> tuple[int, bytes, str]:
+        """``(status, body, content type)`` of a GET, computed before anything is sent."""
+        html = "text/html; charset=utf-8"
+        if parts.path in ("/", "/index.html"):
+            return 200, self.server.page(), html
+        if parts.path == "/api/cases":
+            return 200, _encode(self._cases(parse_qs(parts.query))), _JSON
+        if self.server.labels is not None and parts.path == "/label":
+            return 200, self.server.label_page(parse_qs(parts.query)), html
+        if self.server.labels is not None and parts.path == "/api/label/next":
+            return 200, _encode(self.server.labels.next_case(parse_qs(parts.query))), _JSON
+        return 404, _encode({"error": f"not found: {parts.path}"}), _JSON
 
     def _cases(self, query: Mapping[str, Sequence[str]]) -> dict[str, Any]:
         minq = self.server.policy

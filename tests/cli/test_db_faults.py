@@ -325,15 +325,22 @@ def test_a_label_sent_while_postgres_is_down_is_held_until_it_is_back_and_stored
             case = next_case(server)["case"]
             cluster.ctl("stop", "-m", "fast")
             answer: list[tuple[int, object]] = []
+            after: list[tuple[int, object]] = []
             sent = threading.Thread(target=lambda: answer.append(_label(server, case)))
+            asked = threading.Thread(  # what the page asks next: the next case, while the database is away
+                target=lambda: after.append(request(server, "GET", "/api/label/next?annotator=bo"))
+            )
             try:
                 sent.start()
-                time.sleep(2.0)  # the write is waiting for the database, not refused
-                assert not answer
+                asked.start()
+                time.sleep(2.0)  # both wait for the database, neither is refused
+                assert not answer and not after
             finally:
                 cluster.ctl("start")
             sent.join(timeout=RUN_TIMEOUT_S)
+            asked.join(timeout=RUN_TIMEOUT_S)
             assert answer and answer[0][0] == 200, answer
+            assert after and after[0][0] == 200, after
             assert any("is unreachable" in line for line in said)  # ``view`` prints these on stderr
             assert any("reachable again after" in line for line in said)
             labels = ledger.labels(task="qa")
