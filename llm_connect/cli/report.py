@@ -154,9 +154,10 @@ def view(
     a per-start token every write needs) and listens on 127.0.0.1 only. --no-label serves the
     report alone, read-only: it never writes. Stop with Ctrl-C.
 
-    A database restart holds a request (a read or a label) until the database is back (up to --db-patience, said
-    on stderr); a fault past it (the database away too long, a full disk, a read-only ledger)
-    answers 503 naming the cause, and the Label page keeps the case to label again.
+    A database restart holds a request (a read or a label) until the database is back (up to
+    --db-patience, said on stderr); a fault past it (the database away too long, a full disk, a
+    read-only ledger) answers 503 naming the cause, and the Label page keeps the case to label
+    again.
     """
     import threading
 
