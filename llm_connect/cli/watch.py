@@ -49,7 +49,8 @@ def watch(
         list[Path],
         typer.Argument(
             help="Trace or log files to follow (the formats `suite import` reads; a file not there "
-            "yet is waited for).",
+            "yet is waited for). A quoted glob ('logs/app-*.jsonl') also follows the files that "
+            "match it later, from their start.",
             show_default=False,
             metavar="FILE...",
             rich_help_panel=_FILES,

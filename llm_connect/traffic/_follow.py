@@ -19,12 +19,18 @@ waiting spans taken with what they have), and once its calls are settled the new
 from its start. A file shorter than the offset, or whose first bytes changed (``copytruncate``),
 is read again from its start. A stored position whose file was rotated while nothing followed it
 is looked for among the path's siblings by device and inode, and its rest read first.
+
+**Patterns.** A path with glob magic (``logs/app-*.jsonl``) is looked for again at every poll, so
+a dated file that appears later is followed from its start. A match that is a file already read
+under another name (its device, inode and first bytes: a rotation renamed it) is left alone.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
+import stat
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -149,7 +155,12 @@ class Follower:
     """Reads new calls from ``paths`` as the files grow (see the module docstring).
 
     Args:
-        paths: the files to follow (a path not there yet is waited for).
+        paths: the files to follow (a path not there yet is waited for); a glob pattern
+            (``logs/app-*.jsonl``) follows every file it matches, looked for again at each poll:
+            a file that matches at the first poll is a path like the others, one that appears
+            later, or since the watch stopped (``positions`` given, none for it), is read from
+            its start (it holds only calls not seen). A file that a followed path was rotated to
+            (``app.log.1`` under ``app.log*``) is not followed a second time.
         format: one of :data:`~llm_connect.traffic.FORMATS` for every file (``None``: each path's
             from its first line).
         positions: stored positions by path (:meth:`positions` of an earlier follower).
@@ -171,24 +182,60 @@ class Follower:
         for path in paths:
             if path.endswith(".gz"):
                 raise TrafficImportError(f"{path}: a compressed file cannot be followed as it grows")
-        self.paths = list(dict.fromkeys(paths))
+        given = list(dict.fromkeys(paths))
+        self.patterns = [p for p in given if glob.has_magic(p)]
+        self.paths = [p for p in given if not glob.has_magic(p)]
+        self.format = format
         self.formats: dict[str, str] = dict.fromkeys(self.paths, format) if format else {}
         self.join_window = join_window
         self.start_at_end = start_at_end
         self._stored = dict(positions or {})
+        self._resumed = bool(self._stored)
+        # file id -> (path, fingerprint, its bytes) of every file read: stored, and read here
+        self._known: dict[str, tuple[str, str, int]] = {
+            pos.file_id: (path, pos.fingerprint, pos.fingerprint_bytes) for path, pos in self._stored.items()
+        }
         self._segments: dict[str, _Segment] = {}
         self._missing: set[str] = set()
+        self._looked = False  # whether the patterns were looked for once (the first poll)
+        self._appeared: set[str] = set()  # matched after the first poll: read from the start
 
     # -- reading ------------------------------------------------------------------------
 
     def poll(self, max_calls: int | None = None) -> Poll:
         """Read complete new lines of every path (up to about ``max_calls`` calls in all)."""
         poll = Poll()
+        self._discover(poll)
         for path in self.paths:
             if max_calls is not None and len(poll.calls) >= max_calls:
                 break
             self._poll_path(path, poll, None if max_calls is None else max_calls - len(poll.calls))
         return poll
+
+    def _discover(self, poll: Poll) -> None:
+        """Follow the files the patterns match now and no path follows yet."""
+        first, self._looked = not self._looked, True
+        for pattern in self.patterns:
+            found = sorted(glob.glob(pattern))
+            if not found and first:
+                poll.notes.append(f"{pattern}: no file matches (yet); waiting for one")
+            for path in found:
+                if path in self.paths or path.endswith(".gz"):
+                    continue
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode) or self._read_before(path, st):
+                    continue  # a followed file under its rotated name: read through the old handle
+                self.paths.append(path)
+                if self.format:
+                    self.formats[path] = self.format
+                if path in self._stored or (first and not self._resumed):
+                    continue
+                self._appeared.add(path)  # new while watching, or since the watch stopped
+                since = "" if not first else " since the watch stopped"
+                poll.notes.append(f"{path}: new{since}, matches {pattern}; reading it from its start")
 
     def _poll_path(self, path: str, poll: Poll, budget: int | None) -> None:
         seg = self._segments.get(path)
@@ -235,7 +282,7 @@ class Follower:
         self._missing.discard(path)
         stored = self._stored.pop(path, None)
         if stored is None:
-            return self._start(path, poll, at_end=self.start_at_end)
+            return self._start(path, poll, at_end=self.start_at_end and path not in self._appeared)
         if stored.file_id == _file_id(st):
             seg = self._start(path, poll, offset=stored.offset, line=stored.line)
             if seg is not None and (st.st_size < stored.offset or not _matches(seg, stored)):
@@ -275,7 +322,22 @@ class Follower:
             raise TrafficImportError(f"{path}: cannot read: {exc.strerror or exc}") from None
         if at_end:
             offset, line = _end_of_lines(fh)
-        return _Segment(path, fh, os.fstat(fh.fileno()), offset, line)
+        seg = _Segment(path, fh, os.fstat(fh.fileno()), offset, line)
+        self._known[seg.file_id] = (path, seg.fingerprint, seg.fingerprint_bytes)
+        return seg
+
+    def _read_before(self, path: str, st: os.stat_result) -> bool:
+        """Whether ``path`` is a file some path was read from, now or before the watch stopped (a
+        rotation renamed it): the same device and inode and the same first bytes (an inode
+        reused by a new file begins with others)."""
+        known = self._known.get(_file_id(st))
+        if known is None or known[0] == path or known[2] == 0:
+            return False
+        try:
+            with open(path, "rb") as fh:
+                return _fingerprint(fh, known[2]) == known[1:]
+        except OSError:
+            return False
 
     def _retire(self, seg: _Segment, poll: Poll) -> None:
         """The rotated file is read: its waiting spans come out as they are."""

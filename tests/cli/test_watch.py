@@ -178,6 +178,26 @@ def test_rotation_and_truncation_are_picked_up(tmp_path: Path, sqlite_url: str, 
     assert len(_chat(openai_server)) == 5
 
 
+def test_a_pattern_picks_up_the_files_that_appear(
+    tmp_path: Path, sqlite_url: str, openai_server: Any
+) -> None:
+    """``watch 'logs/app-*.jsonl'`` (quoted: the watch expands it at every look): a dated file
+    that appears while the watch is down is read from its start at the next start."""
+    (tmp_path / "app-1.jsonl").write_text(_line(0))
+    args = _args(tmp_path / "app-*.jsonl", sqlite_url, openai_server, "-j", "exact", "--once")
+    first = invoke(*args)
+    assert first.exit_code == 0, first.output
+    assert _graded(sqlite_url) == ["req-0"]
+    (tmp_path / "app-2.jsonl").write_text(_line(1) + _line(2))
+    _append(tmp_path / "app-1.jsonl", _line(3))
+    second = invoke(*args)
+    assert second.exit_code == 0, second.output
+    assert "app-2.jsonl: new since the watch stopped" in second.stderr
+    assert sorted(_graded(sqlite_url)) == ["req-0", "req-1", "req-2", "req-3"]
+    assert len(_chat(openai_server)) == 4  # no call graded twice
+    assert "offsets of 2 file(s) stored" in second.stdout
+
+
 def _start(args: list[str]) -> subprocess.Popen[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(

@@ -200,6 +200,84 @@ def test_a_file_not_there_yet_is_waited_for_and_start_at_end_skips_what_is_there
     follower.close()
 
 
+def test_a_pattern_follows_the_files_that_appear_later_from_their_start(tmp_path: Path) -> None:
+    """``logs/app-*.jsonl``: a file there at the first look is a path like any (here from its
+    end); one created while watching, or while the watch was down, holds only calls not seen
+    and is read from its start; a restart from the stored positions reads nothing twice."""
+    (tmp_path / "app-1.jsonl").write_text(_line(0), encoding="utf-8")
+    pattern = str(tmp_path / "app-*.jsonl")
+    follower = Follower([pattern], start_at_end=True)
+    assert _refs(follower) == []  # req-0 was there before the watch
+    _append(tmp_path / "app-1.jsonl", _line(1))
+    (tmp_path / "app-2.jsonl").write_text(_line(2) + _line(3), encoding="utf-8")
+    poll = follower.poll()
+    assert [i.call.ref for i in poll.calls] == ["req-1", "req-2", "req-3"]
+    assert any("app-2.jsonl: new, matches" in n for n in poll.notes)
+    for item in poll.calls:
+        follower.settle(item)
+    positions = {p.path: p for p in follower.positions()}
+    assert set(positions) == {str(tmp_path / "app-1.jsonl"), str(tmp_path / "app-2.jsonl")}
+    follower.close()
+    (tmp_path / "app-3.jsonl").write_text(_line(4), encoding="utf-8")  # while the watch was down
+    _append(tmp_path / "app-2.jsonl", _line(5))
+    again = Follower([pattern], positions=positions, start_at_end=True)
+    poll = again.poll()
+    assert sorted(i.call.ref or "" for i in poll.calls) == ["req-4", "req-5"]
+    assert any("app-3.jsonl: new since the watch stopped" in n for n in poll.notes)
+    for item in poll.calls:
+        again.settle(item)
+    assert _refs(again) == []
+    (tmp_path / "app-4.jsonl").write_text(_line(6), encoding="utf-8")
+    assert _refs(again) == ["req-6"]
+    again.close()
+
+
+def test_a_pattern_does_not_follow_a_rotated_file_a_second_time(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    log.write_text(_line(0), encoding="utf-8")
+    follower = Follower([str(tmp_path / "calls.log*")])
+    assert _refs(follower) == ["req-0"]
+    _append(log, _line(1))  # written before the rotation
+    log.rename(tmp_path / "calls.log.1")
+    log.write_text(_line(2), encoding="utf-8")
+    got = _refs(follower)
+    follower.positions()  # the old file is settled: the new one takes its place
+    got += _refs(follower) + _refs(follower)
+    assert got == ["req-1", "req-2"]  # calls.log.1 matches the pattern but is the file read before
+    assert [p.path for p in follower.positions()] == [str(log)]
+    follower.close()
+
+
+def test_a_pattern_resumed_after_a_rotation_reads_the_rest_of_the_old_file_once(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    log.write_text(_line(0), encoding="utf-8")
+    pattern = str(tmp_path / "calls.log*")
+    first = Follower([pattern])
+    assert _refs(first) == ["req-0"]
+    positions = {p.path: p for p in first.positions()}
+    first.close()
+    _append(log, _line(1))  # while the watch was down: written, then rotated
+    log.rename(tmp_path / "calls.log.1")
+    log.write_text(_line(2), encoding="utf-8")
+    second = Follower([pattern], positions=positions)
+    got = _refs(second)
+    second.positions()
+    got += _refs(second) + _refs(second)
+    assert got == ["req-1", "req-2"]  # calls.log.1 is the file read before, not a new one
+    second.close()
+
+
+def test_a_pattern_that_matches_nothing_yet_says_so_and_waits(tmp_path: Path) -> None:
+    follower = Follower([str(tmp_path / "*.jsonl")])
+    poll = follower.poll()
+    assert poll.calls == [] and poll.notes == [
+        f"{tmp_path / '*.jsonl'}: no file matches (yet); waiting for one"
+    ]
+    (tmp_path / "a.jsonl").write_text(_line(0), encoding="utf-8")
+    assert _refs(follower) == ["req-0"]
+    follower.close()
+
+
 def _call(ref: str | None, **kw: Any) -> TrafficCall:
     from llm_connect.traffic import Answer
 
