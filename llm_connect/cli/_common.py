@@ -159,6 +159,18 @@ SeedOption: Any = typer.Option(
     None, "--seed", help="Sent as model_params.seed (servers that support it answer more repeatably).",
     show_default=False, metavar="N", rich_help_panel="Model calls",
 )  # fmt: skip
+ConcurrencyOption: Any = typer.Option(
+    8, "--concurrency", min=1, max=1024, help="Model calls in flight.", metavar="N",
+    rich_help_panel="Model calls",
+)  # fmt: skip
+NoCacheOption: Any = typer.Option(
+    False, "--no-cache", help="Neither read nor fill the response and embedding caches.",
+    rich_help_panel="Model calls",
+)  # fmt: skip
+MaxRetriesOption: Any = typer.Option(
+    4, "--max-retries", min=0, help="Retries of a failed call (429, timeouts, connection errors, 5xx).",
+    metavar="N", rich_help_panel="Model calls",
+)  # fmt: skip
 TimeoutOption: Any = typer.Option(
     None, "--timeout", min=0.001, help="Per-call timeout in seconds.", show_default=False, metavar="SECONDS",
     rich_help_panel="Model calls",
@@ -181,6 +193,13 @@ def echo_err(message: str) -> None:
     from llm_connect._secrets import mask_secrets
 
     typer.echo(mask_secrets(message), err=True)
+
+
+def ride_out(ledger: Any, patience_s: float) -> None:
+    """Wait up to ``patience_s`` for a database that goes away (``--db-patience``), and say so on
+    stderr as it happens (``note: the database at ... is unreachable ...``)."""
+    ledger.patience.seconds = patience_s
+    ledger.patience.on_pause = lambda line: echo_err(f"note: {line}")
 
 
 def fail(message: str, code: ExitCode = ExitCode.USAGE) -> NoReturn:

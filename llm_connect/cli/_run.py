@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_connect.adapters import run_in_own_loop
-from llm_connect.cli._common import fail
+from llm_connect.cli._common import fail, ride_out
 from llm_connect.errors import ConfigurationError, LedgerFaultError
 from llm_connect.values import RoutingPolicy
 
@@ -383,7 +383,7 @@ def execute(
         ledger = shared_ledger
     elif ledger is None:
         ledger = open_ledger(opts.db)
-    _ride_out(ledger, opts.db_patience)
+    ride_out(ledger, opts.db_patience)
     context.use_embedding_store(ledger if opts.use_cache else None)  # --no-cache: embed every text
     if opts.shared or opts.resume:
         pass  # a shared run is joined by every worker; a resumed run was checked above
@@ -505,14 +505,6 @@ def _registered(ledger: Any, run_id: str | None) -> bool:
         return run_id is not None and ledger.run(run_id) is not None
     except Exception:
         return True
-
-
-def _ride_out(ledger: Any, patience_s: float) -> None:
-    """Wait up to ``patience_s`` for a database that goes away, and say so on stderr as it happens."""
-    from llm_connect.cli._common import echo_err
-
-    ledger.patience.seconds = patience_s
-    ledger.patience.on_pause = lambda line: echo_err(f"note: {line}")
 
 
 def _shared_ledger(opts: GradeOptions) -> Any:

@@ -14,11 +14,14 @@ import typer
 from llm_connect.cli._common import (
     ApiKeyOption,
     BaseUrlOption,
+    ConcurrencyOption,
     DbOption,
     DbPatienceOption,
     FastHelpCommand,
     JsonOption,
+    MaxRetriesOption,
     MaxTokensOption,
+    NoCacheOption,
     SeedOption,
     TemperatureOption,
     TimeoutOption,
@@ -190,17 +193,7 @@ def grade(
             rich_help_panel="Suite and models",
         ),
     ] = None,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency",
-            min=1,
-            max=1024,
-            help="Model calls in flight.",
-            metavar="N",
-            rich_help_panel="Model calls",
-        ),
-    ] = 8,
+    concurrency: int = ConcurrencyOption,
     rpm: Annotated[
         float | None,
         typer.Option(
@@ -309,14 +302,7 @@ def grade(
             rich_help_panel="Judges and the gate",
         ),
     ] = "uniform",
-    no_cache: Annotated[
-        bool,
-        typer.Option(
-            "--no-cache",
-            help="Neither read nor fill the response and embedding caches.",
-            rich_help_panel="Model calls",
-        ),
-    ] = False,
+    no_cache: bool = NoCacheOption,
     check_judges_every: Annotated[
         int | None,
         typer.Option(
@@ -419,16 +405,7 @@ def grade(
     max_tokens: int | None = MaxTokensOption,
     seed: int | None = SeedOption,
     timeout: float | None = TimeoutOption,
-    max_retries: Annotated[
-        int,
-        typer.Option(
-            "--max-retries",
-            min=0,
-            help="Retries of a failed call (429, timeouts, connection errors, 5xx).",
-            metavar="N",
-            rich_help_panel="Model calls",
-        ),
-    ] = 4,
+    max_retries: int = MaxRetriesOption,
 ) -> None:
     """Grade candidates against a baseline on a suite; store every grade; route.
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_connect.cli._common import DbOption, DbPatienceOption, FastHelpCommand, echo_err, fail, handle_errors
+from llm_connect.cli._common import DbOption, DbPatienceOption, FastHelpCommand, fail, handle_errors, ride_out
 from llm_connect.cli._policy import (
     AllowUncalibrated,
     Confidence,
@@ -174,8 +174,7 @@ def view(
             fail(f"the labelling page listens on 127.0.0.1 only, not on {host}: add --no-label")
         typer.echo(f"warning: listening on {host}, not only on this machine", err=True)
     ledger = _open(db)
-    ledger.patience.seconds = db_patience
-    ledger.patience.on_pause = lambda line: echo_err(f"note: {line}")
+    ride_out(ledger, db_patience)
     server = serve(
         ledger,
         host=host,

@@ -15,15 +15,19 @@ import typer
 from llm_connect.cli._common import (
     ApiKeyOption,
     BaseUrlOption,
+    ConcurrencyOption,
     DbOption,
     DbPatienceOption,
     FastHelpCommand,
+    MaxRetriesOption,
     MaxTokensOption,
+    NoCacheOption,
     SeedOption,
     TemperatureOption,
     TimeoutOption,
     fail,
     handle_errors,
+    ride_out,
 )
 from llm_connect.cli._policy import AllowUncalibrated, Confidence, MinQuality, MinSamples, build_policy
 from llm_connect.cli._slices import SliceBy
@@ -34,7 +38,7 @@ DEFAULT_SAMPLE_RATE = 0.1
 """The share of new calls graded when ``--sample-rate`` is not given."""
 _PINNED = ("baseline", "candidate", "grader_ids")
 """Settings a watch keeps for its run: another value under the same name is refused."""
-_FILES, _CALLS, _ROUTING = "Files and calls", "Model calls", "Routing policy"
+_FILES, _ROUTING = "Files and calls", "Routing policy"
 
 
 def watch_name(task_from: str | None, task: str | None, candidate: str, judges: list[str]) -> str:
@@ -186,31 +190,9 @@ def watch(
     confidence: Confidence = None,
     allow_uncalibrated: AllowUncalibrated = None,
     slice_by: SliceBy = None,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency",
-            min=1,
-            max=1024,
-            help="Model calls in flight.",
-            metavar="N",
-            rich_help_panel=_CALLS,
-        ),
-    ] = 8,
-    no_cache: Annotated[
-        bool,
-        typer.Option("--no-cache", help="Neither read nor fill the response cache.", rich_help_panel=_CALLS),
-    ] = False,
-    max_retries: Annotated[
-        int,
-        typer.Option(
-            "--max-retries",
-            min=0,
-            help="Retries of a failed call (429, timeouts, 5xx).",
-            metavar="N",
-            rich_help_panel=_CALLS,
-        ),
-    ] = 4,
+    concurrency: int = ConcurrencyOption,
+    no_cache: bool = NoCacheOption,
+    max_retries: int = MaxRetriesOption,
     base_url: str | None = BaseUrlOption,
     api_key: str | None = ApiKeyOption,
     temperature: float | None = TemperatureOption,
@@ -243,8 +225,7 @@ def watch(
         api_key=api_key, temperature=temperature, max_tokens=max_tokens, seed=seed, timeout=timeout,
     )  # fmt: skip
     ledger = open_ledger(db)
-    ledger.patience.seconds = db_patience
-    ledger.patience.on_pause = lambda line: _note(line)
+    ride_out(ledger, db_patience)
     context.use_embedding_store(ledger if plan.use_cache else None)  # --no-cache: embed every text
     stored = ledger.run(plan.run_id)
     problem = check_settings(stored.config if stored is not None else None, plan, _PINNED)
@@ -263,12 +244,6 @@ def watch(
         f"offsets of {watcher.files} file(s) stored"
     )
     raise typer.Exit(code)
-
-
-def _note(line: str) -> None:
-    from llm_connect.cli._common import echo_err
-
-    echo_err(f"note: {line}")
 
 
 def _plan(**o: Any) -> tuple[Any, Any]:

@@ -324,7 +324,7 @@ def read(
 ) -> T:
     """``fn(connection)`` as :func:`reading` runs it, run again from the start while the server
     is away (up to the patience): for the reads a run makes while it goes on (claims, status)."""
-    return _patiently(engine, what, lambda: _read_once(engine, what, fn, postgres_isolation))
+    return patiently(engine, what, lambda: _read_once(engine, what, fn, postgres_isolation))
 
 
 def _read_once(engine: Engine, what: str, fn: Callable[[Connection], T], isolation: str) -> T:
@@ -353,19 +353,14 @@ def write(engine: Engine, what: str, fn: Callable[[Connection], T]) -> T:
                 time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    return _patiently(engine, what, once)
+    return patiently(engine, what, once)
 
 
 def patiently(engine: Engine, what: str, once: Callable[[], T]) -> T:
-    """``once()`` (work that reads the ledger through ``engine`` and may be run again from the
-    start), run again while the database is unreachable, up to the engine's patience; errors
-    translated (:func:`ledger_errors`): what a long-lived reader such as ``view`` answers with."""
-    return _patiently(engine, what, once)
-
-
-def _patiently(engine: Engine, what: str, once: Callable[[], T]) -> T:
-    """``once()``, errors translated, run again while the database is unreachable (backoff with
-    jitter, up to the engine's patience; then :class:`LedgerFaultError`)."""
+    """``once()`` (work through ``engine`` that may be run again from the start), errors
+    translated (:func:`ledger_errors`), run again while the database is unreachable (backoff
+    with jitter, up to the engine's patience; then :class:`LedgerFaultError`): the ledger's
+    writes and a run's reads, and every answer of a long-lived reader such as ``view``."""
     patience = patience_of(engine)
     attempt, first = 0, 0.0
     with ledger_errors(what, engine.url):

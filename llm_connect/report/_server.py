@@ -293,7 +293,7 @@ _CSP = (
 )
 
 
-_JSON = "application/json; charset=utf-8"
+_JSON, _HTML = "application/json; charset=utf-8", "text/html; charset=utf-8"
 
 
 def _encode(data: Any) -> bytes:
@@ -347,13 +347,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, parts: SplitResult) -> tuple[int, bytes, str]:
         """``(status, body, content type)`` of a GET, computed before anything is sent."""
-        html = "text/html; charset=utf-8"
         if parts.path in ("/", "/index.html"):
-            return 200, self.server.page(), html
+            return 200, self.server.page(), _HTML
         if parts.path == "/api/cases":
             return 200, _encode(self._cases(parse_qs(parts.query))), _JSON
         if self.server.labels is not None and parts.path == "/label":
-            return 200, self.server.label_page(parse_qs(parts.query)), html
+            return 200, self.server.label_page(parse_qs(parts.query)), _HTML
         if self.server.labels is not None and parts.path == "/api/label/next":
             return 200, _encode(self.server.labels.next_case(parse_qs(parts.query))), _JSON
         return 404, _encode({"error": f"not found: {parts.path}"}), _JSON

@@ -31,7 +31,15 @@ from llm_connect.routing._betting import betting_bounds
 from llm_connect.routing._betting import cases_needed_many as betting_cases_needed
 from llm_connect.routing._bounds import bounds_many, cases_needed_many, continue_bounds
 from llm_connect.routing._series import CachedSeries, GroupBounds, read_series
-from llm_connect.values import INSUFFICIENT, NO_GRADES, PROVEN, RULED_OUT, UNDECIDED, GraderEvidence
+from llm_connect.values import (
+    INSUFFICIENT,
+    NO_GRADES,
+    PROVEN,
+    RULED_OUT,
+    UNDECIDED,
+    GraderEvidence,
+    crossed_bounds,
+)
 
 if TYPE_CHECKING:
     from llm_connect.ledger import CaseSeries, QualityLedger
@@ -352,10 +360,8 @@ def _verdict(
             f"[{low:.3f}, {high:.3f}] around min_quality {min_quality:g}; {more}"
         )
     if low > high:  # they stay crossed: say why the mean lies outside them
-        why += (
-            f"; the bounds cross (lower {low:.3f} above upper {high:.3f}): no one mean fits all "
-            f"{n} cases, the grades' mean moved within them"
-        )
+        fits = f"no one mean fits all {n} cases, the grades' mean moved within them"
+        why += f"; the {crossed_bounds(low, high)}: {fits}"
     return GraderEvidence(
         grader_id=grader_id,
         n=n,

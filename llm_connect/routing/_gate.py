@@ -55,9 +55,7 @@ class GateItem:
         head = f"{self.candidate} on {ev.grader_id} in {self.task}"
         if ev.mean is None or ev.lower_bound is None or ev.upper_bound is None:
             return f"{head}: no grades"
-        where = f"mean {ev.mean:.3f} vs {min_quality:g}, " + (
-            ev.bounds_text() if ev.bounds_cross else f"bounds {ev.bounds_text()}"
-        )
+        where = f"mean {ev.mean:.3f} vs {min_quality:g}, {_bounds(ev)}"
         if ev.status == RULED_OUT:
             return f"{head}: {where}, ruled out (upper bound below {min_quality:g})"
         if ev.status == PROVEN:
@@ -80,9 +78,8 @@ class GateItem:
         if ev.mean is None or ev.lower_bound is None or ev.upper_bound is None:
             return f"{head}: no human labels yet{pending}"
         where = (
-            f"estimate {ev.mean:.3f} vs {min_quality:g}, "
-            + (ev.bounds_text() if ev.bounds_cross else f"bounds {ev.bounds_text()}")
-            + f", {ev.labels_used or 0} label{'s' if ev.labels_used != 1 else ''}"
+            f"estimate {ev.mean:.3f} vs {min_quality:g}, {_bounds(ev)}, "
+            f"{ev.labels_used or 0} label{'s' if ev.labels_used != 1 else ''}"
         )
         if ev.status == RULED_OUT:
             return f"{head}: {where}, ruled out (upper bound below {min_quality:g})"
@@ -94,6 +91,12 @@ class GateItem:
         if ev.more_cases:
             more += f" (and {ev.more_cases} more case{'s' if ev.more_cases != 1 else ''})"
         return f"{head}: {where}{pending}; {more} would settle it"
+
+
+def _bounds(evidence: GraderEvidence) -> str:
+    """``bounds [0.812, 0.938]``, or, crossed, ``bounds cross (...): the mean moved``."""
+    text = evidence.bounds_text()
+    return text if evidence.bounds_cross else f"bounds {text}"
 
 
 def more_cases(evidence: GraderEvidence) -> int | None:

@@ -35,6 +35,7 @@ from llm_connect.values._decision import (
     GraderEvidence,
     IgnoredGrader,
     RoutingDecision,
+    crossed_bounds,
 )
 from llm_connect.values._identity import (
     FIRST_GRADE,
@@ -119,6 +120,7 @@ __all__ = [
     "SliceDecisions",
     "SliceError",
     "SliceKey",
+    "crossed_bounds",
     "describe_change",
     "human_value",
     "identity_changed",

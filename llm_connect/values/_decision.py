@@ -70,6 +70,12 @@ def combined_status(statuses: Sequence[str]) -> str:
     return next(s for s in statuses if s != PROVEN)
 
 
+def crossed_bounds(low: float, high: float) -> str:
+    """How bounds that cross are named (``bounds cross (lower 0.850 above upper 0.375)``): the one
+    wording of the reason and of :meth:`GraderEvidence.bounds_text`."""
+    return f"bounds cross (lower {low:.3f} above upper {high:.3f})"
+
+
 @dataclass(frozen=True)
 class GraderEvidence:
     """What one grader's grades say about one candidate (computed by ``routing/_evidence.py``).
@@ -170,7 +176,7 @@ class GraderEvidence:
         if low is None or high is None:
             return ""
         if low > high:
-            return f"bounds cross (lower {low:.3f} above upper {high:.3f}): the mean moved"
+            return f"{crossed_bounds(low, high)}: the mean moved"
         return f"[{low:.3f}, {high:.3f}]"
 
     def to_dict(self) -> dict[str, Any]:

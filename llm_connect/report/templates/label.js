@@ -123,6 +123,11 @@
     var changing = state.changing;
     var note = byId("note").value;
     var body = { ref: c.ref, choice: choice, annotator: state.annotator, note: note, replace: changing };
+    function notSaved(why) {  // the case stays, its keys live again, no button marked as sent
+      status("Not saved" + why, true);
+      if (button) { button.classList.remove("chosen"); }
+      setChoicesEnabled(true);
+    }
     fetch("api/label", {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-LLM-Connect-Token": token },
@@ -143,16 +148,10 @@
           state.skipped.push(c.ref);
           return load();
         }
-        status("Not saved: " + (res.data.error || ("HTTP " + res.code)), true);
-        if (button) { button.classList.remove("chosen"); }
-        setChoicesEnabled(true);
+        notSaved(": " + (res.data.error || ("HTTP " + res.code)));
         return undefined;
       })
-      .catch(function (e) {
-        status("Not saved, the server did not answer: " + e, true);
-        if (button) { button.classList.remove("chosen"); }
-        setChoicesEnabled(true);
-      })
+      .catch(function (e) { notSaved(", the server did not answer: " + e); })
       .then(function () { state.busy = false; });
   }
 
